@@ -1,0 +1,277 @@
+"""``pipeline build``: the stages composed on Dask.
+
+Each stage is a pure function of arrays from its own module, submitted as a
+Dask task whose key names the stage (``ingest-…``, ``normalize-…``,
+``partition-…``, ``quality-…``, ``layout-…``, ``write-…``) so that the
+dashboard's task stream reads like the pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import resource
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import distributed
+import numpy as np
+
+import store
+
+from . import __version__, datasets, ingest, layout, nodedata, normalize, partition, quality, readers, synthetic
+from .errors import UserError
+from .graph import Graph, RawGraph
+
+log = logging.getLogger(__name__)
+
+MODELS = ("rp", "gp", "hp")
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Everything a build depends on. Same config (and inputs) -> same store."""
+
+    source: str
+    out: str
+    parts: int
+    models: tuple[str, ...] = ("hp",)
+    layout_model: str | None = None
+    eps: float = 0.03
+    seed: int = 0
+    threads: int = 0
+    hp_preset: str = "deterministic"
+    fmt: str | None = None
+    data_dir: str | None = None
+    directed: bool | None = None
+    features: str = "auto"
+    labels: str = "auto"
+    split: tuple[float, float, float] = (0.6, 0.2, 0.2)
+    overwrite: bool = False
+    chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES
+    command: str = ""
+
+    def check(self) -> None:
+        """Raise :class:`UserError` for values no build can use."""
+        if self.parts < 1:
+            raise UserError(f"--parts {self.parts}: must be at least 1")
+        if not self.eps > 0:
+            raise UserError(f"--eps {self.eps}: must be > 0")
+        for m in self.models:
+            if m not in MODELS:
+                raise UserError(f"--model {m!r}: choose from {', '.join(MODELS)} or all")
+        if self.layout not in self.models:
+            raise UserError(f"--layout-model {self.layout!r} is not among the computed models {', '.join(self.models)}")
+        if not self.features.endswith(".npy"):
+            nodedata.parse_generated(self.features, "features")
+        nodedata.parse_generated(self.labels, "labels")
+        if self.chunk_bytes < 1024:
+            raise UserError("--chunk-bytes must be at least 1024")
+
+    @property
+    def layout(self) -> str:
+        return self.layout_model or ("hp" if "hp" in self.models else self.models[0])
+
+
+@dataclass
+class BuildResult:
+    path: Path
+    attrs: dict
+    table: list[dict]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class _Stages:
+    """Wall time per stage, measured on the client."""
+
+    def __init__(self):
+        self.times: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def done(self, name: str) -> None:
+        now = time.perf_counter()
+        self.times[name] = round(now - self._t, 4)
+        self._t = now
+        log.info("stage %s: %.2f s", name, self.times[name])
+
+
+def load_raw(cfg: BuildConfig, client) -> tuple[RawGraph, str, bool]:
+    """Read the source: a dataset name, a generator spec or a file path.
+
+    Returns the raw graph, the dataset name, and the direction to use.
+    """
+    generated = synthetic.parse_spec(cfg.source)
+    if generated is not None:
+        return generated, cfg.source, _direction(cfg, generated, generated.directed)
+    if cfg.source.lower() in datasets.REGISTRY:
+        ds = datasets.lookup(cfg.source)
+        path = datasets.locate(ds, cfg.data_dir)
+        raw = readers.read(path, ds.format if cfg.fmt is None else cfg.fmt, client, cfg.chunk_bytes)
+        return raw, ds.name, _direction(cfg, raw, ds.directed)
+    path = Path(cfg.source)
+    if not path.exists() and not readers.detect_format(path) == "planetoid":
+        known = ", ".join(sorted(datasets.REGISTRY))
+        raise UserError(f"{cfg.source}: no such file, and not a known dataset ({known}) or rmat:/sbm: spec")
+    raw = readers.read(path, cfg.fmt, client, cfg.chunk_bytes)
+    return raw, path.name, _direction(cfg, raw, True)
+
+
+def _direction(cfg: BuildConfig, raw: RawGraph, default: bool | None) -> bool:
+    if cfg.directed is not None:
+        return cfg.directed
+    if raw.directed is not None:
+        return raw.directed
+    return True if default is None else default
+
+
+def _key(stage: str, token: str) -> str:
+    return f"{stage}-{token}"
+
+
+def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
+    """Run the whole pipeline and write the store atomically."""
+    cfg.check()
+    token = uuid.uuid4().hex[:8]
+    st = _Stages()
+    writer = store.StoreWriter(cfg.out, overwrite=cfg.overwrite)  # refuse an existing output early
+
+    raw, name, directed = load_raw(cfg, client)
+    raw_f = client.scatter(raw, hash=False)
+    del raw
+    g: Graph = client.submit(ingest.to_graph, raw_f, directed, key=_key("ingest-csr", token)).result()
+    del raw_f
+    g_f = client.scatter(g, hash=False)
+    if cfg.parts > g.n:
+        raise UserError(f"--parts {cfg.parts}: more parts than the {g.n} vertices of {name}")
+    nodes_f = client.submit(nodedata.node_data, g_f, cfg.features, cfg.labels, cfg.split, cfg.seed,
+                            key=_key("ingest-nodes", token))
+    st.done("ingest")
+
+    a_f = client.submit(_normalize, g_f, key=_key("normalize", token))
+    a_hat = a_f.result()
+    nodes = nodes_f.result()
+    st.done("normalize")
+
+    pcfg = partition.PartitionConfig(parts=cfg.parts, eps=cfg.eps, seed=cfg.seed, threads=cfg.threads,
+                                     hp_preset=cfg.hp_preset)
+    # One partitioner at a time: each uses the cores it needs (Mt-KaHyPar is
+    # multi-threaded and holds the GIL), and each wall time is its own.
+    parts = {m: client.submit(partition.run, m, a_f, pcfg, key=_key(f"partition-{m}", token)).result()
+             for m in cfg.models}
+    st.done("partition")
+
+    q_f = [client.submit(quality.partition_quality, a_f, client.scatter(parts[m].part, hash=False), cfg.parts, m, parts[m].seconds,
+                         key=_key(f"quality-{m}", token)) for m in cfg.models]
+    qds = quality.to_dataset(client.gather(q_f))
+    table = quality.table_from_dataset(qds)
+    st.done("quality")
+
+    lay = layout.make_layout(parts[cfg.layout].part, cfg.parts)
+    lay_f = client.scatter(lay)
+    anew_f = client.submit(layout.permute, a_f, lay_f, key=_key("layout-permute", token))
+    halo_f = client.submit(layout.halos, anew_f, lay.offsets, key=_key("layout-halos", token))
+    at_f = ht_f = None
+    if g.directed:
+        at_f = client.submit(_transpose, anew_f, key=_key("layout-transpose", token))
+        ht_f = client.submit(layout.halos, at_f, lay.offsets, key=_key("layout-halos-t", token))
+    st.done("layout")
+
+    with writer:
+        write_f = [client.submit(_write_rank, writer.root, r, lay_f, anew_f, halo_f, nodes_f, at_f, ht_f,
+                                 key=(_key("write-rank", token), r)) for r in range(cfg.parts)]
+        distributed.wait(write_f)  # all settled, failed or not, before the writer may clean up
+        sums = client.gather(write_f)
+        writer.array("permutation", lay.perm)
+        writer.array("offsets", lay.offsets)
+        for m in cfg.models:
+            writer.array(f"partitions/{m}", parts[m].part)
+        writer.dataset("nodes", _nodes_dataset(g, nodes, parts[cfg.layout].part))
+        del g_f
+        writer.dataset("quality", qds)
+        st.done("write")
+        attrs = _attrs(cfg, name, g, a_hat, nodes, sums, st.times)
+        writer.commit(attrs)
+    echo(quality.format_table(table))
+    return BuildResult(Path(cfg.out), attrs, table, st.times)
+
+
+def _normalize(g: Graph):
+    return normalize.normalized_adjacency(g.adj, g.directed)
+
+
+def _transpose(a):
+    t = a.T.tocsr()
+    t.sort_indices()
+    return t
+
+
+def _write_rank(root, r, lay, a_new, h, nodes, at_new, ht) -> str:
+    block = layout.rank_block(r, lay, a_new, h, nodes, at_new, ht)
+    return store.write_rank(root, block)
+
+
+def _nodes_dataset(g: Graph, nodes: nodedata.NodeData, part: np.ndarray):
+    import xarray as xr
+
+    return xr.Dataset(
+        {
+            "features": (("node", "feature"), nodes.features),
+            "labels": (("node",), nodes.labels),
+            "train_mask": (("node",), nodes.train),
+            "val_mask": (("node",), nodes.val),
+            "test_mask": (("node",), nodes.test),
+            "file_id": (("node",), g.node_ids),
+            "part": (("node",), part),
+        },
+        coords={"node": np.arange(g.n, dtype=np.int64)},
+        attrs={"description": "node data in original vertex order; file_id is the id in the input file"},
+    )
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"shgcn": __version__, "python": platform.python_version()}
+    for pkg in ("numpy", "scipy", "dask", "distributed", "zarr", "xarray", "pymetis", "mtkahypar"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "absent"
+    return out
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process and its waited-for children, MiB."""
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return round(kib / 1024, 1)
+
+
+def _attrs(cfg, name, g, a_hat, nodes, sums, timings) -> dict:
+    return {
+        "dataset": name,
+        "source": cfg.source,
+        "n": int(g.n),
+        "nnz": int(a_hat.nnz),
+        "edges": int(g.edges),
+        "directed": bool(g.directed),
+        "parts": int(cfg.parts),
+        "model": cfg.layout,
+        "models": list(cfg.models),
+        "eps": cfg.eps,
+        "seed": cfg.seed,
+        "hp_preset": cfg.hp_preset,
+        "feature_dim": int(nodes.features.shape[1]),
+        "classes": nodes.classes,
+        "split": list(cfg.split),
+        "stats": g.stats,
+        "notes": g.notes,
+        "command": cfg.command or " ".join(sys.argv),
+        "config": {k: v for k, v in asdict(cfg).items() if k not in ("out", "command")},
+        "versions": _versions(),
+        "checksums": {str(r): s for r, s in enumerate(sums)},
+        "timings": timings,
+        "peak_rss_mib": peak_rss_mib(),
+    }

@@ -1,0 +1,166 @@
+"""The ``pipeline`` command: ``build``, ``info``, ``datasets``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shlex
+import sys
+
+import store
+
+from . import __version__, datasets, quality, readers
+from .errors import UserError
+
+log = logging.getLogger("pipeline")
+
+
+def _split(text: str) -> tuple[float, float, float]:
+    try:
+        parts = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected three fractions like 0.6,0.2,0.2, got {text!r}") from None
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"expected three fractions, got {len(parts)}")
+    return parts  # type: ignore[return-value]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pipeline", description="Partition a graph into a training-ready Zarr store.")
+    p.add_argument("--version", action="version", version=f"shgcn {__version__}")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    p.add_argument("--quiet", action="store_true", help="only warnings and errors")
+    # the same options after the sub-command; SUPPRESS keeps them from resetting the global ones
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output")
+    common.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="only warnings and errors")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    b = sub.add_parser("build", parents=[common], help="build a partitioned store from a dataset, a file or a generator",
+                       description="Build a partitioned store. SOURCE is a dataset name (see 'pipeline datasets'), "
+                                   "a file (edge list .txt[.gz], .mtx, METIS .graph, .npz, Planetoid ind.NAME), "
+                                   "or a generator: rmat:scale=S,edge_factor=E,seed=K or sbm:n=N,classes=C,...")
+    b.add_argument("source", metavar="SOURCE")
+    b.add_argument("--out", "-o", required=True, help="store directory to create (e.g. stores/cora-p4.zarr)")
+    b.add_argument("--parts", "-p", type=int, required=True, help="number of parts (MPI ranks)")
+    b.add_argument("--model", default="hp", help="rp, gp, hp, a comma list, or all (default: hp)")
+    b.add_argument("--layout-model", default=None, help="model whose partition lays out the rank blocks (default: hp if computed)")
+    b.add_argument("--eps", type=float, default=0.03, help="allowed load imbalance (default 0.03)")
+    b.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+    b.add_argument("--threads", type=int, default=0, help="partitioner threads (default: all cores)")
+    b.add_argument("--hp-preset", default="deterministic",
+                   help="Mt-KaHyPar preset: deterministic (default, reproducible), default, quality, deterministic_quality")
+    b.add_argument("--format", dest="fmt", choices=readers.FORMATS, help="input format (default: from the file name)")
+    b.add_argument("--data-dir", help=f"where dataset files are (default: ${datasets.ENV_VAR}, then {datasets.cache_dir()})")
+    d = b.add_mutually_exclusive_group()
+    d.add_argument("--undirected", dest="directed", action="store_false", default=None, help="symmetrize the graph")
+    d.add_argument("--directed", dest="directed", action="store_true", help="keep edge direction")
+    b.add_argument("--features", default="auto", help="auto (the dataset's own), random:D, or an (n, D) .npy file")
+    b.add_argument("--labels", default="auto", help="auto (the dataset's own) or random:C")
+    b.add_argument("--split", type=_split, default=(0.6, 0.2, 0.2),
+                   help="train,val,test fractions for graphs without a split (default 0.6,0.2,0.2)")
+    b.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    b.add_argument("--chunk-bytes", type=int, default=16 * 2**20, help="bytes of text per parse task (default 16 MiB)")
+    c = b.add_argument_group("Dask")
+    c.add_argument("--scheduler", help="address of an existing Dask scheduler (default: an embedded LocalCluster)")
+    c.add_argument("--workers", type=int, default=0, help="embedded cluster: threads (or processes) (default: cores)")
+    c.add_argument("--processes", action="store_true", help="embedded cluster: worker processes instead of threads")
+    c.add_argument("--dashboard-address", default="127.0.0.1:0", help="embedded cluster dashboard (default: a free port)")
+    b.add_argument("--json", action="store_true", help="print the build summary as JSON")
+
+    i = sub.add_parser("info", parents=[common], help="show what a store holds and its quality table")
+    i.add_argument("store", metavar="STORE")
+    i.add_argument("--json", action="store_true", help="one JSON object instead of text")
+
+    sub.add_parser("datasets", help="list the named datasets")
+    return p
+
+
+def _models(text: str) -> tuple[str, ...]:
+    from .build import MODELS
+
+    if text == "all":
+        return MODELS
+    models = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    for m in models:
+        if m not in MODELS:
+            raise UserError(f"--model {m!r}: choose from {', '.join(MODELS)} or all")
+    return models
+
+
+def cmd_build(args) -> int:
+    from .build import BuildConfig, build
+    from .cluster import ClusterConfig, dask_client
+
+    cfg = BuildConfig(
+        source=args.source, out=args.out, parts=args.parts, models=_models(args.model),
+        layout_model=args.layout_model, eps=args.eps, seed=args.seed, threads=args.threads,
+        hp_preset=args.hp_preset, fmt=args.fmt, data_dir=args.data_dir, directed=args.directed,
+        features=args.features, labels=args.labels, split=args.split, overwrite=args.overwrite,
+        chunk_bytes=args.chunk_bytes, command="pipeline " + shlex.join(sys.argv[1:]),
+    )
+    cfg.check()
+    echo = (lambda *a, **k: None) if args.quiet or args.json else print
+    ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,
+                         dashboard_address=args.dashboard_address, processes=args.processes)
+    with dask_client(ccfg, announce=print if not args.quiet else (lambda *_: None)) as client:
+        result = build(cfg, client, echo=echo)
+    if args.json:
+        print(json.dumps(_summary(result.attrs, result.table), indent=2))
+    else:
+        echo(f"wrote {result.path} ({', '.join(f'{k} {v:.2f}s' for k, v in result.timings.items())})")
+    return 0
+
+
+def _summary(attrs: dict, table: list[dict]) -> dict:
+    keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed",
+            "hp_preset", "feature_dim", "classes", "command", "versions", "timings", "stats", "notes")
+    return {**{k: attrs.get(k) for k in keep}, "quality": {row["model"]: row for row in table}}
+
+
+def cmd_info(args) -> int:
+    s = store.open_store(args.store)
+    table = quality.table_from_dataset(s.quality())
+    if args.json:
+        print(json.dumps(_summary(s.attrs, table), indent=2, default=float))
+        return 0
+    a = s.attrs
+    print(f"store      {s.path}")
+    print(f"dataset    {a['dataset']}  ({a['n']:,} vertices, {a['edges']:,} {'directed' if a['directed'] else 'undirected'} edges, nnz(Â) {a['nnz']:,})")
+    print(f"parts      {a['parts']}  layout model {a['model']}  models {', '.join(a['models'])}  eps {a['eps']}  seed {a['seed']}")
+    print(f"features   {a['feature_dim']}  classes {a['classes']}")
+    print(f"built by   {a['command']}")
+    for note in a.get("notes", []):
+        print(f"note       {note}")
+    print()
+    print(quality.format_table(table))
+    return 0
+
+
+def cmd_datasets(args) -> int:
+    for name, ds in sorted(datasets.REGISTRY.items()):
+        print(f"{name:18s} {ds.nodes:>9,} nodes {ds.edges:>9,} {'directed' if ds.directed else 'undirected'} edges  {ds.description}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    level = logging.WARNING if args.quiet else (logging.INFO if args.verbose == 1 else
+                                                 logging.DEBUG if args.verbose > 1 else logging.WARNING)
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s", stream=sys.stderr)
+    if not args.quiet and args.verbose == 0:
+        logging.getLogger("pipeline").setLevel(logging.INFO)
+    handlers = {"build": cmd_build, "info": cmd_info, "datasets": cmd_datasets}
+    try:
+        return handlers[args.command](args)
+    except (UserError, store.StoreError) as e:
+        print(f"pipeline: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pipeline: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

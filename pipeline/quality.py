@@ -1,0 +1,172 @@
+"""Partition quality: communication volume and messages of one SpMM with Â,
+computational load, edge cut, connectivity-1; as an xarray Dataset and as a
+printable table normalized to random partitioning (the paper's Table 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .hypergraph import column_net, connectivity_minus_one
+
+METRICS = ("total_volume", "avg_send", "max_send", "max_recv", "avg_msgs", "max_msgs", "imbalance",
+           "edge_cut", "km1", "seconds")
+
+
+@dataclass
+class Quality:
+    """Quality of one row partition.
+
+    Attributes
+    ----------
+    volume : (P, P) int64
+        ``volume[m, q]``: rows of H that part m sends to part q per SpMM.
+    load : (P,) int64
+        Nonzeros of Â in each part's rows (the SpMM work).
+    edge_cut : int
+        Edges of the symmetrized graph (no self loops) between parts.
+    km1 : int
+        Connectivity-1 of the column-net hypergraph of Â.
+    """
+
+    model: str
+    volume: np.ndarray
+    load: np.ndarray
+    edge_cut: int
+    km1: int
+    seconds: float = float("nan")
+
+    @property
+    def parts(self) -> int:
+        return self.volume.shape[0]
+
+    @property
+    def send(self) -> np.ndarray:
+        return self.volume.sum(1)
+
+    @property
+    def recv(self) -> np.ndarray:
+        return self.volume.sum(0)
+
+    @property
+    def send_msgs(self) -> np.ndarray:
+        return (self.volume > 0).sum(1)
+
+    @property
+    def recv_msgs(self) -> np.ndarray:
+        return (self.volume > 0).sum(0)
+
+    @property
+    def total_volume(self) -> int:
+        return int(self.volume.sum())
+
+    @property
+    def imbalance(self) -> float:
+        """max / mean load - 1."""
+        mean = self.load.mean()
+        return float(self.load.max() / mean - 1) if mean > 0 else 0.0
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "total_volume": self.total_volume,
+            "avg_send": float(self.send.mean()),
+            "max_send": int(self.send.max()),
+            "max_recv": int(self.recv.max()),
+            "avg_msgs": float(self.send_msgs.mean()),
+            "max_msgs": int(self.send_msgs.max()),
+            "imbalance": self.imbalance,
+            "edge_cut": self.edge_cut,
+            "km1": self.km1,
+            "seconds": self.seconds,
+        }
+
+
+def volume_matrix(a: sp.csr_matrix, part: np.ndarray, parts: int) -> np.ndarray:
+    """(P, P) int64 rows of H sent from part m (owner of column j) to part q
+    (owner of a row with a nonzero in column j), counted once per (j, q)."""
+    rows = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
+    cols = a.indices.astype(np.int64)
+    receiver = part[rows].astype(np.int64)
+    cut = receiver != part[cols]
+    pairs = np.unique(cols[cut] * parts + receiver[cut])
+    sender = part[pairs // parts].astype(np.int64)
+    return np.bincount(sender * parts + pairs % parts, minlength=parts * parts).reshape(parts, parts)
+
+
+def edge_cut(adj: sp.csr_matrix, part: np.ndarray) -> int:
+    """Undirected edges {u, v}, u != v, of the symmetrized graph with
+    ``part[u] != part[v]``."""
+    rows = np.repeat(np.arange(adj.shape[0], dtype=np.int64), np.diff(adj.indptr))
+    cols = adj.indices.astype(np.int64)
+    cut = (part[rows] != part[cols]) & (rows != cols)
+    lo, hi = np.minimum(rows[cut], cols[cut]), np.maximum(rows[cut], cols[cut])
+    return int(np.unique(lo * adj.shape[0] + hi).size)
+
+
+def partition_quality(a: sp.csr_matrix, part: np.ndarray, parts: int, model: str = "",
+                      seconds: float = float("nan")) -> Quality:
+    """All metrics of ``part`` for Â (which has a nonzero diagonal)."""
+    part = np.asarray(part)
+    return Quality(
+        model=model,
+        volume=volume_matrix(a, part, parts),
+        load=np.bincount(part, weights=np.diff(a.indptr), minlength=parts).astype(np.int64),
+        edge_cut=edge_cut(a, part),
+        km1=connectivity_minus_one(column_net(a), part, parts),
+        seconds=seconds,
+    )
+
+
+def to_dataset(qs: list[Quality]):
+    """xarray Dataset with dims (model, part, sender, receiver)."""
+    import xarray as xr
+
+    models = [q.model for q in qs]
+    data = {
+        "volume": (("model", "sender", "receiver"), np.stack([q.volume for q in qs])),
+        "send_volume": (("model", "part"), np.stack([q.send for q in qs])),
+        "recv_volume": (("model", "part"), np.stack([q.recv for q in qs])),
+        "send_msgs": (("model", "part"), np.stack([q.send_msgs for q in qs])),
+        "recv_msgs": (("model", "part"), np.stack([q.recv_msgs for q in qs])),
+        "load": (("model", "part"), np.stack([q.load for q in qs])),
+    }
+    for key in METRICS:
+        data[key] = (("model",), np.array([q.metrics()[key] for q in qs]))
+    ds = xr.Dataset(data, coords={"model": models, "part": np.arange(qs[0].parts)})
+    ds.attrs["description"] = "Per-SpMM communication (rows of H) and load of each row partition of Â"
+    return ds
+
+
+def table_from_dataset(ds) -> list[dict]:
+    """One dict of metrics per model, plus ratios to ``rp`` when present."""
+    models = [str(m) for m in ds["model"].values]
+    rows = []
+    for i, m in enumerate(models):
+        row = {"model": m}
+        for key in METRICS:
+            v = ds[key].values[i].item()
+            row[key] = v
+        rows.append(row)
+    if "rp" in models:
+        ref = rows[models.index("rp")]
+        for row in rows:
+            for key in ("total_volume", "max_send", "avg_msgs", "max_msgs"):
+                row[f"{key}_vs_rp"] = row[key] / ref[key] if ref[key] else float("nan")
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """Fixed-width text table of :func:`table_from_dataset` rows."""
+    cols = [("model", "model", "{}"), ("total_volume", "volume", "{:,}"), ("avg_send", "avg send", "{:,.1f}"),
+            ("max_send", "max send", "{:,}"), ("max_recv", "max recv", "{:,}"), ("avg_msgs", "avg msgs", "{:.1f}"),
+            ("max_msgs", "max msgs", "{}"), ("imbalance", "imbal", "{:.3f}"), ("edge_cut", "edge cut", "{:,}"),
+            ("km1", "km1", "{:,}"), ("seconds", "time s", "{:.2f}")]
+    if rows and "total_volume_vs_rp" in rows[0]:
+        cols += [("total_volume_vs_rp", "vol/rp", "{:.3f}"), ("max_send_vs_rp", "max/rp", "{:.3f}"),
+                 ("avg_msgs_vs_rp", "msgs/rp", "{:.3f}")]
+    cells = [[h for _, h, _ in cols]] + [[f.format(r[k]) for k, _, f in cols] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)

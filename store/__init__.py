@@ -1,0 +1,22 @@
+"""The shgcn store: a Zarr v3 directory holding a partitioned graph.
+
+This package is the only code that knows the on-disk layout (see
+:mod:`store._layout`). Public API::
+
+    s = store.open_store(path)     # validated, read-only
+    s.attrs                        # dict: build parameters, n, nnz, parts, checksums...
+    s.partition("hp")              # (n,) int32 part of every original vertex index
+    s.permutation()                # (n,) int64 new id -> original index
+    s.rank(r)                      # RankBlock of np.memmap views (checksum verified)
+    s.quality()                    # xarray Dataset
+    s.nodes()                      # xarray Dataset (features, labels, masks, ids)
+"""
+
+from ._reader import Store, memmap_array, open_rank, open_store
+from ._schema import SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays
+from ._writer import StoreWriter, block_checksum, write_array, write_rank
+
+__all__ = [
+    "SCHEMA_VERSION", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "block_arrays",
+    "block_checksum", "memmap_array", "open_rank", "open_store", "write_array", "write_rank",
+]

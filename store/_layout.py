@@ -1,0 +1,45 @@
+"""Names of things inside a store directory. The only module that builds paths.
+
+::
+
+    STORE/
+      zarr.json                  root group: attributes (schema, build, checksums)
+      permutation/               (n,) int64: new (permuted) id -> original index
+      offsets/                   (P+1,) int64: rank r owns new ids offsets[r]:offsets[r+1]
+      partitions/<model>/        (n,) int32: part of each original index, per model
+      ranks/<r>/<array>/         rank r's block (see store._schema.RankBlock)
+      ranks/<r>/transpose/<a>/   rank r's rows of Â^T (directed graphs only)
+      nodes/                     xarray Dataset, original order: features, labels, masks, ids
+      quality/                   xarray Dataset: quality of every model
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT_META = "zarr.json"
+NODES = "nodes"
+QUALITY = "quality"
+PERMUTATION = "permutation"
+OFFSETS = "offsets"
+
+
+def rank_group(r: int) -> str:
+    return f"ranks/{r}"
+
+
+def rank_array(r: int, name: str) -> str:
+    return f"ranks/{r}/{name}"
+
+
+def partition_array(model: str) -> str:
+    return f"partitions/{model}"
+
+
+def array_meta(root: Path, name: str) -> Path:
+    return root / name / "zarr.json"
+
+
+def chunk_file(root: Path, name: str, ndim: int) -> Path:
+    """The single chunk of an uncompressed one-chunk array (default key encoding)."""
+    return root.joinpath(name, "c", *(["0"] * ndim))

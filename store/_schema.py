@@ -1,0 +1,114 @@
+"""What the store holds, independent of how it is laid out on disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+
+class StoreError(Exception):
+    """The store is missing, incomplete, corrupt, or does not fit the request.
+    The CLIs exit with code 2 on it."""
+
+    exit_code = 2
+
+
+@dataclass
+class Plan:
+    """One rank's share of a matrix (Â, or Â^T for directed graphs).
+
+    Local column ids: ``0..n_own-1`` are the rank's own rows, in order;
+    ``n_own + k`` is the k-th received row, grouped by sending rank (in rank
+    order) and by global id within a sender.
+
+    Attributes
+    ----------
+    indptr : (n_own+1,) int64
+    indices : (nnz,) int32, local column ids
+    data : (nnz,) float32
+    send_ptr : (P+1,) int64
+        ``send_rows[send_ptr[q]:send_ptr[q+1]]`` go to rank q.
+    send_rows : (S,) int32
+        Local row ids to send, in the order rank q expects them.
+    recv_ptr : (P+1,) int64
+        Received rows from rank q are local columns
+        ``n_own + recv_ptr[q] .. n_own + recv_ptr[q+1] - 1``.
+    recv_ids : (R,) int64
+        Global (permuted) id of each received row.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    send_ptr: np.ndarray
+    send_rows: np.ndarray
+    recv_ptr: np.ndarray
+    recv_ids: np.ndarray
+
+    @property
+    def n_own(self) -> int:
+        return self.indptr.shape[0] - 1
+
+    def send_volume(self) -> np.ndarray:
+        """(P,) rows sent to each rank per SpMM."""
+        return np.diff(self.send_ptr)
+
+    def recv_volume(self) -> np.ndarray:
+        """(P,) rows received from each rank per SpMM."""
+        return np.diff(self.recv_ptr)
+
+
+PLAN_DTYPES = {"indptr": "<i8", "indices": "<i4", "data": "<f4", "send_ptr": "<i8", "send_rows": "<i4",
+               "recv_ptr": "<i8", "recv_ids": "<i8"}
+
+
+@dataclass
+class RankBlock:
+    """Everything rank ``rank`` reads: its rows of Â (``plan``), of Â^T for
+    directed graphs (``transpose``), and its node data.
+
+    Attributes
+    ----------
+    offset : int
+        Global (permuted) id of the first own row.
+    features : (n_own, d) float32
+    labels : (n_own,) int32, -1 where unknown
+    train_mask, val_mask, test_mask : (n_own,) bool
+    node_index : (n_own,) int64
+        Original vertex index (ingest order) of each own row.
+    """
+
+    rank: int
+    offset: int
+    plan: Plan
+    features: np.ndarray
+    labels: np.ndarray
+    train_mask: np.ndarray
+    val_mask: np.ndarray
+    test_mask: np.ndarray
+    node_index: np.ndarray
+    transpose: Plan | None = None
+
+    @property
+    def n_own(self) -> int:
+        return self.plan.n_own
+
+
+NODE_DTYPES = {"features": "<f4", "labels": "<i4", "train_mask": "|b1", "val_mask": "|b1", "test_mask": "|b1",
+               "node_index": "<i8"}
+
+
+def block_arrays(block: RankBlock) -> dict[str, np.ndarray]:
+    """The arrays of a block by their store name, in checksum order."""
+    out = {f.name: getattr(block.plan, f.name) for f in fields(Plan)}
+    out.update({k: getattr(block, k) for k in NODE_DTYPES})
+    if block.transpose is not None:
+        out.update({f"transpose/{f.name}": getattr(block.transpose, f.name) for f in fields(Plan)})
+    return out
+
+
+def expected_dtype(name: str) -> str:
+    return {**PLAN_DTYPES, **NODE_DTYPES}[name.rsplit("/", 1)[-1]]

@@ -1,0 +1,97 @@
+"""The ``pipeline`` command end to end, in subprocesses."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+
+SBM = "sbm:n=300,classes=3,degree=6,features=4,seed=0"
+
+
+def one_line_error(res, *fragments):
+    assert res.returncode == 2, res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.startswith("pipeline: error:")]
+    assert len(lines) == 1, res.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+    assert "Traceback" not in res.stderr
+
+
+def test_help_is_help():
+    res = run_cli("build", "--help")
+    assert res.returncode == 0 and "--parts" in res.stdout and "--scheduler" in res.stdout
+    assert run_cli("-h").returncode == 0
+
+
+def test_build_info_json(tmp_path):
+    out = tmp_path / "s.zarr"
+    res = run_cli("build", SBM, "--parts", "3", "--model", "all", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "Dask dashboard: http" in res.stdout and "vol/rp" in res.stdout
+    info = json.loads(run_cli("info", str(out), "--json").stdout)
+    assert info["parts"] == 3 and info["n"] == 300 and info["models"] == ["rp", "gp", "hp"]
+    assert set(info["quality"]) == {"rp", "gp", "hp"}
+    q = info["quality"]["hp"]
+    assert q["total_volume"] == q["km1"] and q["total_volume_vs_rp"] < 1
+    text = run_cli("info", str(out)).stdout
+    assert "layout model hp" in text and "edge cut" in text
+
+
+def test_build_from_file_path(tmp_path):
+    f = tmp_path / "edges.txt.gz"
+    f.write_bytes(gzip.compress(b"# comment\n" + b"".join(f"{i}\t{(i * 13 + 5) % 200}\n".encode() for i in range(400))))
+    out = tmp_path / "g.zarr"
+    res = run_cli("build", str(f), "--parts", "2", "--model", "rp", "--out", str(out), "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert (out / "zarr.json").exists()
+
+
+@pytest.mark.parametrize("args,fragments", [
+    (["nosuchdataset", "--parts", "2"], ["nosuchdataset", "known dataset", "cora"]),
+    ([SBM, "--parts", "0"], ["--parts 0"]),
+    ([SBM, "--parts", "301"], ["--parts 301", "300 vertices"]),
+    ([SBM, "--parts", "2", "--eps", "0"], ["--eps 0"]),
+    ([SBM, "--parts", "2", "--model", "xx"], ["--model 'xx'"]),
+    ([SBM, "--parts", "2", "--features", "bogus"], ["--features 'bogus'"]),
+])
+def test_bad_arguments(tmp_path, args, fragments):
+    out = tmp_path / "x.zarr"
+    one_line_error(run_cli("build", *args, "--out", str(out)), *fragments)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_files(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    one_line_error(run_cli("build", str(empty), "--parts", "2", "--out", str(tmp_path / "a.zarr")), str(empty), "empty file")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"1 2\n2 3\n3 y\n")
+    one_line_error(run_cli("build", str(bad), "--parts", "2", "--out", str(tmp_path / "b.zarr")), f"{bad}:3", "'y'")
+    gz = tmp_path / "t.txt.gz"
+    gz.write_bytes(gzip.compress(b"".join(f"{i} {i + 1}\n".encode() for i in range(5000)))[:200])
+    one_line_error(run_cli("build", str(gz), "--parts", "2", "--out", str(tmp_path / "c.zarr")), str(gz), "truncated gzip")
+    weird = tmp_path / "g.xyz"
+    weird.write_bytes(b"1 2\n")
+    one_line_error(run_cli("build", str(weird), "--parts", "2", "--out", str(tmp_path / "d.zarr")), "unknown format")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "empty.txt", "g.xyz", "t.txt.gz"]
+
+
+def test_feature_rows_must_match(tmp_path):
+    f = tmp_path / "x.npy"
+    np.save(f, np.zeros((299, 4), np.float32))
+    one_line_error(run_cli("build", SBM, "--parts", "2", "--features", str(f), "--out", str(tmp_path / "s.zarr")),
+                   "299 rows", "300 vertices")
+
+
+def test_existing_output_needs_overwrite(tmp_path):
+    out = tmp_path / "s.zarr"
+    out.mkdir()
+    one_line_error(run_cli("build", SBM, "--parts", "2", "--out", str(out)), "already exists", "--overwrite")
+
+
+def test_info_on_missing_or_non_store(tmp_path):
+    one_line_error(run_cli("info", str(tmp_path / "nope.zarr")), "store not found")
+    one_line_error(run_cli("info", str(tmp_path)), "not a store")

@@ -1,0 +1,55 @@
+import numpy as np
+import pytest
+
+from pipeline import partition, quality
+from pipeline.graph import RawGraph
+from pipeline.ingest import to_graph
+from pipeline.normalize import normalized_adjacency
+from pipeline.synthetic import sbm
+
+
+@pytest.fixture(scope="module")
+def a():
+    g = to_graph(sbm(n=1500, classes=6, degree=8, seed=3), directed=False)
+    return normalized_adjacency(g.adj, False)
+
+
+def test_random_partition_is_balanced_and_seeded(a):
+    cfg = partition.PartitionConfig(parts=7, seed=5)
+    p1 = partition.run("rp", a, cfg).part
+    counts = np.bincount(p1, minlength=7)
+    assert counts.max() - counts.min() <= 1
+    assert np.array_equal(p1, partition.run("rp", a, cfg).part)
+    assert not np.array_equal(p1, partition.run("rp", a, partition.PartitionConfig(parts=7, seed=6)).part)
+
+
+@pytest.mark.parametrize("model", ["gp", "hp"])
+def test_partitioners_balance_load_and_beat_random(a, model):
+    cfg = partition.PartitionConfig(parts=4, eps=0.05, seed=1)
+    part = partition.run(model, a, cfg).part
+    assert part.shape == (a.shape[0],) and part.dtype == np.int32
+    assert set(np.unique(part)) == set(range(4))
+    q = quality.partition_quality(a, part, 4)
+    # METIS' ufactor is a target, Mt-KaHyPar's eps a hard bound
+    assert q.imbalance <= (0.05 + 1e-9 if model == "hp" else 0.10)
+    rp = quality.partition_quality(a, partition.run("rp", a, cfg).part, 4)
+    assert q.total_volume < 0.7 * rp.total_volume
+
+
+def test_hp_deterministic_preset_reproduces(a):
+    cfg = partition.PartitionConfig(parts=4, seed=11, threads=2)
+    p1 = partition.run("hp", a, cfg).part
+    p2 = partition.run("hp", a, cfg).part
+    assert np.array_equal(p1, p2)
+
+
+def test_gp_is_seeded(a):
+    cfg = partition.PartitionConfig(parts=4, seed=2)
+    assert np.array_equal(partition.run("gp", a, cfg).part, partition.run("gp", a, cfg).part)
+
+
+def test_one_part():
+    g = to_graph(RawGraph(src=np.array([0]), dst=np.array([1]), n=2, directed=False, source="t", lines=1), False)
+    a = normalized_adjacency(g.adj, False)
+    for m in partition.PARTITIONERS:
+        assert partition.run(m, a, partition.PartitionConfig(parts=1)).part.tolist() == [0, 0]

@@ -1,0 +1,149 @@
+import gzip
+import pickle
+
+import numpy as np
+import pytest
+
+from pipeline import readers
+from pipeline.errors import UserError
+from pipeline.ingest import to_graph
+
+
+def write(tmp_path, name, text: bytes):
+    p = tmp_path / name
+    p.write_bytes(text)
+    return p
+
+
+def edges(raw):
+    return sorted(zip(raw.src.tolist(), raw.dst.tolist()))
+
+
+@pytest.mark.parametrize("chunk", [1024, 1 << 20])
+def test_snap_edgelist_crlf_comments_tabs(tmp_path, client, chunk):
+    body = b"# Directed graph\r\n# FromNodeId\tToNodeId\r\n" + b"".join(
+        f"{i}\t{(i * 7) % 500}\r\n".encode() for i in range(500))
+    p = write(tmp_path, "g.txt", body)
+    raw = readers.read(p, None, client, chunk_bytes=chunk)
+    assert raw.lines == 500
+    assert edges(raw) == sorted((i, (i * 7) % 500) for i in range(500))
+
+
+def test_gzip_edgelist_in_blocks(tmp_path, client):
+    text = b"".join(f"{i} {i + 1} {{}}\n".encode() for i in range(3000))
+    p = tmp_path / "g.txt.gz"
+    p.write_bytes(gzip.compress(text))
+    raw = readers.read(p, None, client, chunk_bytes=1024)
+    assert raw.lines == 3000 and edges(raw)[-1] == (2999, 3000)
+
+
+def test_mtx_with_banner_and_size_line(tmp_path, client):
+    p = write(tmp_path, "m.mtx", b"%%MatrixMarket matrix coordinate pattern symmetric\n% c\n5 5 3\n2 1\n3 1\n5 4\n")
+    raw = readers.read(p, None, client)
+    assert raw.n == 5 and raw.directed is False
+    assert edges(raw) == [(1, 0), (2, 0), (4, 3)]
+
+
+def test_mtx_without_banner_or_size_line_is_one_based_lower_triangle(tmp_path, client):
+    p = write(tmp_path, "m.mtx", b"2 1\n3 2\n4 1\n")
+    raw = readers.read(p, None, client)
+    assert raw.n == 4 and raw.directed is False
+    assert edges(raw) == [(1, 0), (2, 1), (3, 0)]
+
+
+def test_mtx_size_line_without_banner_is_recognized_by_entry_count(tmp_path, client):
+    p = write(tmp_path, "m.mtx", b"6 6 2\n2 1\n6 2\n")
+    raw = readers.read(p, None, client)
+    assert raw.n == 6 and raw.lines == 2
+
+
+def test_metis_graph_with_isolated_vertex(tmp_path, client):
+    p = write(tmp_path, "g.graph", b"% comment\n4 2\n2\n1\n\n% another\n\n")
+    raw = readers.read(p, None, client)
+    assert raw.n == 4 and edges(raw) == [(0, 1), (1, 0)]
+    g = to_graph(raw, directed=False)
+    assert g.n == 4 and g.edges == 1
+
+
+def test_metis_edge_weights_are_skipped(tmp_path, client):
+    p = write(tmp_path, "g.graph", b"3 2 001\n2 5 3 7\n1 5\n1 7\n")
+    raw = readers.read(p, None, client)
+    assert edges(raw) == [(0, 1), (0, 2), (1, 0), (2, 0)]
+
+
+def test_npz(tmp_path, client):
+    import scipy.sparse as sp
+    m = sp.coo_matrix((np.ones(2), ([0, 2], [1, 0])), shape=(3, 3))
+    sp.save_npz(tmp_path / "g.npz", m.tocsr())
+    raw = readers.read(tmp_path / "g.npz", None, client)
+    assert raw.n == 3 and edges(raw) == [(0, 1), (2, 0)]
+
+
+@pytest.mark.parametrize("name,text,msg", [
+    ("e.txt", b"", "empty file"),
+    ("e.txt", b"# only a comment\n", "no edges"),
+    ("e.txt", b"1 2\n3 x\n", ":2: non-numeric token 'x'"),
+    ("e.txt", b"1 2\n\n-3 4\n", ":3: negative id"),
+    ("e.txt", b"1 2\n3\n", ":2: expected two vertex ids"),
+    ("m.mtx", b"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n4 1\n", ":4: id 4 beyond the declared size 3"),
+    ("m.mtx", b"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n0 1\n", ":3: id 0 below 1"),
+    ("g.graph", b"3 1\n2\n1\n", "declares 3 vertices but the file has 2"),
+    ("g.graph", b"2 1\n2\n5\n", ":3: neighbour id 5 outside 1..2"),
+    ("g.unknown", b"1 2\n", "unknown format"),
+])
+def test_bad_input_names_file_line_and_problem(tmp_path, client, name, text, msg):
+    p = write(tmp_path, name, text)
+    with pytest.raises(UserError) as e:
+        readers.read(p, None, client)
+    assert msg in str(e.value) and str(p) in str(e.value)
+
+
+def test_error_line_numbers_are_global_across_chunks(tmp_path, client):
+    good = b"".join(f"{i} {i + 1}\n".encode() for i in range(1000))
+    p = write(tmp_path, "e.txt", good + b"5 oops\n")
+    with pytest.raises(UserError, match=r":1001: non-numeric token 'oops'"):
+        readers.read(p, None, client, chunk_bytes=1024)
+
+
+def test_truncated_gzip(tmp_path, client):
+    data = gzip.compress(b"".join(f"{i} {i + 1}\n".encode() for i in range(20000)))
+    p = write(tmp_path, "t.txt.gz", data[: len(data) // 2])
+    with pytest.raises(UserError, match="truncated gzip"):
+        readers.read(p, None, client)
+
+
+def test_missing_file(tmp_path, client):
+    with pytest.raises(UserError, match="file not found"):
+        readers.read(tmp_path / "nope.txt", None, client)
+
+
+class _Evil:
+    def __reduce__(self):
+        import os
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def test_planetoid_unpickler_refuses_code(tmp_path):
+    p = tmp_path / "ind.evil.graph"
+    p.write_bytes(pickle.dumps(_Evil(), protocol=2))
+    with pytest.raises(UserError, match="forbidden global"):
+        readers.load_pickle(p)
+
+
+def test_planetoid_unpickler_loads_allowed_types(tmp_path):
+    from collections import defaultdict
+    p = tmp_path / "ind.x.graph"
+    p.write_bytes(pickle.dumps(defaultdict(list, {0: [1], 1: [0]}), protocol=2))
+    assert readers.load_pickle(p) == {0: [1], 1: [0]}
+
+
+def test_to_graph_dedupes_relabels_and_drops_self_loops():
+    from pipeline.graph import RawGraph
+    raw = RawGraph(src=np.array([10, 10, 30, 20, 20]), dst=np.array([20, 20, 30, 10, 30]), n=None, directed=True,
+                   source="t", lines=5)
+    g = to_graph(raw, directed=True)
+    assert g.node_ids.tolist() == [10, 20, 30]
+    assert g.adj.toarray().astype(int).tolist() == [[0, 1, 0], [1, 0, 1], [0, 0, 0]]
+    assert g.stats["self_loops"] == 1 and g.stats["duplicates"] == 1
+    gu = to_graph(raw, directed=False)
+    assert gu.edges == 2 and (gu.adj != gu.adj.T).nnz == 0

@@ -1,0 +1,1 @@
+"""shgcn trainer: distributed GCN training on a store with MPI (see train.py)."""
