@@ -49,6 +49,7 @@ class BuildConfig:
     directed: bool | None = None
     features: str = "auto"
     labels: str = "auto"
+    feature_norm: str | None = None  # None: the dataset's default
     split: tuple[float, float, float] = (0.6, 0.2, 0.2)
     overwrite: bool = False
     chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES
@@ -68,6 +69,8 @@ class BuildConfig:
         if not self.features.endswith(".npy"):
             nodedata.parse_generated(self.features, "features")
         nodedata.parse_generated(self.labels, "labels")
+        if self.feature_norm not in (None, *nodedata.FEATURE_NORMS):
+            raise UserError(f"--feature-norm {self.feature_norm!r}: choose from {', '.join(nodedata.FEATURE_NORMS)}")
         if self.chunk_bytes < 1024:
             raise UserError("--chunk-bytes must be at least 1024")
 
@@ -98,25 +101,34 @@ class _Stages:
         log.info("stage %s: %.2f s", name, self.times[name])
 
 
-def load_raw(cfg: BuildConfig, client) -> tuple[RawGraph, str, bool]:
-    """Read the source: a dataset name, a generator spec or a file path.
+@dataclass
+class Source:
+    """What :func:`load_raw` found: the raw graph, its name, the direction
+    and the feature preprocessing to use."""
 
-    Returns the raw graph, the dataset name, and the direction to use.
-    """
+    raw: RawGraph
+    name: str
+    directed: bool
+    feature_norm: str
+
+
+def load_raw(cfg: BuildConfig, client) -> Source:
+    """Read the source: a dataset name, a generator spec or a file path."""
+    norm = cfg.feature_norm or "none"
     generated = synthetic.parse_spec(cfg.source)
     if generated is not None:
-        return generated, cfg.source, _direction(cfg, generated, generated.directed)
+        return Source(generated, cfg.source, _direction(cfg, generated, generated.directed), norm)
     if cfg.source.lower() in datasets.REGISTRY:
         ds = datasets.lookup(cfg.source)
         path = datasets.locate(ds, cfg.data_dir)
         raw = readers.read(path, ds.format if cfg.fmt is None else cfg.fmt, client, cfg.chunk_bytes)
-        return raw, ds.name, _direction(cfg, raw, ds.directed)
+        return Source(raw, ds.name, _direction(cfg, raw, ds.directed), cfg.feature_norm or ds.feature_norm)
     path = Path(cfg.source)
     if not path.exists() and not readers.detect_format(path) == "planetoid":
         known = ", ".join(sorted(datasets.REGISTRY))
         raise UserError(f"{cfg.source}: no such file, and not a known dataset ({known}) or rmat:/sbm: spec")
     raw = readers.read(path, cfg.fmt, client, cfg.chunk_bytes)
-    return raw, path.name, _direction(cfg, raw, True)
+    return Source(raw, path.name, _direction(cfg, raw, True), norm)
 
 
 def _direction(cfg: BuildConfig, raw: RawGraph, default: bool | None) -> bool:
@@ -138,16 +150,17 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
     st = _Stages()
     writer = store.StoreWriter(cfg.out, overwrite=cfg.overwrite)  # refuse an existing output early
 
-    raw, name, directed = load_raw(cfg, client)
-    raw_f = client.scatter(raw, hash=False)
-    del raw
-    g: Graph = client.submit(ingest.to_graph, raw_f, directed, key=_key("ingest-csr", token)).result()
+    src = load_raw(cfg, client)
+    name = src.name
+    raw_f = client.scatter(src.raw, hash=False)
+    src.raw = None
+    g: Graph = client.submit(ingest.to_graph, raw_f, src.directed, key=_key("ingest-csr", token)).result()
     del raw_f
     g_f = client.scatter(g, hash=False)
     if cfg.parts > g.n:
         raise UserError(f"--parts {cfg.parts}: more parts than the {g.n} vertices of {name}")
     nodes_f = client.submit(nodedata.node_data, g_f, cfg.features, cfg.labels, cfg.split, cfg.seed,
-                            key=_key("ingest-nodes", token))
+                            src.feature_norm, key=_key("ingest-nodes", token))
     st.done("ingest")
 
     a_f = client.submit(_normalize, g_f, key=_key("normalize", token))
@@ -193,6 +206,7 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
         writer.dataset("quality", qds)
         st.done("write")
         attrs = _attrs(cfg, name, g, a_hat, nodes, sums, st.times)
+        attrs["feature_norm"] = src.feature_norm
         writer.commit(attrs)
     echo(quality.format_table(table))
     return BuildResult(Path(cfg.out), attrs, table, st.times)

@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--undirected", dest="directed", action="store_false", default=None, help="symmetrize the graph")
     d.add_argument("--directed", dest="directed", action="store_true", help="keep edge direction")
     b.add_argument("--features", default="auto", help="auto (the dataset's own), random:D, or an (n, D) .npy file")
+    b.add_argument("--feature-norm", choices=("none", "row"), default=None,
+                   help="feature preprocessing: row-normalize (default for Planetoid datasets) or none")
     b.add_argument("--labels", default="auto", help="auto (the dataset's own) or random:C")
     b.add_argument("--split", type=_split, default=(0.6, 0.2, 0.2),
                    help="train,val,test fractions for graphs without a split (default 0.6,0.2,0.2)")
@@ -97,7 +99,7 @@ def cmd_build(args) -> int:
         source=args.source, out=args.out, parts=args.parts, models=_models(args.model),
         layout_model=args.layout_model, eps=args.eps, seed=args.seed, threads=args.threads,
         hp_preset=args.hp_preset, fmt=args.fmt, data_dir=args.data_dir, directed=args.directed,
-        features=args.features, labels=args.labels, split=args.split, overwrite=args.overwrite,
+        features=args.features, labels=args.labels, feature_norm=args.feature_norm, split=args.split, overwrite=args.overwrite,
         chunk_bytes=args.chunk_bytes, command="pipeline " + shlex.join(sys.argv[1:]),
     )
     cfg.check()

@@ -44,6 +44,8 @@ class Dataset:
         Published counts (directed arcs, or undirected pairs), as the
         publisher counts them: for soc-slashdot0902 that includes
         ``self_loops`` lines, which the pipeline removes.
+    feature_norm : str
+        Default feature preprocessing (``row`` for Planetoid, as Kipf & Welling).
     self_loops : int
         Self-loop lines included in the published edge count (the pipeline
         removes them; Planetoid counts already exclude theirs).
@@ -58,6 +60,7 @@ class Dataset:
     edges: int
     description: str = ""
     self_loops: int = 0
+    feature_norm: str = "none"
 
 
 def _planetoid(name: str, nodes: int, edges: int, desc: str) -> Dataset:
@@ -66,7 +69,7 @@ def _planetoid(name: str, nodes: int, edges: int, desc: str) -> Dataset:
         name=name,
         files=tuple(f"planetoid/ind.{name}.{e}" for e in exts),
         urls=tuple(f"https://github.com/kimiyoung/planetoid/raw/master/data/ind.{name}.{e}" for e in exts),
-        format="planetoid", directed=False, nodes=nodes, edges=edges, description=desc)
+        format="planetoid", directed=False, nodes=nodes, edges=edges, description=desc, feature_norm="row")
 
 
 REGISTRY: dict[str, Dataset] = {d.name: d for d in [

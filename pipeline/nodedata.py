@@ -66,7 +66,23 @@ def load_features(path: str, n: int) -> np.ndarray:
 
 
 
-def node_data(g: Graph, features: str, labels: str, split: tuple[float, float, float], seed: int) -> NodeData:
+FEATURE_NORMS = ("none", "row")
+
+
+def normalize_features(x: np.ndarray, how: str) -> np.ndarray:
+    """``row``: divide each row by its sum (Kipf & Welling's preprocessing;
+    rows summing to zero are left alone). ``none``: unchanged."""
+    if how == "none":
+        return x
+    if how != "row":
+        raise UserError(f"--feature-norm {how!r}: choose from {', '.join(FEATURE_NORMS)}")
+    s = x.sum(1, keepdims=True, dtype=np.float64)
+    s[s == 0] = 1.0
+    return (x / s).astype(np.float32)
+
+
+def node_data(g: Graph, features: str, labels: str, split: tuple[float, float, float], seed: int,
+              feature_norm: str = "none") -> NodeData:
     """Features, labels and masks for the ``n`` vertices of ``g`` (in its order).
 
     Parameters
@@ -74,8 +90,9 @@ def node_data(g: Graph, features: str, labels: str, split: tuple[float, float, f
     features : ``auto``, ``random:D`` or a ``.npy`` path
     labels : ``auto`` or ``random:C``
     split : train, val, test fractions, for graphs without their own split
+    feature_norm : ``none`` or ``row``
     """
-    x = _features(g, features, seed)
+    x = normalize_features(_features(g, features, seed), feature_norm)
     c = parse_generated(labels, "labels")
     if c is None and g.labels is None:
         log.warning("%s has no labels: generating random:%d (choose with --labels random:C)", g.source, DEFAULT_CLASSES)

@@ -1,0 +1,216 @@
+"""Exchange strategies: how the rows of H that other ranks need travel.
+
+One interface, :class:`Exchange`, with two operations used by the SpMMs:
+
+- ``expand(x, local, on_block)``: send own rows to the ranks that need them
+  and call ``on_block(q, rows)`` for the rows received from each rank q;
+  ``local()`` (the own-column product) runs while messages travel.
+- ``fold(parts, local, on_block)``: the reverse, for M^T G with a directed
+  M: ``parts[q]`` are partial sums for rows owned by q; each owner receives
+  them and calls ``on_block(rows, partial)`` with the local row ids they add
+  to; ``d`` is the row width.
+
+Strategies: ``p2p`` (Isend/Irecv, overlap, Waitany: the paper's), ``alltoallv``
+(the sparsity-aware collective), ``bcast`` (CAGNET's sparsity-oblivious 1D:
+every rank broadcasts its whole block). Each counts the bytes and messages it
+sends and the seconds spent waiting on communication.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .plan import CommPlan
+
+_TAG_EXPAND, _TAG_FOLD = 11, 12
+
+
+@dataclass
+class Counters:
+    bytes_sent: int = 0
+    msgs_sent: int = 0
+    bytes_recv: int = 0
+    comm_time: float = 0.0
+
+    def reset(self) -> dict:
+        out = dict(vars(self))
+        self.bytes_sent = self.msgs_sent = self.bytes_recv = 0
+        self.comm_time = 0.0
+        return out
+
+
+class Exchange(ABC):
+    """Base class: holds the communicator, the plan and the counters."""
+
+    name = ""
+
+    def __init__(self, comm, cp: CommPlan):
+        self.comm = comm
+        self.cp = cp
+        self.counters = Counters()
+
+    @abstractmethod
+    def expand(self, x: np.ndarray, local: Callable[[], None], on_block: Callable[[int, np.ndarray], None]) -> None:
+        ...
+
+    @abstractmethod
+    def fold(self, parts: dict[int, np.ndarray], d: int, local: Callable[[], None],
+             on_block: Callable[[np.ndarray, np.ndarray], None]) -> None:
+        ...
+
+    def _wait(self, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        self.counters.comm_time += time.perf_counter() - t0
+        return out
+
+
+class P2P(Exchange):
+    """Non-blocking point-to-point: post receives, pack and send, run the
+    local product while messages travel, then add each block as it lands."""
+
+    name = "p2p"
+
+    def expand(self, x, local, on_block):
+        from mpi4py import MPI
+
+        d = x.shape[1]
+        bufs = {q: np.empty((c, d), np.float32) for q, c in self.cp.recv_from}
+        rreqs = [self.comm.Irecv(bufs[q], source=q, tag=_TAG_EXPAND) for q, _ in self.cp.recv_from]
+        sbufs, sreqs = [], []
+        for q, rows in self.cp.send_to:
+            buf = np.ascontiguousarray(x[rows])
+            sbufs.append(buf)
+            sreqs.append(self.comm.Isend(buf, dest=q, tag=_TAG_EXPAND))
+            self.counters.bytes_sent += buf.nbytes
+            self.counters.msgs_sent += 1
+        local()
+        senders = [q for q, _ in self.cp.recv_from]
+        for _ in senders:
+            i = self._wait(lambda: MPI.Request.Waitany(rreqs))
+            q = senders[i]
+            self.counters.bytes_recv += bufs[q].nbytes
+            on_block(q, bufs[q])
+        self._wait(lambda: MPI.Request.Waitall(sreqs))
+
+    def fold(self, parts, d, local, on_block):
+        from mpi4py import MPI
+
+        src = [(q, rows) for q, rows in self.cp.send_to]  # reverse of expand
+        bufs = {q: np.empty((rows.size, d), np.float32) for q, rows in src}
+        rreqs = [self.comm.Irecv(bufs[q], source=q, tag=_TAG_FOLD) for q, _ in src]
+        sreqs = []
+        for q, _ in self.cp.recv_from:
+            buf = np.ascontiguousarray(parts[q], dtype=np.float32)
+            sreqs.append(self.comm.Isend(buf, dest=q, tag=_TAG_FOLD))
+            self.counters.bytes_sent += buf.nbytes
+            self.counters.msgs_sent += 1
+        local()
+        for _ in src:
+            i = self._wait(lambda: MPI.Request.Waitany(rreqs))
+            q, rows = src[i]
+            self.counters.bytes_recv += bufs[q].nbytes
+            on_block(rows, bufs[q])
+        self._wait(lambda: MPI.Request.Waitall(sreqs))
+
+
+class AllToAllV(Exchange):
+    """The same rows through one ``Alltoallv`` (no overlap)."""
+
+    name = "alltoallv"
+
+    def _counts(self, pairs, d):
+        c = np.zeros(self.cp.size, np.int64)
+        for q, k in pairs:
+            c[q] = k * d
+        return c
+
+    def _alltoallv(self, sendbuf, scounts, rcounts):
+        from mpi4py import MPI
+
+        recv = np.empty(int(rcounts.sum()), np.float32)
+        sdis = np.concatenate([[0], np.cumsum(scounts)[:-1]])
+        rdis = np.concatenate([[0], np.cumsum(rcounts)[:-1]])
+        self._wait(lambda: self.comm.Alltoallv([sendbuf, (scounts, sdis), MPI.FLOAT],
+                                               [recv, (rcounts, rdis), MPI.FLOAT]))
+        self.counters.bytes_sent += int(scounts.sum()) * 4
+        self.counters.msgs_sent += int((scounts > 0).sum())
+        self.counters.bytes_recv += int(rcounts.sum()) * 4
+        return recv, rdis
+
+    def expand(self, x, local, on_block):
+        d = x.shape[1]
+        send = np.concatenate([x[rows].ravel() for _, rows in self.cp.send_to]).astype(np.float32) \
+            if self.cp.send_to else np.zeros(0, np.float32)
+        scounts = self._counts([(q, rows.size) for q, rows in self.cp.send_to], d)
+        rcounts = self._counts(self.cp.recv_from, d)
+        recv, rdis = self._alltoallv(send, scounts, rcounts)
+        local()
+        for q, c in self.cp.recv_from:
+            on_block(q, recv[rdis[q]:rdis[q] + c * d].reshape(c, d))
+
+    def fold(self, parts, d, local, on_block):
+        send = np.concatenate([parts[q].ravel() for q, _ in self.cp.recv_from]).astype(np.float32) \
+            if self.cp.recv_from else np.zeros(0, np.float32)
+        scounts = self._counts(self.cp.recv_from, d)
+        rcounts = self._counts([(q, rows.size) for q, rows in self.cp.send_to], d)
+        recv, rdis = self._alltoallv(send, scounts, rcounts)
+        local()
+        for q, rows in self.cp.send_to:
+            on_block(rows, recv[rdis[q]:rdis[q] + rows.size * d].reshape(rows.size, d))
+
+
+class Bcast(Exchange):
+    """CAGNET's sparsity-oblivious 1D algorithm: rank q broadcasts its whole
+    block of H in turn; every rank keeps the rows it needs. The fold is the
+    mirror image: a ``Reduce`` of a dense block onto each owner."""
+
+    name = "bcast"
+
+    def expand(self, x, local, on_block):
+        d = x.shape[1]
+        off = self.cp.offsets
+        local()
+        for q in range(self.cp.size):
+            n_q = int(off[q + 1] - off[q])
+            if q == self.cp.rank:  # Bcast wants a writable buffer even at the root; x may be a read-only memmap
+                buf = x if x.flags.writeable and x.flags.c_contiguous and x.dtype == np.float32 else np.array(x, np.float32)
+            else:
+                buf = np.empty((n_q, d), np.float32)
+            self._wait(lambda: self.comm.Bcast(buf, root=q))
+            if q == self.cp.rank:
+                self.counters.bytes_sent += buf.nbytes * (self.cp.size - 1)
+                self.counters.msgs_sent += self.cp.size - 1
+                continue
+            self.counters.bytes_recv += buf.nbytes
+            lo, hi = self.cp.recv_start[q], self.cp.recv_start[q + 1]
+            if hi > lo:
+                on_block(q, buf[self.cp.recv_ids[lo:hi] - off[q]])
+
+    def fold(self, parts, d, local, on_block):
+        from mpi4py import MPI
+
+        off = self.cp.offsets
+        local()
+        for q in range(self.cp.size):
+            n_q = int(off[q + 1] - off[q])
+            block = np.zeros((n_q, d), np.float32)
+            lo, hi = self.cp.recv_start[q], self.cp.recv_start[q + 1]
+            if q != self.cp.rank and hi > lo:
+                block[self.cp.recv_ids[lo:hi] - off[q]] = parts[q]
+            out = np.empty_like(block) if q == self.cp.rank else None
+            self._wait(lambda: self.comm.Reduce(block, out, op=MPI.SUM, root=q))
+            if q == self.cp.rank:
+                self.counters.bytes_recv += block.nbytes * (self.cp.size - 1)
+                on_block(np.arange(n_q), out)  # own block was zeros: only others' partial sums
+            else:
+                self.counters.bytes_sent += block.nbytes
+                self.counters.msgs_sent += 1
+
+
+STRATEGIES: dict[str, type[Exchange]] = {c.name: c for c in (P2P, AllToAllV, Bcast)}

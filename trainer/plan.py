@@ -1,0 +1,83 @@
+"""A rank's stored plan turned, once, into what the SpMMs need: the local
+matrix split by column block (own rows, then one block per sending rank), its
+transposes for the fold, and the neighbour lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from store import Plan
+
+
+@dataclass
+class CommPlan:
+    """Rows exchanged by one rank for one SpMM (widths are per call).
+
+    Attributes
+    ----------
+    rank, size : int
+    offsets : (P+1,) int64, every rank's range of new ids
+    send_to : list of (q, rows) with rows an int64 array of local row ids, q != rank
+    recv_from : list of (q, count) in rank order, q != rank
+    recv_start : (P+1,) int64, halo position of each sender's rows
+    recv_ids : (R,) int64, global new ids of the halo rows
+    """
+
+    rank: int
+    size: int
+    offsets: np.ndarray
+    send_to: list[tuple[int, np.ndarray]]
+    recv_from: list[tuple[int, int]]
+    recv_start: np.ndarray
+    recv_ids: np.ndarray
+
+    @property
+    def send_rows(self) -> int:
+        return sum(r.size for _, r in self.send_to)
+
+    @property
+    def recv_rows(self) -> int:
+        return int(self.recv_start[-1])
+
+
+def comm_plan(plan: Plan, rank: int, offsets: np.ndarray) -> CommPlan:
+    size = offsets.size - 1
+    sp_ = np.asarray(plan.send_ptr)
+    rows = np.asarray(plan.send_rows, dtype=np.int64)
+    rp = np.asarray(plan.recv_ptr)
+    send_to = [(q, rows[sp_[q]:sp_[q + 1]]) for q in range(size) if q != rank and sp_[q + 1] > sp_[q]]
+    recv_from = [(q, int(rp[q + 1] - rp[q])) for q in range(size) if q != rank and rp[q + 1] > rp[q]]
+    return CommPlan(rank, size, np.asarray(offsets), send_to, recv_from, rp.astype(np.int64),
+                    np.asarray(plan.recv_ids, dtype=np.int64))
+
+
+@dataclass
+class LocalMatrix:
+    """A rank's rows of a matrix, split by column block.
+
+    ``own`` (n_own x n_own) multiplies own rows; ``halo[q]`` (n_own x R_q)
+    multiplies the rows received from q. The ``*_t`` fields are their
+    transposes, used to compute the rank's contribution to M^T G.
+    """
+
+    own: sp.csr_matrix
+    halo: dict[int, sp.csr_matrix]
+    own_t: sp.csr_matrix
+    halo_t: dict[int, sp.csr_matrix]
+
+    @property
+    def n_own(self) -> int:
+        return self.own.shape[0]
+
+
+def local_matrix(plan: Plan, cp: CommPlan) -> LocalMatrix:
+    n = plan.n_own
+    full = sp.csr_matrix((np.asarray(plan.data), np.asarray(plan.indices), np.asarray(plan.indptr)),
+                         shape=(n, n + cp.recv_rows))
+    csc = full.tocsc()
+    own = csc[:, :n].tocsr()
+    halo = {q: csc[:, n + cp.recv_start[q]:n + cp.recv_start[q + 1]].tocsr() for q, _ in cp.recv_from}
+    return LocalMatrix(own=own, halo=halo, own_t=own.T.tocsr(), halo_t={q: m.T.tocsr() for q, m in halo.items()})
