@@ -22,13 +22,14 @@ import numpy as np
 
 import store
 
-from . import __version__, datasets, ingest, layout, nodedata, normalize, partition, quality, readers, synthetic
+from . import (__version__, datasets, ingest, layout, nodedata, normalize, partition, quality, readers, sample,
+               stochastic, synthetic)
 from .errors import UserError
 from .graph import Graph, RawGraph
 
 log = logging.getLogger(__name__)
 
-MODELS = ("rp", "gp", "hp")
+MODELS = ("rp", "gp", "hp", "shp")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class BuildConfig:
     split: tuple[float, float, float] = (0.6, 0.2, 0.2)
     overwrite: bool = False
     chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES
+    shp: stochastic.SHPConfig = field(default_factory=stochastic.SHPConfig)
+    norm_batches: int = 50
     command: str = ""
 
     def check(self) -> None:
@@ -71,6 +74,10 @@ class BuildConfig:
         nodedata.parse_generated(self.labels, "labels")
         if self.feature_norm not in (None, *nodedata.FEATURE_NORMS):
             raise UserError(f"--feature-norm {self.feature_norm!r}: choose from {', '.join(nodedata.FEATURE_NORMS)}")
+        if "shp" in self.models:
+            self.shp.check()
+        if self.norm_batches < 0:
+            raise UserError("--norm-batches must be >= 0")
         if self.chunk_bytes < 1024:
             raise UserError("--chunk-bytes must be at least 1024")
 
@@ -172,14 +179,29 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
                                      hp_preset=cfg.hp_preset)
     # One partitioner at a time: each uses the cores it needs (Mt-KaHyPar is
     # multi-threaded and holds the GIL), and each wall time is its own.
-    parts = {m: client.submit(partition.run, m, a_f, pcfg, key=_key(f"partition-{m}", token)).result()
-             for m in cfg.models}
+    parts: dict[str, partition.PartitionResult] = {}
+    shp_result = None
+    for m in cfg.models:
+        if m == "shp":
+            start = parts["gp"].part if "gp" in parts else None
+            shp_result = client.submit(_shp, a_f, g_f, pcfg, cfg.shp, start, key=_key("partition-shp", token)).result()
+            parts[m] = partition.PartitionResult("shp", shp_result.part, shp_result.seconds)
+        else:
+            parts[m] = client.submit(partition.run, m, a_f, pcfg, key=_key(f"partition-{m}", token)).result()
     st.done("partition")
 
     q_f = [client.submit(quality.partition_quality, a_f, client.scatter(parts[m].part, hash=False), cfg.parts, m, parts[m].seconds,
                          key=_key(f"quality-{m}", token)) for m in cfg.models]
     qds = quality.to_dataset(client.gather(q_f))
     table = quality.table_from_dataset(qds)
+    mb_f = norm_f = None
+    if shp_result is not None:
+        scfg = cfg.shp.sampler_config(g.n, cfg.seed)
+        mb_f = client.submit(_minibatch, a_f, g_f, scfg, {m: r.part for m, r in parts.items()}, cfg,
+                             key=_key("quality-minibatch", token))
+        if cfg.norm_batches:
+            norm_f = client.submit(_norm_counts, a_f, g_f, scfg, cfg.norm_batches, key=_key("sample-norm", token))
+    mb = mb_f.result() if mb_f is not None else None
     st.done("quality")
 
     lay = layout.make_layout(parts[cfg.layout].part, cfg.parts)
@@ -204,12 +226,72 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
         writer.dataset("nodes", _nodes_dataset(g, nodes, parts[cfg.layout].part))
         del g_f
         writer.dataset("quality", qds)
+        if mb is not None:
+            writer.dataset("minibatch", mb)
+        if norm_f is not None:
+            vc, ec = norm_f.result()
+            writer.array("sampling/vertex_counts", vc)
+            writer.array("sampling/edge_counts", ec)
         st.done("write")
         attrs = _attrs(cfg, name, g, a_hat, nodes, sums, st.times)
         attrs["feature_norm"] = src.feature_norm
+        if shp_result is not None:
+            attrs["shp"] = _shp_record(shp_result, cfg)
         writer.commit(attrs)
     echo(quality.format_table(table))
+    if mb is not None:
+        echo("\n" + quality.format_minibatch(mb))
     return BuildResult(Path(cfg.out), attrs, table, st.times)
+
+
+def _shp(a, g: Graph, pcfg, scfg, start):
+    """The ``partition-shp`` task; its sampling runs as ``shp-sample`` tasks."""
+    return stochastic.build_shp(a, g.adj, pcfg, scfg, start=start, sample_map=_dask_map)
+
+
+def _dask_map(fn, arglists: list[tuple]) -> list:
+    """Run ``fn`` over ``arglists`` as tasks from inside a task."""
+    try:
+        from distributed import worker_client
+        ctx = worker_client()
+        c = ctx.__enter__()
+    except ValueError:  # not inside a Dask task
+        return [fn(*args) for args in arglists]
+    try:
+        token = uuid.uuid4().hex[:8]
+        shared = {}  # scatter each large argument once
+        args2 = []
+        for args in arglists:
+            row = []
+            for x in args:
+                if hasattr(x, "nnz") or hasattr(x, "cfg"):
+                    if id(x) not in shared:
+                        shared[id(x)] = c.scatter(x, hash=False)
+                    x = shared[id(x)]
+                row.append(x)
+            args2.append(row)
+        futs = [c.submit(fn, *row, key=(f"shp-sample-{token}", i)) for i, row in enumerate(args2)]
+        return c.gather(futs)
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def _minibatch(a, g: Graph, scfg, parts_by_model, cfg: BuildConfig):
+    sampler = sample.Sampler(g.adj, scfg)
+    return quality.minibatch_dataset(a, sampler, parts_by_model, cfg.parts, cfg.shp.eval_batches, cfg.shp.theta,
+                                     cfg.shp.delta, convergence_model="shp")
+
+
+def _norm_counts(a, g: Graph, scfg, batches: int):
+    return sample.normalization_counts(sample.Sampler(g.adj, scfg), a, batches)
+
+
+def _shp_record(r: stochastic.SHPResult, cfg: BuildConfig) -> dict:
+    return {"sampler": cfg.shp.sampler, "batch_size": cfg.shp.batch_size, "theta": cfg.shp.theta,
+            "delta": cfg.shp.delta, "construction": r.construction, "required_nets": r.required_nets,
+            "nets_sampled": r.nets_sampled, "nets_after_merging": r.nets_kept,
+            "batches_equivalent": r.batches_equivalent, "batches_override": cfg.shp.batches,
+            "rounds": r.rounds, "seconds": round(r.seconds, 3)}
 
 
 def _normalize(g: Graph):

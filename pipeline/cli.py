@@ -64,6 +64,23 @@ def _parser() -> argparse.ArgumentParser:
                    help="train,val,test fractions for graphs without a split (default 0.6,0.2,0.2)")
     b.add_argument("--overwrite", action="store_true", help="replace an existing store")
     b.add_argument("--chunk-bytes", type=int, default=16 * 2**20, help="bytes of text per parse task (default 16 MiB)")
+    m = b.add_argument_group("mini-batch model (shp)")
+    m.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
+                   help="mini-batch sampler: node (uniform vertices), edge, rw (GraphSAINT) (default node)")
+    m.add_argument("--batch-size", type=int, default=0, help="vertices per mini-batch (default: 10%% of n)")
+    m.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk (default 2)")
+    m.add_argument("--theta", type=float, default=0.1, help="Hoeffding: tolerance of the mean connectivity (default 0.1)")
+    m.add_argument("--delta", type=float, default=0.5, help="Hoeffding: failure probability (default 0.5)")
+    m.add_argument("--batches", type=int, default=None,
+                   help="use exactly this many sampled batches (overrides the Hoeffding floor and stopping rule)")
+    m.add_argument("--eval-batches", type=int, default=200, help="held-out batches for the mini-batch quality (default 200)")
+    m.add_argument("--shp-construction", choices=("auto", "batches", "columns"), default="auto",
+                   help="nets from whole sampled batches, or per column (node sampler; default for it)")
+    m.add_argument("--shp-max-rounds", type=int, default=6, help="stopping rule: at most this many rounds (default 6)")
+    m.add_argument("--shp-min-gain", type=float, default=0.01,
+                   help="stopping rule: stop when a round improves the held-out volume by less (default 0.01)")
+    m.add_argument("--norm-batches", type=int, default=50,
+                   help="batches pre-sampled for GraphSAINT normalization counts (default 50; 0: none)")
     c = b.add_argument_group("Dask")
     c.add_argument("--scheduler", help="address of an existing Dask scheduler (default: an embedded LocalCluster)")
     c.add_argument("--workers", type=int, default=0, help="embedded cluster: threads (or processes) (default: cores)")
@@ -94,6 +111,7 @@ def _models(text: str) -> tuple[str, ...]:
 def cmd_build(args) -> int:
     from .build import BuildConfig, build
     from .cluster import ClusterConfig, dask_client
+    from .stochastic import SHPConfig
 
     cfg = BuildConfig(
         source=args.source, out=args.out, parts=args.parts, models=_models(args.model),
@@ -101,6 +119,11 @@ def cmd_build(args) -> int:
         hp_preset=args.hp_preset, fmt=args.fmt, data_dir=args.data_dir, directed=args.directed,
         features=args.features, labels=args.labels, feature_norm=args.feature_norm, split=args.split, overwrite=args.overwrite,
         chunk_bytes=args.chunk_bytes, command="pipeline " + shlex.join(sys.argv[1:]),
+        shp=SHPConfig(sampler=args.sampler, batch_size=args.batch_size, walk_length=args.walk_length,
+                      theta=args.theta, delta=args.delta, batches=args.batches, eval_batches=args.eval_batches,
+                      construction=args.shp_construction, max_rounds=args.shp_max_rounds,
+                      min_gain=args.shp_min_gain),
+        norm_batches=args.norm_batches,
     )
     cfg.check()
     echo = (lambda *a, **k: None) if args.quiet or args.json else print
@@ -115,17 +138,21 @@ def cmd_build(args) -> int:
     return 0
 
 
-def _summary(attrs: dict, table: list[dict]) -> dict:
+def _summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
     keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed",
-            "hp_preset", "feature_dim", "classes", "command", "versions", "timings", "stats", "notes")
-    return {**{k: attrs.get(k) for k in keep}, "quality": {row["model"]: row for row in table}}
+            "hp_preset", "feature_dim", "classes", "command", "versions", "timings", "stats", "notes", "shp")
+    out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}
+    if minibatch is not None:
+        out["minibatch"] = {"attrs": dict(minibatch.attrs),
+                            "models": {r["model"]: r for r in quality.minibatch_rows(minibatch)}}
+    return out
 
 
 def cmd_info(args) -> int:
     s = store.open_store(args.store)
     table = quality.table_from_dataset(s.quality())
     if args.json:
-        print(json.dumps(_summary(s.attrs, table), indent=2, default=float))
+        print(json.dumps(_summary(s.attrs, table, s.minibatch()), indent=2, default=float))
         return 0
     a = s.attrs
     print(f"store      {s.path}")
@@ -137,6 +164,15 @@ def cmd_info(args) -> int:
         print(f"note       {note}")
     print()
     print(quality.format_table(table))
+    mb = s.minibatch()
+    if mb is not None:
+        shp = a.get("shp", {})
+        print()
+        print(quality.format_minibatch(mb))
+        if shp:
+            print(f"shp: {shp['construction']} construction, {shp['nets_sampled']:,} nets sampled "
+                  f"({shp['nets_after_merging']:,} after merging identical nets, Hoeffding floor "
+                  f"{shp['required_nets']:,}), {len(shp['rounds'])} rounds, {shp['seconds']:.1f} s")
     return 0
 
 

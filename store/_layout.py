@@ -11,6 +11,9 @@
       ranks/<r>/transpose/<a>/   rank r's rows of Â^T (directed graphs only)
       nodes/                     xarray Dataset, original order: features, labels, masks, ids
       quality/                   xarray Dataset: quality of every model
+      minibatch/                 xarray Dataset: expected mini-batch volume of every model (with shp)
+      sampling/vertex_counts     (n,) int32 GraphSAINT pre-sampling counts per original vertex
+      sampling/edge_counts       (nnz,) int32 per nonzero of Â in original CSR order
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from pathlib import Path
 ROOT_META = "zarr.json"
 NODES = "nodes"
 QUALITY = "quality"
+MINIBATCH = "minibatch"
+SAMPLING = "sampling"
 PERMUTATION = "permutation"
 OFFSETS = "offsets"
 

@@ -139,6 +139,23 @@ class Store:
             warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
             return xr.open_zarr(str(self.path), group=_layout.QUALITY, zarr_format=3, consolidated=False).load()
 
+    def minibatch(self):
+        """Mini-batch quality (xarray Dataset) when the store has an ``shp`` model, else None."""
+        import xarray as xr
+        if not (self.path / _layout.MINIBATCH / "zarr.json").exists():
+            return None
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
+            return xr.open_zarr(str(self.path), group=_layout.MINIBATCH, zarr_format=3, consolidated=False).load()
+
+    def sampling_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """GraphSAINT pre-sampling counts: (n,) per original vertex and
+        (nnz,) per nonzero of Â in original order (CSR), or None."""
+        if not (self.path / _layout.SAMPLING).exists():
+            return None
+        return (np.array(memmap_array(self.path, f"{_layout.SAMPLING}/vertex_counts", "<i4")),
+                np.array(memmap_array(self.path, f"{_layout.SAMPLING}/edge_counts", "<i4")))
+
     def nodes(self):
         """Node data in original vertex order as an xarray Dataset (lazy)."""
         import xarray as xr

@@ -31,13 +31,19 @@ def test_build_info_json(tmp_path):
     res = run_cli("build", SBM, "--parts", "3", "--model", "all", "--out", str(out))
     assert res.returncode == 0, res.stderr
     assert "Dask dashboard: http" in res.stdout and "vol/rp" in res.stdout
+    assert "mini-batch (node sampler" in res.stdout
     info = json.loads(run_cli("info", str(out), "--json").stdout)
-    assert info["parts"] == 3 and info["n"] == 300 and info["models"] == ["rp", "gp", "hp"]
-    assert set(info["quality"]) == {"rp", "gp", "hp"}
+    assert info["parts"] == 3 and info["n"] == 300 and info["models"] == ["rp", "gp", "hp", "shp"]
+    assert set(info["quality"]) == {"rp", "gp", "hp", "shp"}
     q = info["quality"]["hp"]
     assert q["total_volume"] == q["km1"] and q["total_volume_vs_rp"] < 1
+    mb = info["minibatch"]
+    assert mb["attrs"]["required_nets"] == 278  # (3-1)^2 / (2 x 0.1^2) x ln 4 = 277.3, rounded up
+    assert set(mb["models"]) == {"rp", "gp", "hp", "shp"}
+    assert mb["models"]["shp"]["heldout_volume_mean"] <= mb["models"]["gp"]["heldout_volume_mean"] * 1.05
+    assert info["shp"]["rounds"][0]["step"] == "start"
     text = run_cli("info", str(out)).stdout
-    assert "layout model hp" in text and "edge cut" in text
+    assert "layout model hp" in text and "edge cut" in text and "Hoeffding" in text
 
 
 def test_build_from_file_path(tmp_path):
@@ -56,6 +62,8 @@ def test_build_from_file_path(tmp_path):
     ([SBM, "--parts", "2", "--eps", "0"], ["--eps 0"]),
     ([SBM, "--parts", "2", "--model", "xx"], ["--model 'xx'"]),
     ([SBM, "--parts", "2", "--features", "bogus"], ["--features 'bogus'"]),
+    ([SBM, "--parts", "2", "--model", "shp", "--theta", "0"], ["theta"]),
+    ([SBM, "--parts", "2", "--model", "shp", "--batch-size", "1000"], ["--batch-size 1000"]),
 ])
 def test_bad_arguments(tmp_path, args, fragments):
     out = tmp_path / "x.zarr"

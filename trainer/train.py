@@ -17,6 +17,22 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+
+def _share_cores() -> None:
+    """Give each rank on this machine its share of the cores for BLAS, before
+    numpy loads; several ranks each starting one BLAS thread per core would
+    oversubscribe the machine. Variables the user set are left alone."""
+    import os
+
+    local = next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                                "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
+    threads = str(max(1, (os.cpu_count() or 1) // max(local, 1)))
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, threads)
+
+
+_share_cores()
+
 from trainer.exchange import STRATEGIES  # noqa: E402
 from trainer.loop import TrainConfig, TrainError, setup, train  # noqa: E402
 

@@ -1,0 +1,60 @@
+"""Shared helpers of the benchmarks: machine and version facts, and writing
+one named section of benchmarks/RESULTS.md (other sections are kept)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata as md
+import os
+import platform
+import re
+import shlex
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SHGCN_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+
+
+def machine() -> str:
+    mem = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    except OSError:
+        pass
+    cpu = platform.processor() or platform.machine()
+    return f"{os.cpu_count()} cores ({cpu}), {mem} memory, {platform.system()} {platform.release()}"
+
+
+def versions(*pkgs: str) -> str:
+    out = [f"python {platform.python_version()}"]
+    for p in ("shgcn", "numpy", "scipy", "dask", "zarr", "pymetis", "mtkahypar", "mpi4py", "mpich", *pkgs):
+        try:
+            out.append(f"{p} {md.version(p)}")
+        except md.PackageNotFoundError:
+            pass
+    return ", ".join(dict.fromkeys(out))
+
+
+def header(title: str) -> str:
+    cmd = "python " + shlex.join([os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])
+    return (f"## {title}\n\n- command: `{cmd}`\n- date: {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC\n"
+            f"- machine: {machine()}\n- versions: {versions()}\n")
+
+
+def write_section(title: str, body: str) -> None:
+    """Replace (or append) the section ``## title`` of RESULTS.md."""
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\nWritten by the scripts in benchmarks/; each section says how it was made.\n"
+    section = header(title) + "\n" + body.rstrip() + "\n"
+    pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
+    text = pattern.sub(lambda _: section + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + section
+    RESULTS.write_text(text)
+    print(section)
+
+
+def table(rows: list[dict], cols: list[tuple[str, str]]) -> str:
+    head = "| " + " | ".join(h for _, h in cols) + " |\n|" + "---|" * len(cols) + "\n"
+    return head + "".join("| " + " | ".join(str(r.get(k, "")) for k, _ in cols) + " |\n" for r in rows)
