@@ -56,6 +56,7 @@ class BuildConfig:
     chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES
     shp: stochastic.SHPConfig = field(default_factory=stochastic.SHPConfig)
     norm_batches: int = 50
+    progress: bool = False  # a progress bar per stage on the terminal
     command: str = ""
 
     def check(self) -> None:
@@ -128,13 +129,13 @@ def load_raw(cfg: BuildConfig, client) -> Source:
     if cfg.source.lower() in datasets.REGISTRY:
         ds = datasets.lookup(cfg.source)
         path = datasets.locate(ds, cfg.data_dir)
-        raw = readers.read(path, ds.format if cfg.fmt is None else cfg.fmt, client, cfg.chunk_bytes)
+        raw = readers.read(path, ds.format if cfg.fmt is None else cfg.fmt, client, cfg.chunk_bytes, cfg.progress)
         return Source(raw, ds.name, _direction(cfg, raw, ds.directed), cfg.feature_norm or ds.feature_norm)
     path = Path(cfg.source)
     if not path.exists() and not readers.detect_format(path) == "planetoid":
         known = ", ".join(sorted(datasets.REGISTRY))
         raise UserError(f"{cfg.source}: no such file, and not a known dataset ({known}) or rmat:/sbm: spec")
-    raw = readers.read(path, cfg.fmt, client, cfg.chunk_bytes)
+    raw = readers.read(path, cfg.fmt, client, cfg.chunk_bytes, cfg.progress)
     return Source(raw, path.name, _direction(cfg, raw, True), norm)
 
 
@@ -161,7 +162,7 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
     name = src.name
     raw_f = client.scatter(src.raw, hash=False)
     src.raw = None
-    g: Graph = client.submit(ingest.to_graph, raw_f, src.directed, key=_key("ingest-csr", token)).result()
+    g: Graph = _result(client.submit(ingest.to_graph, raw_f, src.directed, key=_key("ingest-csr", token)), cfg)
     del raw_f
     g_f = client.scatter(g, hash=False)
     if cfg.parts > g.n:
@@ -171,8 +172,8 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
     st.done("ingest")
 
     a_f = client.submit(_normalize, g_f, key=_key("normalize", token))
-    a_hat = a_f.result()
-    nodes = nodes_f.result()
+    a_hat = _result(a_f, cfg)
+    nodes = _result(nodes_f, cfg)
     st.done("normalize")
 
     pcfg = partition.PartitionConfig(parts=cfg.parts, eps=cfg.eps, seed=cfg.seed, threads=cfg.threads,
@@ -184,14 +185,15 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
     for m in cfg.models:
         if m == "shp":
             start = parts["gp"].part if "gp" in parts else None
-            shp_result = client.submit(_shp, a_f, g_f, pcfg, cfg.shp, start, key=_key("partition-shp", token)).result()
+            shp_result = _result(client.submit(_shp, a_f, g_f, pcfg, cfg.shp, start, key=_key("partition-shp", token)), cfg)
             parts[m] = partition.PartitionResult("shp", shp_result.part, shp_result.seconds)
         else:
-            parts[m] = client.submit(partition.run, m, a_f, pcfg, key=_key(f"partition-{m}", token)).result()
+            parts[m] = _result(client.submit(partition.run, m, a_f, pcfg, key=_key(f"partition-{m}", token)), cfg)
     st.done("partition")
 
     q_f = [client.submit(quality.partition_quality, a_f, client.scatter(parts[m].part, hash=False), cfg.parts, m, parts[m].seconds,
                          key=_key(f"quality-{m}", token)) for m in cfg.models]
+    _track(q_f, cfg)
     qds = quality.to_dataset(client.gather(q_f))
     table = quality.table_from_dataset(qds)
     mb_f = norm_f = None
@@ -201,7 +203,7 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
                              key=_key("quality-minibatch", token))
         if cfg.norm_batches:
             norm_f = client.submit(_norm_counts, a_f, g_f, scfg, cfg.norm_batches, key=_key("sample-norm", token))
-    mb = mb_f.result() if mb_f is not None else None
+    mb = _result(mb_f, cfg) if mb_f is not None else None
     st.done("quality")
 
     lay = layout.make_layout(parts[cfg.layout].part, cfg.parts)
@@ -217,9 +219,12 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
     with writer:
         write_f = [client.submit(_write_rank, writer.root, r, lay_f, anew_f, halo_f, nodes_f, at_f, ht_f,
                                  key=(_key("write-rank", token), r)) for r in range(cfg.parts)]
+        _track(write_f, cfg)
         distributed.wait(write_f)  # all settled, failed or not, before the writer may clean up
         sums = client.gather(write_f)
         writer.array("permutation", lay.perm)
+        writer.array("graph/indptr", g.adj.indptr.astype(np.int64))
+        writer.array("graph/indices", g.adj.indices.astype(np.int32))
         writer.array("offsets", lay.offsets)
         for m in cfg.models:
             writer.array(f"partitions/{m}", parts[m].part)
@@ -294,6 +299,18 @@ def _shp_record(r: stochastic.SHPResult, cfg: BuildConfig) -> dict:
             "rounds": r.rounds, "seconds": round(r.seconds, 3)}
 
 
+def _track(futures, cfg: BuildConfig) -> None:
+    """A terminal progress bar for a stage's tasks (when asked for)."""
+    if cfg.progress:
+        distributed.progress(futures, notebook=False)
+        print(flush=True)
+
+
+def _result(future, cfg: BuildConfig):
+    _track([future], cfg)
+    return future.result()
+
+
 def _normalize(g: Graph):
     return normalize.normalized_adjacency(g.adj, g.directed)
 
@@ -365,7 +382,7 @@ def _attrs(cfg, name, g, a_hat, nodes, sums, timings) -> dict:
         "stats": g.stats,
         "notes": g.notes,
         "command": cfg.command or " ".join(sys.argv),
-        "config": {k: v for k, v in asdict(cfg).items() if k not in ("out", "command")},
+        "config": {k: v for k, v in asdict(cfg).items() if k not in ("out", "command", "progress")},
         "versions": _versions(),
         "checksums": {str(r): s for r, s in enumerate(sums)},
         "timings": timings,

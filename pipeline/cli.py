@@ -7,6 +7,7 @@ import json
 import logging
 import shlex
 import sys
+import time
 
 import store
 
@@ -31,10 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"shgcn {__version__}")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     p.add_argument("--quiet", action="store_true", help="only warnings and errors")
+    p.add_argument("--log-format", choices=("text", "json"), default="text", help="log lines as text or JSON objects")
     # the same options after the sub-command; SUPPRESS keeps them from resetting the global ones
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output")
     common.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="only warnings and errors")
+    common.add_argument("--log-format", choices=("text", "json"), default=argparse.SUPPRESS, help="text or JSON logs")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     b = sub.add_parser("build", parents=[common], help="build a partitioned store from a dataset, a file or a generator",
@@ -86,11 +89,22 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--workers", type=int, default=0, help="embedded cluster: threads (or processes) (default: cores)")
     c.add_argument("--processes", action="store_true", help="embedded cluster: worker processes instead of threads")
     c.add_argument("--dashboard-address", default="127.0.0.1:0", help="embedded cluster dashboard (default: a free port)")
+    c.add_argument("--keep-dashboard", action="store_true",
+                   help="keep the cluster and its dashboard up after the build, until Ctrl-C")
     b.add_argument("--json", action="store_true", help="print the build summary as JSON")
 
     i = sub.add_parser("info", parents=[common], help="show what a store holds and its quality table")
     i.add_argument("store", metavar="STORE")
     i.add_argument("--json", action="store_true", help="one JSON object instead of text")
+
+    r = sub.add_parser("report", parents=[common], help="render the quality report notebook to HTML",
+                       description="Execute notebooks/quality_report.ipynb headless for STORE (and run logs) "
+                                   "and write a self-contained HTML file, or the executed notebook.")
+    r.add_argument("store", metavar="STORE")
+    r.add_argument("--run", action="append", default=[], metavar="LOG", help="a run log of trainer/train.py (repeatable)")
+    r.add_argument("--out", "-o", required=True, help="output file (report.html, or .ipynb with --format ipynb)")
+    r.add_argument("--format", choices=("html", "ipynb"), default="html")
+    r.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
 
     sub.add_parser("datasets", help="list the named datasets")
     return p
@@ -123,7 +137,7 @@ def cmd_build(args) -> int:
                       theta=args.theta, delta=args.delta, batches=args.batches, eval_batches=args.eval_batches,
                       construction=args.shp_construction, max_rounds=args.shp_max_rounds,
                       min_gain=args.shp_min_gain),
-        norm_batches=args.norm_batches,
+        norm_batches=args.norm_batches, progress=not (args.quiet or args.json) and sys.stdout.isatty(),
     )
     cfg.check()
     echo = (lambda *a, **k: None) if args.quiet or args.json else print
@@ -131,6 +145,13 @@ def cmd_build(args) -> int:
                          dashboard_address=args.dashboard_address, processes=args.processes)
     with dask_client(ccfg, announce=print if not args.quiet else (lambda *_: None)) as client:
         result = build(cfg, client, echo=echo)
+        if args.keep_dashboard:
+            print(f"build done; the dashboard stays up at {client.dashboard_link} until Ctrl-C", flush=True)
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                pass
     if args.json:
         print(json.dumps(_summary(result.attrs, result.table), indent=2))
     else:
@@ -176,20 +197,47 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from nbclient.exceptions import CellExecutionError
+
+    from .report import render
+
+    logging.getLogger("traitlets").setLevel(logging.ERROR)  # nbconvert's alt-text notices
+    try:
+        out = render(args.store, args.run, args.out, args.format, args.timeout)
+    except CellExecutionError as e:
+        print(f"pipeline: report: a notebook cell failed:\n{e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(f"wrote {out}")
+    return 0
+
+
 def cmd_datasets(args) -> int:
     for name, ds in sorted(datasets.REGISTRY.items()):
         print(f"{name:18s} {ds.nodes:>9,} nodes {ds.edges:>9,} {'directed' if ds.directed else 'undirected'} edges  {ds.description}")
     return 0
 
 
+class _JsonFormatter(logging.Formatter):
+    """One JSON object per log record (for log collectors)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps({"time": self.formatTime(record), "level": record.levelname, "logger": record.name,
+                           "message": record.getMessage()})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     level = logging.WARNING if args.quiet else (logging.INFO if args.verbose == 1 else
                                                  logging.DEBUG if args.verbose > 1 else logging.WARNING)
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter() if args.log_format == "json" else
+                         logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
     if not args.quiet and args.verbose == 0:
         logging.getLogger("pipeline").setLevel(logging.INFO)
-    handlers = {"build": cmd_build, "info": cmd_info, "datasets": cmd_datasets}
+    handlers = {"build": cmd_build, "info": cmd_info, "report": cmd_report, "datasets": cmd_datasets}
     try:
         return handlers[args.command](args)
     except (UserError, store.StoreError) as e:

@@ -169,6 +169,19 @@ def _check_range(t: Tokens, a, b, first, max_id, base) -> ChunkError | None:
     return ChunkError(int(lines[i]), f"id {val} beyond the declared size {max_id}")
 
 
+@dataclass(frozen=True)
+class Parser:
+    """Where and how text is parsed: the Dask client, bytes per task, and
+    whether to show a progress bar."""
+
+    client: object
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    progress: bool = False
+
+    def run(self, path: str, parse: Callable[..., ParsedChunk], **kwargs):
+        return parse_text(self.client, path, parse, chunk_bytes=self.chunk_bytes, progress=self.progress, **kwargs)
+
+
 def parse_text(
     client,
     path: str,
@@ -177,6 +190,7 @@ def parse_text(
     header_lines: int = 0,
     header_bytes: int = 0,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    progress: bool = False,
     **kwargs,
 ) -> tuple[np.ndarray, np.ndarray, list[ParsedChunk]]:
     """Run ``parse`` over the chunks of ``path`` as Dask tasks.
@@ -192,6 +206,10 @@ def parse_text(
     else:
         futures = [client.submit(parse, r, key=(name, i), **kwargs)
                    for i, r in enumerate(byte_ranges(path, header_bytes, chunk_bytes))]
+    if progress:
+        from distributed import progress as show
+        show(futures, notebook=False)
+        print(flush=True)
     chunks: list[ParsedChunk] = client.gather(futures)
     line0 = header_lines
     for c in chunks:

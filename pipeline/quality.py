@@ -193,16 +193,42 @@ def batch_volumes(a_csc: sp.csc_matrix, batches: list[np.ndarray], part: np.ndar
     max_send = np.zeros(len(batches), np.int64)
     mean_lam = np.zeros(len(batches))
     for i, b in enumerate(batches):  # a loop over batches, vectorized inside
-        nets = batch_nets(a_csc, [b])
-        net_of_pin = np.repeat(np.arange(nets.n_nets, dtype=np.int64), np.diff(nets.ptr))
-        pairs = np.unique(net_of_pin * parts + part[nets.pins])
-        lam = np.bincount(pairs // parts, minlength=nets.n_nets)
-        send = np.bincount(part[nets.columns], weights=lam - 1, minlength=parts)
+        send, _, lam_sum, nets_total = batch_traffic(a_csc, b, part, parts)
         total[i] = int(send.sum())
         max_send[i] = int(send.max()) if parts else 0
-        # the single-pin nets dropped from `nets` have connectivity 1
-        mean_lam[i] = (lam.sum() + (nets.total - nets.n_nets)) / max(nets.total, 1)
+        mean_lam[i] = lam_sum / max(nets_total, 1)
     return total, max_send, mean_lam
+
+
+def net_connectivities(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, parts: int) -> np.ndarray:
+    """(B,) connectivity of every net of one batch (one per batch column, in
+    column order; single-pin nets have connectivity 1)."""
+    from .hypergraph import batch_nets
+
+    nets = batch_nets(a_csc, [batch], keep_single=True)
+    net_of_pin = np.repeat(np.arange(nets.n_nets, dtype=np.int64), np.diff(nets.ptr))
+    pairs = np.unique(net_of_pin * parts + part[nets.pins])
+    return np.bincount(pairs // parts, minlength=nets.n_nets)
+
+
+def batch_traffic(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, parts: int
+                  ) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Rows each part sends and receives for one mini-batch SpMM.
+
+    Returns ``(send (P,), recv (P,), sum of net connectivities, nets)``
+    (single-pin nets count with connectivity 1).
+    """
+    from .hypergraph import batch_nets
+
+    nets = batch_nets(a_csc, [batch])
+    net_of_pin = np.repeat(np.arange(nets.n_nets, dtype=np.int64), np.diff(nets.ptr))
+    pairs = np.unique(net_of_pin * parts + part[nets.pins])
+    lam = np.bincount(pairs // parts, minlength=nets.n_nets)
+    send = np.bincount(part[nets.columns], minlength=parts, weights=lam - 1).astype(np.int64)
+    receiver = pairs % parts
+    other = receiver != part[nets.columns[pairs // parts]]
+    recv = np.bincount(receiver[other], minlength=parts).astype(np.int64)
+    return send, recv, int(lam.sum() + (nets.total - nets.n_nets)), nets.total
 
 
 def expected_volume_node(a: sp.csr_matrix, part: np.ndarray, parts: int, batch: int) -> tuple[float, np.ndarray]:
@@ -250,8 +276,8 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
     ``heldout_max_send_mean`` / ``_ci``, ``heldout_connectivity`` (mean λ of
     the held-out nets), ``expected_volume`` (closed form; node sampler only,
     NaN otherwise), ``estimated_connectivity`` (mean λ over the first
-    Hoeffding-many nets of the BUILD stream; within ±θ of the expectation
-    with probability 1-δ); per (model, eval_batch): ``heldout_volume``; and,
+    Hoeffding-many nets of the BUILD stream, batch by batch and in column
+    order within a batch; within ±θ of the expectation with probability 1-δ); per (model, eval_batch): ``heldout_volume``; and,
     for ``convergence_model``, the running mean of λ against nets sampled
     (dim ``point``).
     """
@@ -263,9 +289,9 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
     a_csc = sp.csc_matrix(a)
     held = sampler.batches(range(eval_batches), HELDOUT)
     required = hoeffding_nets(parts, theta, delta)
-    # enough BUILD batches for the Hoeffding count (at least two)
+    # BUILD batches: twice the Hoeffding count of nets, and at least 20 batches, for the convergence record
     per_batch = max(1, sampler.cfg.size)
-    build_batches = sampler.batches(range(max(2, -(-required // per_batch) + 1)), BUILD)
+    build_batches = sampler.batches(range(max(20, -(-2 * required // per_batch))), BUILD)
     models = list(parts_by_model)
     out = {k: [] for k in ("vol", "vol_ci", "mx", "mx_ci", "lam", "closed", "est", "per_batch")}
     conv = None
@@ -280,13 +306,12 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
         out["lam"].append(float(lam.mean()))
         out["closed"].append(expected_volume_node(a, part, parts, sampler.cfg.size)[0]
                              if sampler.cfg.kind == "node" else float("nan"))
-        _, _, blam = batch_volumes(a_csc, build_batches, part, parts)
-        sizes = np.array([b.size for b in build_batches], dtype=np.float64)
-        running = np.cumsum(blam * sizes) / np.cumsum(sizes)
-        k = min(int(np.searchsorted(np.cumsum(sizes), required)), sizes.size - 1)
-        out["est"].append(float(running[k]))
+        lam_seq = np.concatenate([net_connectivities(a_csc, b, part, parts) for b in build_batches])
+        running = np.cumsum(lam_seq) / np.arange(1, lam_seq.size + 1)
+        out["est"].append(float(running[min(max(required, 1), running.size) - 1]))
         if m == convergence_model:
-            conv = (np.cumsum(sizes).astype(np.int64), running)
+            pick = np.unique(np.linspace(0, running.size - 1, 500).astype(np.int64))
+            conv = (pick + 1, running[pick])
     data = {
         "heldout_volume_mean": (("model",), np.array(out["vol"])),
         "heldout_volume_ci": (("model",), np.array(out["vol_ci"])),

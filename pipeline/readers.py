@@ -46,7 +46,8 @@ def detect_format(path: str | Path) -> str:
     raise UserError(f"{path}: unknown format; pass --format, one of {', '.join(FORMATS)}")
 
 
-def read(path: str | Path, fmt: str | None, client, chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES) -> RawGraph:
+def read(path: str | Path, fmt: str | None, client, chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES,
+         progress: bool = False) -> RawGraph:
     """Read ``path`` in format ``fmt`` (detected from the name when None)."""
     path = str(path)
     if fmt is None:
@@ -65,7 +66,7 @@ def read(path: str | Path, fmt: str | None, client, chunk_bytes: int = ingest.DE
     if fmt == "npz":
         return read_npz(path)
     reader = {"edgelist": read_edgelist, "mtx": read_mtx, "metis": read_metis}[fmt]
-    return reader(path, client, chunk_bytes)
+    return reader(path, ingest.Parser(client, chunk_bytes, progress))
 
 
 def _head_lines(path: str) -> list[bytes]:
@@ -79,14 +80,14 @@ def _head_lines(path: str) -> list[bytes]:
     return head.splitlines(keepends=True)
 
 
-def read_edgelist(path: str, client, chunk_bytes: int) -> RawGraph:
-    src, dst, chunks = ingest.parse_text(client, path, ingest.parse_pairs, chunk_bytes=chunk_bytes)
+def read_edgelist(path: str, parser: ingest.Parser) -> RawGraph:
+    src, dst, chunks = parser.run(path, ingest.parse_pairs)
     if src.size == 0:
         raise located(path, "no edges found (only comments or blank lines)")
     return RawGraph(src=src, dst=dst, n=None, directed=None, source=path, lines=int(src.size))
 
 
-def read_mtx(path: str, client, chunk_bytes: int) -> RawGraph:
+def read_mtx(path: str, parser: ingest.Parser) -> RawGraph:
     """Matrix Market coordinate file; the banner and size line are optional.
 
     Without a banner, the first data line is taken as a size line only if it
@@ -121,8 +122,8 @@ def read_mtx(path: str, client, chunk_bytes: int) -> RawGraph:
             n_declared = rows
             header_bytes += len(lines[i])
             i += 1
-    src, dst, _ = ingest.parse_text(client, path, ingest.parse_pairs, header_lines=i, header_bytes=header_bytes,
-                                    chunk_bytes=chunk_bytes, max_id=n_declared, base=1)
+    src, dst, _ = parser.run(path, ingest.parse_pairs, header_lines=i, header_bytes=header_bytes,
+                             max_id=n_declared, base=1)
     if src.size == 0:
         raise located(path, "no entries found")
     if n_declared is None:
@@ -146,7 +147,7 @@ def _count_data_lines(path: str, offset: int) -> int:
     return count + (last != b"\n")
 
 
-def read_metis(path: str, client, chunk_bytes: int) -> RawGraph:
+def read_metis(path: str, parser: ingest.Parser) -> RawGraph:
     """METIS ``.graph``: header ``n m [fmt [ncon]]``, then one 1-based
     adjacency line per vertex; ``%`` lines are comments."""
     lines = _head_lines(path)
@@ -169,9 +170,8 @@ def read_metis(path: str, client, chunk_bytes: int) -> RawGraph:
     header_bytes = sum(len(x) for x in lines[: i + 1])
     skip = ncon if fmt[1] == "1" else 0
     stride = 2 if fmt[2] == "1" else 1
-    src, dst, chunks = ingest.parse_text(client, path, ingest.parse_adjacency, header_lines=i + 1,
-                                         header_bytes=header_bytes, chunk_bytes=chunk_bytes,
-                                         max_id=n, base=1, stride=stride, skip=skip)
+    src, dst, chunks = parser.run(path, ingest.parse_adjacency, header_lines=i + 1, header_bytes=header_bytes,
+                                  max_id=n, base=1, stride=stride, skip=skip)
     vertex_lines = sum(c.n_lines - c.n_comments for c in chunks)
     if vertex_lines < n:
         raise located(path, f"header declares {n} vertices but the file has {vertex_lines} adjacency lines")

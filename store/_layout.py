@@ -12,6 +12,7 @@
       nodes/                     xarray Dataset, original order: features, labels, masks, ids
       quality/                   xarray Dataset: quality of every model
       minibatch/                 xarray Dataset: expected mini-batch volume of every model (with shp)
+      graph/{indptr,indices}     the input graph's pattern, original order (for the trainer's samplers)
       sampling/vertex_counts     (n,) int32 GraphSAINT pre-sampling counts per original vertex
       sampling/edge_counts       (nnz,) int32 per nonzero of Â in original CSR order
 """
@@ -24,6 +25,7 @@ ROOT_META = "zarr.json"
 NODES = "nodes"
 QUALITY = "quality"
 MINIBATCH = "minibatch"
+GRAPH = "graph"
 SAMPLING = "sampling"
 PERMUTATION = "permutation"
 OFFSETS = "offsets"

@@ -139,6 +139,15 @@ class Store:
             warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
             return xr.open_zarr(str(self.path), group=_layout.QUALITY, zarr_format=3, consolidated=False).load()
 
+    def graph(self):
+        """The input graph's pattern (no self loops), original vertex order,
+        as a csr_matrix: what the edge and random-walk samplers walk on."""
+        import scipy.sparse as sp
+        indptr = np.array(memmap_array(self.path, f"{_layout.GRAPH}/indptr", "<i8"))
+        indices = np.array(memmap_array(self.path, f"{_layout.GRAPH}/indices", "<i4"))
+        n = indptr.size - 1
+        return sp.csr_matrix((np.ones(indices.size, np.float32), indices, indptr), shape=(n, n))
+
     def minibatch(self):
         """Mini-batch quality (xarray Dataset) when the store has an ``shp`` model, else None."""
         import xarray as xr

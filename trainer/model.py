@@ -136,19 +136,22 @@ class GCN:
         return grads
 
 
-def masked_cross_entropy(logits: np.ndarray, labels: np.ndarray, mask: np.ndarray, total: int
-                         ) -> tuple[float, np.ndarray, int]:
-    """Sum of -log softmax over masked rows, gradient of the mean over
-    ``total`` (the global count), and the number of correct masked rows."""
+def masked_cross_entropy(logits: np.ndarray, labels: np.ndarray, mask: np.ndarray, total: int,
+                         weights: np.ndarray | None = None) -> tuple[float, np.ndarray, int]:
+    """Sum of -log softmax over masked rows (times ``weights`` per row, e.g.
+    GraphSAINT's loss normalization), gradient of that sum over ``total``
+    (the global count), and the number of correct masked rows."""
     z = logits - logits.max(1, keepdims=True)
     e = np.exp(z)
     p = e / e.sum(1, keepdims=True)
     idx = np.flatnonzero(mask)
     y = labels[idx]
-    loss = float(-np.log(np.maximum(p[idx, y], 1e-30)).sum())
+    w = np.ones(idx.size) if weights is None else np.asarray(weights, np.float64)[idx]
+    loss = float((-np.log(np.maximum(p[idx, y], 1e-30)) * w).sum())
     g = np.zeros_like(logits)
     g[idx] = p[idx]
     g[idx, y] -= 1
+    g[idx] *= w[:, None]
     g /= max(total, 1)
     correct = int((logits[idx].argmax(1) == y).sum())
     return loss, g.astype(np.float32), correct

@@ -73,10 +73,20 @@ class LocalMatrix:
         return self.own.shape[0]
 
 
-def local_matrix(plan: Plan, cp: CommPlan) -> LocalMatrix:
+def full_local(plan: Plan, cp: CommPlan) -> sp.csr_matrix:
+    """(n_own, n_own + R) csr_matrix of a rank's rows, local column ids."""
     n = plan.n_own
-    full = sp.csr_matrix((np.asarray(plan.data), np.asarray(plan.indices), np.asarray(plan.indptr)),
+    return sp.csr_matrix((np.asarray(plan.data), np.asarray(plan.indices), np.asarray(plan.indptr)),
                          shape=(n, n + cp.recv_rows))
+
+
+def local_matrix(plan: Plan, cp: CommPlan) -> LocalMatrix:
+    return split_local(full_local(plan, cp), cp)
+
+
+def split_local(full: sp.csr_matrix, cp: CommPlan) -> LocalMatrix:
+    """Split local rows by column block: own columns, then each sender's."""
+    n = full.shape[0]
     csc = full.tocsc()
     own = csc[:, :n].tocsr()
     halo = {q: csc[:, n + cp.recv_start[q]:n + cp.recv_start[q + 1]].tocsr() for q, _ in cp.recv_from}

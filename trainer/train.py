@@ -1,6 +1,7 @@
-"""Train a GCN on a store with MPI.
+"""Train a GCN on a store with MPI, full-batch or mini-batch.
 
     mpirun -n P python trainer/train.py STORE [options]
+    mpirun -n P python trainer/train.py STORE --mode minibatch --batch-size B [--sampler node|edge|rw]
     python trainer/train.py STORE [options]          # one rank, no mpirun
 
 P must equal the store's number of parts. Exit codes: 0 success, 2 bad input
@@ -50,7 +51,7 @@ def _fail_at(text: str) -> tuple[int, int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="train.py", description="Distributed full-batch GCN training on a shgcn store.")
+    p = argparse.ArgumentParser(prog="train.py", description="Distributed GCN training (full-batch or mini-batch) on a shgcn store.")
     p.add_argument("store", metavar="STORE", help="store built by 'pipeline build' with --parts equal to the ranks")
     p.add_argument("--epochs", type=int, default=200)
     p.add_argument("--lr", type=float, default=0.01)
@@ -68,6 +69,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify", dest="verify", action="store_false", help="skip the block checksum")
     p.add_argument("--debug-every", type=int, default=0, help="check every N epochs that weights agree on all ranks")
     p.add_argument("--quiet", action="store_true")
+    mb = p.add_argument_group("mini-batch training (--mode minibatch)")
+    mb.add_argument("--mode", choices=("full", "minibatch"), default="full")
+    mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
+                    help="the pipeline's samplers; every rank re-draws batch (seed, epoch, step) itself")
+    mb.add_argument("--batch-size", type=int, default=0, help="vertices per batch (target for edge and rw)")
+    mb.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk")
+    mb.add_argument("--batches-per-epoch", type=int, default=0,
+                    help="default: n / batch size, which covers the training vertices once on average")
+    mb.add_argument("--saint", choices=("auto", "on", "off"), default="auto",
+                    help="GraphSAINT aggregator and loss normalization (auto: on for edge and rw, off for node)")
+    mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
     p.add_argument("--fail-at", type=_fail_at, default=None, help=argparse.SUPPRESS)  # RANK:EPOCH, for tests
     return p
 

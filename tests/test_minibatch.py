@@ -1,0 +1,107 @@
+"""Mini-batch training: exact bytes per batch, P-invariance, Cora accuracy."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import store
+from pipeline import quality
+from pipeline.build import BuildConfig, build
+from pipeline.ingest import to_graph
+from pipeline.normalize import normalized_adjacency
+from pipeline.sample import TRAIN, Sampler, SamplerConfig
+from pipeline.synthetic import parse_spec
+
+from mpi import read_log, train
+from test_trainer import spmm_widths
+
+pytestmark = pytest.mark.mpi
+
+GRAPHS = {
+    "undirected": ("sbm:n=500,classes=4,degree=6,features=24,seed=3", False),
+    "directed": ("rmat:scale=9,edge_factor=6,seed=4", True),
+}
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, client):
+    root = tmp_path_factory.mktemp("mb")
+    out = {}
+    for kind, (spec, _) in GRAPHS.items():
+        for p in (1, 2, 4):
+            path = root / f"{kind}-p{p}.zarr"
+            extra = {} if kind == "undirected" else {"features": "random:12", "labels": "random:5"}
+            build(BuildConfig(source=spec, out=str(path), parts=p, models=("hp",), **extra), client,
+                  echo=lambda *a: None)
+            out[kind, p] = path
+    return out
+
+
+def steps(log):
+    import json
+    from pathlib import Path
+    return [json.loads(line) for line in Path(log).read_text().splitlines() if '"step"' in line
+            and json.loads(line)["type"] == "step"]
+
+
+@pytest.mark.parametrize("kind", GRAPHS)
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_bytes_per_batch_equal_predicted_batch_volume(stores, tmp_path, kind, ranks):
+    spec, directed = GRAPHS[kind]
+    path = stores[kind, ranks]
+    log = tmp_path / "run.jsonl"
+    res = train(ranks, path, "--mode", "minibatch", "--batch-size", 120, "--epochs", 2, "--hidden", "32,8",
+                "--seed", 3, log=log)
+    assert res.returncode == 0, res.stderr
+    header, _ = read_log(log)
+    s = store.open_store(path)
+    g = to_graph(parse_spec(spec), directed=directed)
+    a = sp.csc_matrix(normalized_adjacency(g.adj, directed))
+    sampler = Sampler(g.adj, SamplerConfig(kind="node", size=120, seed=3))
+    fwd, bwd = spmm_widths(header["dims"], header["w_first"])
+    recs = steps(log)
+    assert len(recs) == 2 * -(-s.attrs["n"] // 120)
+    for rec in recs:
+        batch = sampler.batch(rec["batch"], TRAIN)  # the pipeline re-draws the trainer's batch from its number
+        send, recv, _, _ = quality.batch_traffic(a, batch, s.partition("hp"), ranks)
+        back = recv if directed else send
+        assert rec["bytes_sent"] == (4 * (send * sum(fwd) + back * sum(bwd))).tolist()
+        assert rec["vertices"] == batch.size
+
+
+@pytest.mark.parametrize("kind", GRAPHS)
+@pytest.mark.parametrize("sampler", ["node", "edge", "rw"])
+def test_losses_do_not_depend_on_ranks(stores, tmp_path, kind, sampler):
+    losses = {}
+    for ranks in (1, 2, 4):
+        log = tmp_path / f"run{ranks}.jsonl"
+        res = train(ranks, stores[kind, ranks], "--mode", "minibatch", "--sampler", sampler, "--batch-size", 100,
+                    "--epochs", 3, log=log, use_mpirun=ranks > 1)
+        assert res.returncode == 0, res.stderr
+        losses[ranks] = [r["loss"] for r in steps(log)]
+    assert len(losses[1]) > 10
+    np.testing.assert_allclose(losses[2], losses[1], rtol=1e-4)
+    np.testing.assert_allclose(losses[4], losses[1], rtol=1e-4)
+
+
+def test_bad_minibatch_options(stores):
+    res = train(1, stores["undirected", 1], "--mode", "minibatch", use_mpirun=False)
+    assert res.returncode == 2 and "--batch-size" in res.stderr
+    res = train(1, stores["undirected", 1], "--mode", "minibatch", "--batch-size", 10**6, use_mpirun=False)
+    assert res.returncode == 2 and "more than the" in res.stderr
+
+
+@pytest.mark.dataset
+@pytest.mark.slow
+def test_cora_minibatch_accuracy(shared_data, client, tmp_path):
+    path = tmp_path / "cora-p2.zarr"
+    build(BuildConfig(source="cora", out=str(path), parts=2, models=("hp",), data_dir=str(shared_data)), client,
+          echo=lambda *a: None)
+    accs = []
+    for seed in range(5):
+        log = tmp_path / f"run{seed}.jsonl"
+        res = train(2, path, "--mode", "minibatch", "--sampler", "node", "--batch-size", 512, "--epochs", 200,
+                    "--seed", seed, "--eval-every", 200, log=log)
+        assert res.returncode == 0, res.stderr
+        accs.append(read_log(log)[1][-1]["test_acc"])
+    assert np.mean(accs) >= 0.78, accs
