@@ -58,3 +58,24 @@ def write_section(title: str, body: str) -> None:
 def table(rows: list[dict], cols: list[tuple[str, str]]) -> str:
     head = "| " + " | ".join(h for _, h in cols) + " |\n|" + "---|" * len(cols) + "\n"
     return head + "".join("| " + " | ".join(str(r.get(k, "")) for k, _ in cols) + " |\n" for r in rows)
+
+
+def build_store(source: str, out: Path, parts: int, *args: str) -> None:
+    """``pipeline build SOURCE --parts P --out OUT ARGS`` in a fresh process."""
+    import subprocess
+    subprocess.run([sys.executable, "-m", "pipeline", "--quiet", "build", source, "--parts", str(parts),
+                    "--out", str(out), *args], check=True, capture_output=True, text=True)
+
+
+def store_info(path: Path) -> dict:
+    """``pipeline info PATH --json``."""
+    import json
+    import subprocess
+    return json.loads(subprocess.run([sys.executable, "-m", "pipeline", "info", str(path), "--json"], check=True,
+                                     capture_output=True, text=True).stdout)
+
+
+def mpirun() -> str:
+    """The mpirun next to this Python (the mpich wheel's), else the one on PATH."""
+    local = Path(sys.executable).parent / "mpirun"
+    return str(local) if local.exists() else "mpirun"

@@ -23,26 +23,18 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import REPO, SHARED, table, write_section
+from _common import REPO, SHARED, build_store, mpirun, store_info, table, write_section
+
+sys.path.insert(0, str(REPO))
+from trainer.model import spmm_widths  # noqa: E402
 
 TRAIN = REPO / "trainer" / "train.py"
 MODELS = ("rp", "gp", "hp", "shp")
 
 
-def mpirun() -> str:
-    local = Path(sys.executable).parent / "mpirun"
-    return str(local) if local.exists() else "mpirun"
-
-
 def build(graph: str, parts: int, out: Path, models: str, layout: str) -> None:
-    subprocess.run([sys.executable, "-m", "pipeline", "--quiet", "build", graph, "--parts", str(parts), "--model",
-                    models, "--layout-model", layout, "--data-dir", str(SHARED), "--features", "random:32",
-                    "--labels", "random:8", "--out", str(out)], check=True, capture_output=True, text=True)
-
-
-def info(path: Path) -> dict:
-    return json.loads(subprocess.run([sys.executable, "-m", "pipeline", "info", str(path), "--json"], check=True,
-                                     capture_output=True, text=True).stdout)
+    build_store(graph, out, parts, "--model", models, "--layout-model", layout, "--data-dir", str(SHARED),
+                "--features", "random:32", "--labels", "random:8")
 
 
 def run(path: Path, ranks: int, batch: int, epochs: int, log: Path) -> tuple[list[dict], dict, list[dict]]:
@@ -57,9 +49,7 @@ def run(path: Path, ranks: int, batch: int, epochs: int, log: Path) -> tuple[lis
 
 
 def widths(header: dict) -> int:
-    dims, wf = header["dims"], header["w_first"]
-    fwd = [dims[k + 1] if f else dims[k] for k, f in enumerate(wf)]
-    bwd = [dims[k + 1] if f else dims[k] for k, f in enumerate(wf) if f or k > 0]
+    fwd, bwd = spmm_widths(header["dims"], header["w_first"])
     return sum(fwd) + sum(bwd)
 
 
@@ -75,8 +65,8 @@ def main() -> None:
         for g in args.graphs:
             ref = tmp / f"{g}-all.zarr"
             build(g, args.parts, ref, "all", "hp")
-            pred = info(ref)["minibatch"]["models"]
-            n = info(ref)["n"]
+            ref_info = store_info(ref)
+            pred, n = ref_info["minibatch"]["models"], ref_info["n"]
             batch = n // 10
             measured = {}
             for m in MODELS:

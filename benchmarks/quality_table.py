@@ -6,13 +6,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from _common import SHARED, table, write_section
+from _common import SHARED, build_store, store_info, table, write_section
 
 GRAPHS = ["soc-slashdot0902", "ca-astroph", "luxembourg-osm", "delaunay-n16"]
 
@@ -20,11 +17,9 @@ GRAPHS = ["soc-slashdot0902", "ca-astroph", "luxembourg-osm", "delaunay-n16"]
 def quality(graph: str, parts: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "s.zarr"
-        cmd = [sys.executable, "-m", "pipeline", "--quiet", "build", graph, "--parts", str(parts), "--model", "rp,gp,hp",
-               "--data-dir", str(SHARED), "--features", "random:1", "--labels", "random:2", "--out", str(out)]
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        info = json.loads(subprocess.run([sys.executable, "-m", "pipeline", "info", str(out), "--json"], check=True,
-                                         capture_output=True, text=True).stdout)
+        build_store(graph, out, parts, "--model", "rp,gp,hp", "--data-dir", str(SHARED), "--features", "random:1",
+                    "--labels", "random:2")
+        info = store_info(out)
     rows = []
     for model, q in info["quality"].items():
         rows.append({"graph": graph, "p": parts, "model": model, "volume": f"{q['total_volume']:,}",

@@ -10,23 +10,18 @@ Node sampler, B = 10% of n, theta = 0.1, delta = 0.5, 200 held-out batches
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from _common import SHARED, table, write_section
+from _common import SHARED, build_store, store_info, table, write_section
 
 
 def run(graph: str, parts: int) -> tuple[list[dict], dict]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "s.zarr"
-        cmd = [sys.executable, "-m", "pipeline", "--quiet", "build", graph, "--parts", str(parts), "--model", "all",
-               "--data-dir", str(SHARED), "--features", "random:1", "--labels", "random:2", "--out", str(out)]
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        info = json.loads(subprocess.run([sys.executable, "-m", "pipeline", "info", str(out), "--json"], check=True,
-                                         capture_output=True, text=True).stdout)
+        build_store(graph, out, parts, "--model", "all", "--data-dir", str(SHARED), "--features", "random:1",
+                    "--labels", "random:2")
+        info = store_info(out)
     mb, q, shp = info["minibatch"]["models"], info["quality"], info["shp"]
     hp_time = q["hp"]["seconds"]
     rows = []

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import REPO, SHARED, table, write_section
+from _common import REPO, SHARED, build_store, mpirun, table, write_section
 
 TRAIN = REPO / "trainer" / "train.py"
 WARMUP = 3
@@ -32,15 +32,9 @@ WARMUP = 3
 def build(tmp: Path, parts: int, model: str) -> Path:
     out = tmp / f"slash-{model}-p{parts}.zarr"
     if not out.exists():
-        subprocess.run([sys.executable, "-m", "pipeline", "--quiet", "build", "soc-slashdot0902", "--parts", str(parts),
-                        "--model", model, "--features", "random:128", "--labels", "random:16", "--data-dir",
-                        str(SHARED), "--out", str(out)], check=True)
+        build_store("soc-slashdot0902", out, parts, "--model", model, "--features", "random:128", "--labels",
+                    "random:16", "--data-dir", str(SHARED))
     return out
-
-
-def mpirun() -> str:
-    local = Path(sys.executable).parent / "mpirun"
-    return str(local) if local.exists() else "mpirun"
 
 
 def train(store: Path, ranks: int, epochs: int, exchange: str = "p2p", threads: int | None = None) -> dict:

@@ -147,106 +147,154 @@ def _direction(cfg: BuildConfig, raw: RawGraph, default: bool | None) -> bool:
     return True if default is None else default
 
 
-def _key(stage: str, token: str) -> str:
-    return f"{stage}-{token}"
+@dataclass
+class _Run:
+    """State shared by the stages of one build: the client, the config, the
+    futures of the arrays that stay on the cluster, and the results so far."""
+
+    cfg: BuildConfig
+    client: object
+    token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    st: _Stages = field(default_factory=_Stages)
+    src: Source | None = None
+    g: Graph | None = None
+    g_f: object = None
+    a_f: object = None
+    a_hat: object = None
+    nodes_f: object = None
+    nodes: nodedata.NodeData | None = None
+    parts: dict = field(default_factory=dict)
+    shp: stochastic.SHPResult | None = None
+    qds: object = None
+    minibatch: object = None
+    norm_f: object = None
+
+    def submit(self, fn, *args, stage: str, index: int | None = None):
+        key = f"{stage}-{self.token}"
+        return self.client.submit(fn, *args, key=key if index is None else (key, index))
 
 
 def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
     """Run the whole pipeline and write the store atomically."""
     cfg.check()
-    token = uuid.uuid4().hex[:8]
-    st = _Stages()
+    run = _Run(cfg, client)
     writer = store.StoreWriter(cfg.out, overwrite=cfg.overwrite)  # refuse an existing output early
+    _ingest(run)
+    _normalize_stage(run)
+    _partition(run)
+    _quality(run)
+    lay, futures = _layout(run)
+    attrs = _write(run, writer, lay, futures)
+    table = quality.table_from_dataset(run.qds)
+    echo(quality.format_table(table))
+    if run.minibatch is not None:
+        echo("\n" + quality.format_minibatch(run.minibatch))
+    return BuildResult(Path(cfg.out), attrs, table, run.st.times)
 
-    src = load_raw(cfg, client)
-    name = src.name
-    raw_f = client.scatter(src.raw, hash=False)
-    src.raw = None
-    g: Graph = _result(client.submit(ingest.to_graph, raw_f, src.directed, key=_key("ingest-csr", token)), cfg)
+
+def _ingest(run: _Run) -> None:
+    """Read and clean the graph; node data (features, labels, split)."""
+    cfg = run.cfg
+    run.src = load_raw(cfg, run.client)
+    raw_f = run.client.scatter(run.src.raw, hash=False)
+    run.src.raw = None
+    run.g = _result(run.submit(ingest.to_graph, raw_f, run.src.directed, stage="ingest-csr"), cfg)
     del raw_f
-    g_f = client.scatter(g, hash=False)
-    if cfg.parts > g.n:
-        raise UserError(f"--parts {cfg.parts}: more parts than the {g.n} vertices of {name}")
-    nodes_f = client.submit(nodedata.node_data, g_f, cfg.features, cfg.labels, cfg.split, cfg.seed,
-                            src.feature_norm, key=_key("ingest-nodes", token))
-    st.done("ingest")
+    run.g_f = run.client.scatter(run.g, hash=False)
+    if cfg.parts > run.g.n:
+        raise UserError(f"--parts {cfg.parts}: more parts than the {run.g.n} vertices of {run.src.name}")
+    run.nodes_f = run.submit(nodedata.node_data, run.g_f, cfg.features, cfg.labels, cfg.split, cfg.seed,
+                             run.src.feature_norm, stage="ingest-nodes")
+    run.st.done("ingest")
 
-    a_f = client.submit(_normalize, g_f, key=_key("normalize", token))
-    a_hat = _result(a_f, cfg)
-    nodes = _result(nodes_f, cfg)
-    st.done("normalize")
 
+def _normalize_stage(run: _Run) -> None:
+    run.a_f = run.submit(_normalize, run.g_f, stage="normalize")
+    run.a_hat = _result(run.a_f, run.cfg)
+    run.nodes = _result(run.nodes_f, run.cfg)
+    run.st.done("normalize")
+
+
+def _partition(run: _Run) -> None:
+    """Every requested model, one at a time: each partitioner uses the cores
+    it needs (Mt-KaHyPar is multi-threaded and holds the GIL), and each wall
+    time is its own. ``shp`` starts from ``gp`` when it was computed."""
+    cfg = run.cfg
     pcfg = partition.PartitionConfig(parts=cfg.parts, eps=cfg.eps, seed=cfg.seed, threads=cfg.threads,
                                      hp_preset=cfg.hp_preset)
-    # One partitioner at a time: each uses the cores it needs (Mt-KaHyPar is
-    # multi-threaded and holds the GIL), and each wall time is its own.
-    parts: dict[str, partition.PartitionResult] = {}
-    shp_result = None
     for m in cfg.models:
         if m == "shp":
-            start = parts["gp"].part if "gp" in parts else None
-            shp_result = _result(client.submit(_shp, a_f, g_f, pcfg, cfg.shp, start, key=_key("partition-shp", token)), cfg)
-            parts[m] = partition.PartitionResult("shp", shp_result.part, shp_result.seconds)
+            start = run.parts["gp"].part if "gp" in run.parts else None
+            run.shp = _result(run.submit(_shp, run.a_f, run.g_f, pcfg, cfg.shp, start, stage="partition-shp"), cfg)
+            run.parts[m] = partition.PartitionResult("shp", run.shp.part, run.shp.seconds)
         else:
-            parts[m] = _result(client.submit(partition.run, m, a_f, pcfg, key=_key(f"partition-{m}", token)), cfg)
-    st.done("partition")
+            run.parts[m] = _result(run.submit(partition.run, m, run.a_f, pcfg, stage=f"partition-{m}"), cfg)
+    run.st.done("partition")
 
-    q_f = [client.submit(quality.partition_quality, a_f, client.scatter(parts[m].part, hash=False), cfg.parts, m, parts[m].seconds,
-                         key=_key(f"quality-{m}", token)) for m in cfg.models]
+
+def _quality(run: _Run) -> None:
+    """Full-batch quality of every model; with shp, mini-batch quality and
+    GraphSAINT's normalization counts."""
+    cfg, parts = run.cfg, run.parts
+    q_f = [run.submit(quality.partition_quality, run.a_f, run.client.scatter(parts[m].part, hash=False), cfg.parts,
+                      m, parts[m].seconds, stage=f"quality-{m}") for m in cfg.models]
     _track(q_f, cfg)
-    qds = quality.to_dataset(client.gather(q_f))
-    table = quality.table_from_dataset(qds)
-    mb_f = norm_f = None
-    if shp_result is not None:
-        scfg = cfg.shp.sampler_config(g.n, cfg.seed)
-        mb_f = client.submit(_minibatch, a_f, g_f, scfg, {m: r.part for m, r in parts.items()}, cfg,
-                             key=_key("quality-minibatch", token))
+    run.qds = quality.to_dataset(run.client.gather(q_f))
+    if run.shp is not None:
+        scfg = cfg.shp.sampler_config(run.g.n, cfg.seed)
+        mb_f = run.submit(_minibatch, run.a_f, run.g_f, scfg, {m: r.part for m, r in parts.items()}, cfg,
+                          stage="quality-minibatch")
         if cfg.norm_batches:
-            norm_f = client.submit(_norm_counts, a_f, g_f, scfg, cfg.norm_batches, key=_key("sample-norm", token))
-    mb = _result(mb_f, cfg) if mb_f is not None else None
-    st.done("quality")
+            run.norm_f = run.submit(_norm_counts, run.a_f, run.g_f, scfg, cfg.norm_batches, stage="sample-norm")
+        run.minibatch = _result(mb_f, cfg)
+    run.st.done("quality")
 
-    lay = layout.make_layout(parts[cfg.layout].part, cfg.parts)
-    lay_f = client.scatter(lay)
-    anew_f = client.submit(layout.permute, a_f, lay_f, key=_key("layout-permute", token))
-    halo_f = client.submit(layout.halos, anew_f, lay.offsets, key=_key("layout-halos", token))
+
+def _layout(run: _Run):
+    """Permutation by the layout model, permuted Â (and Â^T), halos."""
+    lay = layout.make_layout(run.parts[run.cfg.layout].part, run.cfg.parts)
+    lay_f = run.client.scatter(lay)
+    anew_f = run.submit(layout.permute, run.a_f, lay_f, stage="layout-permute")
+    halo_f = run.submit(layout.halos, anew_f, lay.offsets, stage="layout-halos")
     at_f = ht_f = None
-    if g.directed:
-        at_f = client.submit(_transpose, anew_f, key=_key("layout-transpose", token))
-        ht_f = client.submit(layout.halos, at_f, lay.offsets, key=_key("layout-halos-t", token))
-    st.done("layout")
+    if run.g.directed:
+        at_f = run.submit(_transpose, anew_f, stage="layout-transpose")
+        ht_f = run.submit(layout.halos, at_f, lay.offsets, stage="layout-halos-t")
+    run.st.done("layout")
+    return lay, (lay_f, anew_f, halo_f, at_f, ht_f)
 
+
+def _write(run: _Run, writer: store.StoreWriter, lay: layout.Layout, futures) -> dict:
+    """Rank blocks as parallel tasks, then the global arrays and datasets;
+    the store appears only at the final rename."""
+    cfg, g = run.cfg, run.g
     with writer:
-        write_f = [client.submit(_write_rank, writer.root, r, lay_f, anew_f, halo_f, nodes_f, at_f, ht_f,
-                                 key=(_key("write-rank", token), r)) for r in range(cfg.parts)]
+        write_f = [run.submit(_write_rank, writer.root, r, *futures[:3], run.nodes_f, *futures[3:],
+                              stage="write-rank", index=r) for r in range(cfg.parts)]
         _track(write_f, cfg)
         distributed.wait(write_f)  # all settled, failed or not, before the writer may clean up
-        sums = client.gather(write_f)
+        sums = run.client.gather(write_f)
         writer.array("permutation", lay.perm)
+        writer.array("offsets", lay.offsets)
         writer.array("graph/indptr", g.adj.indptr.astype(np.int64))
         writer.array("graph/indices", g.adj.indices.astype(np.int32))
-        writer.array("offsets", lay.offsets)
         for m in cfg.models:
-            writer.array(f"partitions/{m}", parts[m].part)
-        writer.dataset("nodes", _nodes_dataset(g, nodes, parts[cfg.layout].part))
-        del g_f
-        writer.dataset("quality", qds)
-        if mb is not None:
-            writer.dataset("minibatch", mb)
-        if norm_f is not None:
-            vc, ec = norm_f.result()
+            writer.array(f"partitions/{m}", run.parts[m].part)
+        writer.dataset("nodes", _nodes_dataset(g, run.nodes, run.parts[cfg.layout].part))
+        writer.dataset("quality", run.qds)
+        if run.minibatch is not None:
+            writer.dataset("minibatch", run.minibatch)
+        if run.norm_f is not None:
+            vc, ec = run.norm_f.result()
             writer.array("sampling/vertex_counts", vc)
             writer.array("sampling/edge_counts", ec)
-        st.done("write")
-        attrs = _attrs(cfg, name, g, a_hat, nodes, sums, st.times)
-        attrs["feature_norm"] = src.feature_norm
-        if shp_result is not None:
-            attrs["shp"] = _shp_record(shp_result, cfg)
+        run.st.done("write")
+        attrs = _attrs(cfg, run.src.name, g, run.a_hat, run.nodes, sums, run.st.times)
+        attrs["feature_norm"] = run.src.feature_norm
+        if run.shp is not None:
+            attrs["shp"] = _shp_record(run.shp, cfg)
         writer.commit(attrs)
-    echo(quality.format_table(table))
-    if mb is not None:
-        echo("\n" + quality.format_minibatch(mb))
-    return BuildResult(Path(cfg.out), attrs, table, st.times)
+    return attrs
 
 
 def _shp(a, g: Graph, pcfg, scfg, start):

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ._tokens import ChunkError, Tokens, count_lines, tokenize
+from ._tokens import ChunkError, Tokens, tokenize
 from .errors import UserError, located
 from .graph import Graph, RawGraph
 

@@ -187,8 +187,6 @@ def batch_volumes(a_csc: sp.csc_matrix, batches: list[np.ndarray], part: np.ndar
     max_send : (b,) int64, the largest part's send volume for each batch
     mean_lambda : (b,) float64, mean connectivity of the batch's nets
     """
-    from .hypergraph import batch_nets
-
     total = np.zeros(len(batches), np.int64)
     max_send = np.zeros(len(batches), np.int64)
     mean_lam = np.zeros(len(batches))

@@ -236,12 +236,11 @@ def predicted_bytes(s: store_mod.Store, header: dict) -> np.ndarray | None:
         return None
     vol = s.quality()["volume"].sel(model=s.attrs["model"]).values
     send, recv = vol.sum(1), vol.sum(0)
-    dims, wf = header["dims"], header["w_first"]
-    fwd = sum(dims[k + 1] if f else dims[k] for k, f in enumerate(wf))
-    bwd = sum(dims[k + 1] if f else dims[k] for k, f in enumerate(wf) if f or k > 0)
     if header.get("exchange") == "bcast":
         return None
-    return 4 * (send * fwd + (recv if s.attrs["directed"] else send) * bwd)
+    from trainer.model import spmm_widths
+    fwd, bwd = spmm_widths(header["dims"], header["w_first"])
+    return 4 * (send * sum(fwd) + (recv if s.attrs["directed"] else send) * sum(bwd))
 
 
 def fig_bytes(s: store_mod.Store, runs: list[dict]):

@@ -68,12 +68,16 @@ class StoreWriter:
         self.path = Path(path)
         if self.path.exists() and not overwrite:
             raise StoreError(f"{self.path}: already exists (pass --overwrite to replace it)")
-        if not self.path.parent.exists():
-            raise StoreError(f"{self.path.parent}: directory does not exist")
+        if self.path.parent.exists() and not self.path.parent.is_dir():
+            raise StoreError(f"{self.path.parent}: not a directory")
         self.tmp = self.path.parent / f".{self.path.name}.partial-{uuid.uuid4().hex[:12]}"
         self.committed = False
 
     def __enter__(self) -> StoreWriter:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"{self.path.parent}: cannot create the output directory ({e})") from None
         zarr.open_group(str(self.tmp), mode="w", zarr_format=3)
         return self
 

@@ -30,3 +30,24 @@ def train(ranks: int, store, *args, log=None, timeout=300, use_mpirun=True) -> s
 def read_log(path):
     lines = [json.loads(line) for line in Path(path).read_text().splitlines()]
     return lines[0], [r for r in lines[1:] if r["type"] == "epoch"]
+
+
+GRAPHS = {
+    "undirected": ("sbm:n=400,classes=4,degree=6,features=24,seed=3", False),
+    "directed": ("rmat:scale=9,edge_factor=6,seed=4", True),
+}
+
+
+def build_stores(root: Path, client, parts=(1, 2, 4), graphs=GRAPHS) -> dict:
+    """One hp store per (graph kind, P) for the MPI tests."""
+    from pipeline.build import BuildConfig, build
+
+    out = {}
+    for kind, (spec, directed) in graphs.items():
+        extra = {"features": "random:12", "labels": "random:5"} if directed else {}
+        for p in parts:
+            path = root / f"{kind}-p{p}.zarr"
+            build(BuildConfig(source=spec, out=str(path), parts=p, models=("hp",), **extra), client,
+                  echo=lambda *a: None)
+            out[kind, p] = path
+    return out

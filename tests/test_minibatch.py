@@ -12,29 +12,14 @@ from pipeline.normalize import normalized_adjacency
 from pipeline.sample import TRAIN, Sampler, SamplerConfig
 from pipeline.synthetic import parse_spec
 
-from mpi import read_log, train
-from test_trainer import spmm_widths
+from mpi import GRAPHS, build_stores, read_log, train
+from trainer.model import spmm_widths
 
 pytestmark = pytest.mark.mpi
 
-GRAPHS = {
-    "undirected": ("sbm:n=500,classes=4,degree=6,features=24,seed=3", False),
-    "directed": ("rmat:scale=9,edge_factor=6,seed=4", True),
-}
-
-
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory, client):
-    root = tmp_path_factory.mktemp("mb")
-    out = {}
-    for kind, (spec, _) in GRAPHS.items():
-        for p in (1, 2, 4):
-            path = root / f"{kind}-p{p}.zarr"
-            extra = {} if kind == "undirected" else {"features": "random:12", "labels": "random:5"}
-            build(BuildConfig(source=spec, out=str(path), parts=p, models=("hp",), **extra), client,
-                  echo=lambda *a: None)
-            out[kind, p] = path
-    return out
+    return build_stores(tmp_path_factory.mktemp("mb"), client)
 
 
 def steps(log):

@@ -76,7 +76,6 @@ def test_batches_are_redrawn_from_their_number(kind):
 
 
 def _draw(args):
-    import numpy as np  # noqa: F401 - runs in a fresh process
     from pipeline import sample as smp
     adj, cfg, k = args
     return smp.Sampler(adj, cfg).batch(k)

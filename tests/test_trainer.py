@@ -5,35 +5,22 @@ import numpy as np
 import pytest
 
 import store
-from pipeline.build import BuildConfig, build
 from pipeline.ingest import to_graph
 from pipeline.normalize import normalized_adjacency
 from pipeline.synthetic import parse_spec
 
-from mpi import read_log, train
+from mpi import GRAPHS, build_stores, read_log, train
 from reference_gcn import reference_losses
+from trainer.model import spmm_widths
 
 pytestmark = pytest.mark.mpi
 
-GRAPHS = {
-    "undirected": ("sbm:n=400,classes=4,degree=6,features=24,seed=3", False),
-    "directed": ("rmat:scale=9,edge_factor=6,seed=4", True),
-}
 EPOCHS = 15
 
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory, client):
-    root = tmp_path_factory.mktemp("train")
-    out = {}
-    for kind, (spec, _) in GRAPHS.items():
-        for p in (1, 2, 4):
-            path = root / f"{kind}-p{p}.zarr"
-            extra = {} if kind == "undirected" else {"features": "random:12", "labels": "random:5"}
-            build(BuildConfig(source=spec, out=str(path), parts=p, models=("hp",), **extra), client,
-                  echo=lambda *a: None)
-            out[kind, p] = path
-    return out
+    return build_stores(tmp_path_factory.mktemp("train"), client)
 
 
 def reference(path, spec, directed):
@@ -61,13 +48,6 @@ def test_losses_match_serial_reference(stores, tmp_path, kind, exchange, ranks):
     losses = [e["loss"] for e in epochs]
     # float32 on both sides; P changes the summation order only: relative 1e-4
     np.testing.assert_allclose(losses, ref, rtol=1e-4)
-
-
-def spmm_widths(dims, w_first):
-    """Row widths of the SpMMs of one training step: forward, then backward."""
-    fwd = [dims[k + 1] if wf else dims[k] for k, wf in enumerate(w_first)]
-    bwd = [dims[k + 1] if wf else dims[k] for k, wf in enumerate(w_first) if wf or k > 0]
-    return fwd, bwd
 
 
 @pytest.mark.parametrize("kind", GRAPHS)

@@ -73,6 +73,15 @@ class Propagator:
     def transpose(self, g: np.ndarray) -> np.ndarray: ...
 
 
+def spmm_widths(dims: list[int], w_first: list[bool]) -> tuple[list[int], list[int]]:
+    """Row widths of the SpMMs of one training step: forward (one per layer),
+    then backward (one per layer, except the first layer's when it multiplies
+    by W after the SpMM: the features need no gradient)."""
+    fwd = [dims[k + 1] if wf else dims[k] for k, wf in enumerate(w_first)]
+    bwd = [dims[k + 1] if wf else dims[k] for k, wf in enumerate(w_first) if wf or k > 0]
+    return fwd, bwd
+
+
 @dataclass
 class Cache:
     inputs: list = field(default_factory=list)   # per layer: H (w_first) or Â H (a_first)
