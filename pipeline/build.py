@@ -14,7 +14,7 @@ import resource
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import distributed
@@ -56,6 +56,7 @@ class BuildConfig:
     chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES
     shp: stochastic.SHPConfig = field(default_factory=stochastic.SHPConfig)
     norm_batches: int = 50
+    shp_time_factor: float = 2.0  # with hp in the same build: shp's time budget, in units of hp's time
     progress: bool = False  # a progress bar per stage on the terminal
     command: str = ""
 
@@ -225,7 +226,10 @@ def _partition(run: _Run) -> None:
     for m in cfg.models:
         if m == "shp":
             start = run.parts["gp"].part if "gp" in run.parts else None
-            run.shp = _result(run.submit(_shp, run.a_f, run.g_f, pcfg, cfg.shp, start, stage="partition-shp"), cfg)
+            scfg = cfg.shp
+            if "hp" in run.parts and cfg.shp_time_factor > 0:
+                scfg = replace(scfg, time_budget=cfg.shp_time_factor * run.parts["hp"].seconds)
+            run.shp = _result(run.submit(_shp, run.a_f, run.g_f, pcfg, scfg, start, stage="partition-shp"), cfg)
             run.parts[m] = partition.PartitionResult("shp", run.shp.part, run.shp.seconds)
         else:
             run.parts[m] = _result(run.submit(partition.run, m, run.a_f, pcfg, stage=f"partition-{m}"), cfg)
@@ -344,7 +348,7 @@ def _shp_record(r: stochastic.SHPResult, cfg: BuildConfig) -> dict:
             "delta": cfg.shp.delta, "construction": r.construction, "required_nets": r.required_nets,
             "nets_sampled": r.nets_sampled, "nets_after_merging": r.nets_kept,
             "batches_equivalent": r.batches_equivalent, "batches_override": cfg.shp.batches,
-            "rounds": r.rounds, "seconds": round(r.seconds, 3)}
+            "rounds": r.rounds, "seconds": round(r.seconds, 3), "time_factor": cfg.shp_time_factor}
 
 
 def _track(futures, cfg: BuildConfig) -> None:

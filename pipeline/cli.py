@@ -82,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--shp-max-rounds", type=int, default=6, help="stopping rule: at most this many rounds (default 6)")
     m.add_argument("--shp-min-gain", type=float, default=0.01,
                    help="stopping rule: stop when a round improves the held-out volume by less (default 0.01)")
+    m.add_argument("--shp-time-factor", type=float, default=2.0,
+                   help="when hp is computed too, stop sampling rounds before shp would take longer than this "
+                        "many times hp's partitioning time (default 2; 0: no limit)")
     m.add_argument("--norm-batches", type=int, default=50,
                    help="batches pre-sampled for GraphSAINT normalization counts (default 50; 0: none)")
     c = b.add_argument_group("Dask")
@@ -137,7 +140,7 @@ def cmd_build(args) -> int:
                       theta=args.theta, delta=args.delta, batches=args.batches, eval_batches=args.eval_batches,
                       construction=args.shp_construction, max_rounds=args.shp_max_rounds,
                       min_gain=args.shp_min_gain),
-        norm_batches=args.norm_batches, progress=not (args.quiet or args.json) and sys.stdout.isatty(),
+        norm_batches=args.norm_batches, shp_time_factor=args.shp_time_factor, progress=not (args.quiet or args.json) and sys.stdout.isatty(),
     )
     cfg.check()
     echo = (lambda *a, **k: None) if args.quiet or args.json else print

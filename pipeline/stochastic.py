@@ -26,7 +26,9 @@ volume on held-out batches:
    count ``(p-1)^2 / (2 theta^2) ln(2/delta)`` in the first round, doubling
    each round; each round refines the best partition so far on the merged
    stochastic hypergraph. Sampling stops when a round improves the held-out
-   volume by less than ``min_gain`` (1%) or after ``max_rounds``.
+   volume by less than ``min_gain`` (1%), after ``max_rounds``, or before a
+   round that would overrun ``time_budget`` (a round takes about twice the
+   previous one; a build that also computes ``hp`` gives shp twice hp's time).
 
 Held-out volume: exact closed form for the node sampler, otherwise the mean
 over ``eval_batches`` batches of the HELDOUT seed stream (never used to build).
@@ -87,6 +89,7 @@ class SHPConfig:
     min_gain: float = 0.01
     max_rounds: int = 4
     vcycles: int = 2
+    time_budget: float | None = None  # seconds for the whole shp build; None: no limit
 
     def sampler_config(self, n: int, seed: int) -> SamplerConfig:
         size = self.batch_size or max(1, n // 10)
@@ -262,7 +265,12 @@ def build_shp(a: sp.csr_matrix, adj: sp.csr_matrix, pcfg: PartitionConfig, scfg:
     unit = n if construction == "columns" else B
     first = max(1, -(-required // max(unit, 1)))
     nets_list, drawn, sampled, kept = [], 0, 0, 0
+    last_round = 0.0
     for r in range(scfg.max_rounds):
+        if scfg.time_budget is not None and time.perf_counter() - t0 + 2 * last_round > scfg.time_budget:
+            log.info("shp: stopping before round %d, which would overrun the time budget of %.1f s", r,
+                     scfg.time_budget)
+            break
         tr = time.perf_counter()
         target = first * 2**r
         nets_list.append(draw(drawn, target))
@@ -274,6 +282,7 @@ def build_shp(a: sp.csr_matrix, adj: sp.csr_matrix, pcfg: PartitionConfig, scfg:
         sampled, kept = nets.total, hg.n_nets
         vol = record(f"round {r}", cand, tr, units=target, nets_sampled=nets.total, nets_kept=hg.n_nets,
                      pins=int(hg.pins.size))
+        last_round = time.perf_counter() - tr
         gain = (best_vol - vol) / best_vol if best_vol > 0 else 0.0
         if vol < best_vol:
             best, best_vol = cand, vol

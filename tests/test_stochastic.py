@@ -192,3 +192,12 @@ def test_hoeffding_estimate_within_theta_of_heldout(shared_data, client):
         ds_ = quality.minibatch_dataset(a, s, {"rp": part}, p, eval_batches=300, theta=theta, delta=delta)
         inside += abs(float(ds_["estimated_connectivity"][0]) - float(ds_["heldout_connectivity"][0])) <= theta
     assert inside >= (1 - delta) * 20
+
+
+def test_time_budget_stops_the_sampling_rounds(sbm_graph):
+    g, a = sbm_graph
+    pcfg = PartitionConfig(parts=4, seed=0)
+    res = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=4, min_gain=0.0, time_budget=0.0))
+    assert [r["step"] for r in res.rounds] == ["start", "expected"]
+    free = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2, min_gain=0.0))
+    assert [r["step"] for r in free.rounds][:3] == ["start", "expected", "round 0"]
