@@ -198,15 +198,20 @@ def batch_volumes(a_csc: sp.csc_matrix, batches: list[np.ndarray], part: np.ndar
     return total, max_send, mean_lam
 
 
+def _batch_pairs(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, parts: int, keep_single: bool):
+    """The nets of one batch, their distinct (net, part) pairs, and each net's connectivity."""
+    from .hypergraph import batch_nets
+
+    nets = batch_nets(a_csc, [batch], keep_single=keep_single)
+    net_of_pin = np.repeat(np.arange(nets.n_nets, dtype=np.int64), np.diff(nets.ptr))
+    pairs = np.unique(net_of_pin * parts + part[nets.pins])
+    return nets, pairs, np.bincount(pairs // parts, minlength=nets.n_nets)
+
+
 def net_connectivities(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, parts: int) -> np.ndarray:
     """(B,) connectivity of every net of one batch (one per batch column, in
     column order; single-pin nets have connectivity 1)."""
-    from .hypergraph import batch_nets
-
-    nets = batch_nets(a_csc, [batch], keep_single=True)
-    net_of_pin = np.repeat(np.arange(nets.n_nets, dtype=np.int64), np.diff(nets.ptr))
-    pairs = np.unique(net_of_pin * parts + part[nets.pins])
-    return np.bincount(pairs // parts, minlength=nets.n_nets)
+    return _batch_pairs(a_csc, batch, part, parts, keep_single=True)[2]
 
 
 def batch_traffic(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, parts: int
@@ -216,12 +221,7 @@ def batch_traffic(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, par
     Returns ``(send (P,), recv (P,), sum of net connectivities, nets)``
     (single-pin nets count with connectivity 1).
     """
-    from .hypergraph import batch_nets
-
-    nets = batch_nets(a_csc, [batch])
-    net_of_pin = np.repeat(np.arange(nets.n_nets, dtype=np.int64), np.diff(nets.ptr))
-    pairs = np.unique(net_of_pin * parts + part[nets.pins])
-    lam = np.bincount(pairs // parts, minlength=nets.n_nets)
+    nets, pairs, lam = _batch_pairs(a_csc, batch, part, parts, keep_single=False)
     send = np.bincount(part[nets.columns], minlength=parts, weights=lam - 1).astype(np.int64)
     receiver = pairs % parts
     other = receiver != part[nets.columns[pairs // parts]]
