@@ -112,24 +112,24 @@ def test_closed_form_matches_sampled_expectation():
     assert send.sum() == pytest.approx(exact)
 
 
-def test_surrogate_is_exact_for_single_neighbour_columns_and_below_f():
-    # a star's leaves have one other row: their two-pin nets carry weight q exactly
-    n, batch = 11, 5
+def test_surrogate_matches_the_exact_expectation_at_its_anchors():
+    # a star: the leaves have one other row (the hub), the hub column has d = 12 leaves,
+    # so its chord runs through c = 1 and c* = ceil(12 / 4) = 3
+    n, batch = 13, 6
     a = a_hat(n, [(0, i) for i in range(1, n)])
     hg = expected_surrogate(a, batch, np.diff(a.indptr))
-    part = np.array([0] + [1] * 10, np.int32)
-    q = (batch - 1) / (n - 1)
-    lam = connectivity(hg, part, 2)
-    surrogate = np.dot(hg.net_weights, lam - 1) / 1000
-    exact, _ = quality.expected_volume_node(a, part, 2, batch)
-    # exact volume x n/B: each leaf needs the hub with probability q = 0.4, and the hub column is sent
-    # to part 1 for sure (4 others drawn, 10 leaves there); the surrogate is exact at c = 1 and c = d
-    assert exact * n / batch == pytest.approx(10 * q + 1)
-    assert surrogate == pytest.approx(10 * q + 1, rel=1e-3)
-    # and below the exact value for a column split between parts (chord under a concave f)
-    part2 = np.array([0] + [1] * 5 + [0] * 5, np.int32)
-    lam2 = connectivity(hg, part2, 2)
-    assert np.dot(hg.net_weights, lam2 - 1) / 1000 <= quality.expected_volume_node(a, part2, 2, batch)[0] * n / batch
+
+    def surrogate(part):
+        return np.dot(hg.net_weights, connectivity(hg, part, 2) - 1) / 1000
+
+    def exact(part):  # scaled by n/B: given its column in the batch
+        return quality.expected_volume_node(a, part, 2, batch)[0] * n / batch
+
+    for c in (1, 3):  # c leaves in part 1 with their own columns; the hub and the rest in part 0
+        part = np.array([0] + [1] * c + [0] * (n - 1 - c), np.int32)
+        assert surrogate(part) == pytest.approx(exact(part), rel=2e-3)
+    part = np.array([0] + [1] * 2 + [0] * 10, np.int32)  # c = 2: the chord lies below the concave f
+    assert surrogate(part) < exact(part)
 
 
 def test_column_nets_have_the_batch_distribution():
