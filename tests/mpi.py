@@ -27,9 +27,10 @@ def train(ranks: int, store, *args, log=None, timeout=300, use_mpirun=True) -> s
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def read_log(path):
+def read_log(path, kind="epoch"):
+    """The run log's header and its records of type ``kind``."""
     lines = [json.loads(line) for line in Path(path).read_text().splitlines()]
-    return lines[0], [r for r in lines[1:] if r["type"] == "epoch"]
+    return lines[0], [r for r in lines[1:] if r["type"] == kind]
 
 
 GRAPHS = {

@@ -23,10 +23,7 @@ def stores(tmp_path_factory, client):
 
 
 def steps(log):
-    import json
-    from pathlib import Path
-    return [json.loads(line) for line in Path(log).read_text().splitlines() if '"step"' in line
-            and json.loads(line)["type"] == "step"]
+    return read_log(log, "step")[1]
 
 
 @pytest.mark.parametrize("kind", GRAPHS)
