@@ -31,8 +31,10 @@ def dask_client(cfg: ClusterConfig, announce=print) -> Iterator:
 
     The embedded cluster defaults to one worker with one thread per core in
     this process: the stages hand large numpy arrays to each other and
-    spend their time in numpy, scipy, METIS and Mt-KaHyPar, which release
-    the GIL, so threads avoid copying arrays between processes.
+    spend their time in numpy and scipy, which release the GIL, so threads
+    avoid copying arrays between processes. (Mt-KaHyPar does not release it:
+    large hypergraphs are partitioned in a child process, see
+    ``partition.kahypar_partition``.)
     """
     from distributed import Client, LocalCluster
 

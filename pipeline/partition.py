@@ -78,8 +78,12 @@ def _kahypar(threads: int):
     return mtkahypar.initialize(threads)
 
 
+PRESETS = ("deterministic", "default", "quality", "deterministic_quality")  # Mt-KaHyPar's PresetType names
+ISOLATE_PINS = 2_000_000  # hypergraphs this large are partitioned in a child process (see below)
+
+
 def kahypar_partition(hg: Hypergraph, cfg: PartitionConfig, initial: np.ndarray | None = None,
-                      vcycles: int = 1) -> np.ndarray:
+                      vcycles: int = 1, isolate: bool | None = None) -> np.ndarray:
     """Mt-KaHyPar, connectivity-1 objective, on ``hg``.
 
     The ``deterministic`` preset (the default) gives the same partition for
@@ -87,15 +91,84 @@ def kahypar_partition(hg: Hypergraph, cfg: PartitionConfig, initial: np.ndarray 
     are faster or better but not reproducible with several threads. With
     ``initial``, that partition is improved by ``vcycles`` V-cycles instead
     of partitioning from scratch (never worse on ``hg``'s objective).
+
+    Mt-KaHyPar's Python binding holds the GIL for the whole run (measured:
+    no other thread ran for 270 s of a 200k-vertex partition). In a build's
+    threaded Dask worker that freezes the scheduler and the client too, and
+    after tens of minutes Dask gives the task up ("already forgotten"). So a
+    large hypergraph (``isolate`` None: at least ``ISOLATE_PINS`` pins) is
+    partitioned in a child process; the result is the same.
     """
+    if cfg.hp_preset not in PRESETS:
+        raise UserError(f"--hp-preset {cfg.hp_preset!r}: choose one of {', '.join(PRESETS)}")
+    if isolate is None:
+        isolate = hg.pins.size >= ISOLATE_PINS
+    if not isolate:
+        return _kahypar_run(hg, cfg, initial, vcycles)
+    return _kahypar_in_child(hg, cfg, initial, vcycles)
+
+
+def _kahypar_in_child(hg: Hypergraph, cfg: PartitionConfig, initial: np.ndarray | None, vcycles: int) -> np.ndarray:
+    """``_kahypar_run`` in a fresh interpreter; arrays go through a temporary
+    .npz (a plain subprocess, not multiprocessing: that would re-import the
+    caller's main module, which breaks scripts without a main guard)."""
+    import dataclasses
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="shgcn-kahypar-") as tmp:
+        d = Path(tmp)
+        np.savez(d / "in.npz", net_ptr=hg.net_ptr, pins=hg.pins, vertex_weights=hg.vertex_weights,
+                 net_weights=hg.net_weights, initial=np.empty(0, np.int32) if initial is None else initial)
+        (d / "args.json").write_text(json.dumps({"cfg": dataclasses.asdict(cfg), "n": hg.n_vertices,
+                                                 "vcycles": vcycles, "initial": initial is not None}))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                                         os.environ.get("PYTHONPATH")]))}
+        res = subprocess.run([sys.executable, "-c", "import sys; from pipeline.partition import _child_main; "
+                              "_child_main(sys.argv[1], int(sys.argv[2]))", tmp, str(os.getpid())],
+                             capture_output=True, text=True, env=env)
+        if res.returncode != 0:
+            raise RuntimeError(f"Mt-KaHyPar failed in its child process (exit {res.returncode}): {res.stderr[-2000:]}")
+        return np.load(d / "out.npy")
+
+
+def _child_main(tmp: str, parent: int) -> None:
+    import json
+    from pathlib import Path
+
+    _die_with_parent(parent)
+    d = Path(tmp)
+    args = json.loads((d / "args.json").read_text())
+    z = np.load(d / "in.npz")
+    hg = Hypergraph(n_vertices=args["n"], net_ptr=z["net_ptr"], pins=z["pins"], vertex_weights=z["vertex_weights"],
+                    net_weights=z["net_weights"], net_ids=np.empty(0, np.int64))
+    part = _kahypar_run(hg, PartitionConfig(**args["cfg"]), z["initial"] if args["initial"] else None, args["vcycles"])
+    np.save(d / "out.npy", part)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this process when its parent dies (a killed or
+    timed-out build must not leave Mt-KaHyPar running; a Python watchdog
+    thread could not run while the binding holds the GIL)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: best effort
+        return
+    if os.getppid() != parent:  # the parent died before prctl
+        os._exit(1)
+
+
+def _kahypar_run(hg: Hypergraph, cfg: PartitionConfig, initial: np.ndarray | None, vcycles: int) -> np.ndarray:
     import mtkahypar
 
-    presets = {"deterministic": mtkahypar.PresetType.DETERMINISTIC, "default": mtkahypar.PresetType.DEFAULT,
-               "quality": mtkahypar.PresetType.QUALITY, "deterministic_quality": mtkahypar.PresetType.DETERMINISTIC_QUALITY}
-    if cfg.hp_preset not in presets:
-        raise UserError(f"--hp-preset {cfg.hp_preset!r}: choose one of {', '.join(presets)}")
     init = _kahypar(cfg.threads or os.cpu_count() or 1)
-    ctx = init.context_from_preset(presets[cfg.hp_preset])
+    ctx = init.context_from_preset(getattr(mtkahypar.PresetType, cfg.hp_preset.upper()))
     ctx.set_partitioning_parameters(cfg.parts, cfg.eps, mtkahypar.Objective.KM1)
     ctx.logging = False
     mtkahypar.set_seed(cfg.seed)

@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 
 from pipeline import partition, quality
+from pipeline.errors import UserError
+from pipeline.hypergraph import column_net
 from pipeline.graph import RawGraph
 from pipeline.ingest import to_graph
 from pipeline.normalize import normalized_adjacency
@@ -53,3 +55,19 @@ def test_one_part():
     a = normalized_adjacency(g.adj, False)
     for m in partition.PARTITIONERS:
         assert partition.run(m, a, partition.PartitionConfig(parts=1)).part.tolist() == [0, 0]
+
+
+def test_hp_in_a_child_process_gives_the_same_partition(a):
+    # large hypergraphs are partitioned in a spawned process (the binding holds the GIL); same seed, same result
+    cfg = partition.PartitionConfig(parts=4, seed=5, threads=2)
+    hg = column_net(a)
+    here = partition.kahypar_partition(hg, cfg, isolate=False)
+    child = partition.kahypar_partition(hg, cfg, isolate=True)
+    assert np.array_equal(here, child)
+    improved = partition.kahypar_partition(hg, cfg, initial=here, vcycles=1, isolate=True)
+    assert np.array_equal(improved, partition.kahypar_partition(hg, cfg, initial=here, vcycles=1, isolate=False))
+
+
+def test_unknown_preset_is_a_user_error(a):
+    with pytest.raises(UserError, match="--hp-preset 'fast'"):
+        partition.kahypar_partition(column_net(a), partition.PartitionConfig(parts=2, hp_preset="fast"), isolate=True)
