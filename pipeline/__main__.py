@@ -2,5 +2,5 @@ import sys
 
 from .cli import main
 
-if __name__ == "__main__":  # not when a spawned child process imports it (see partition.kahypar_partition)
+if __name__ == "__main__":  # importing the module (e.g. by multiprocessing) must not run the CLI
     sys.exit(main())

@@ -58,7 +58,7 @@ def test_one_part():
 
 
 def test_hp_in_a_child_process_gives_the_same_partition(a):
-    # large hypergraphs are partitioned in a spawned process (the binding holds the GIL); same seed, same result
+    # large hypergraphs are partitioned in a child process (the binding holds the GIL); same seed, same result
     cfg = partition.PartitionConfig(parts=4, seed=5, threads=2)
     hg = column_net(a)
     here = partition.kahypar_partition(hg, cfg, isolate=False)
