@@ -33,9 +33,11 @@ def run(graph: str, parts: int) -> tuple[list[dict], dict]:
                      "vs hp": f"{r['vs_hp']:.3f}", "est λ": f"{r['estimated_connectivity']:.3f}",
                      "held-out λ": f"{r['heldout_connectivity']:.3f}", "time s": f"{q[m]['seconds']:.1f}",
                      "time / hp": f"{q[m]['seconds'] / hp_time:.2f}" if hp_time else ""})
-    steps = "; ".join(f"{s['step']}: {s['heldout_volume']:,.1f} ({s['seconds']:.1f} s)" for s in shp["rounds"])
+    steps = "; ".join(f"{s['step']}: {s['heldout_volume']:,.1f} ({s['seconds']:.1f} s, {s['peak_rss_mib']:,.0f} MiB)"
+                      for s in shp["rounds"])
+    peaks = info["peak_rss_mib_by_stage"]
     summary = {"graph": graph, "p": parts, "required": f"{shp['required_nets']:,}", "steps": steps,
-               "timings": ", ".join(f"{k} {v:.1f}" for k, v in info["timings"].items())}
+               "timings": ", ".join(f"{k} {v:.1f} s / {peaks[k]:,.0f} MiB" for k, v in info["timings"].items())}
     return rows, summary
 
 
@@ -53,9 +55,10 @@ def main() -> None:
     cols = [(k, k) for k in ("graph", "p", "model", "E[vol]", "closed", "E[max send]", "vs hp", "est λ", "held-out λ",
                              "time s", "time / hp")]
     body = table(rows, cols)
-    body += "\nSteps of each shp build (held-out expected volume after each step, its time):\n\n"
+    body += ("\nSteps of each shp build (held-out expected volume after each step, its time, the build's peak RSS "
+             "so far) and the build's stages (time / peak RSS so far; Mt-KaHyPar's child process included):\n\n")
     body += table(summaries, [("graph", "graph"), ("p", "p"), ("required", "Hoeffding nets"), ("steps", "steps"),
-                              ("timings", "build stages, s")])
+                              ("timings", "build stages")])
     body += ("\nE[vol]: mean rows sent per mini-batch SpMM over 200 held-out batches (95% CI); closed: the exact "
              "expectation for the node sampler. est λ: mean connectivity of the first Hoeffding-many sampled nets "
              "(±0.1 at 50%); held-out λ: the same over the held-out batches. shp time includes its start (METIS), "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import platform
-import resource
 import sys
 import time
 import uuid
@@ -24,6 +23,7 @@ import store
 
 from . import (__version__, datasets, ingest, layout, nodedata, normalize, partition, quality, readers, sample,
                stochastic, synthetic)
+from ._rss import peak_rss_mib
 from .errors import UserError
 from .graph import Graph, RawGraph
 
@@ -97,17 +97,21 @@ class BuildResult:
 
 
 class _Stages:
-    """Wall time per stage, measured on the client."""
+    """Wall time per stage, measured on the client, and the peak resident
+    memory at the end of each stage (a running maximum: the stage where it
+    grows is the one that needed it)."""
 
     def __init__(self):
         self.times: dict[str, float] = {}
+        self.peaks: dict[str, float] = {}
         self._t = time.perf_counter()
 
     def done(self, name: str) -> None:
         now = time.perf_counter()
         self.times[name] = round(now - self._t, 4)
+        self.peaks[name] = peak_rss_mib()
         self._t = now
-        log.info("stage %s: %.2f s", name, self.times[name])
+        log.info("stage %s: %.2f s, peak RSS so far %.0f MiB", name, self.times[name], self.peaks[name])
 
 
 @dataclass
@@ -293,7 +297,7 @@ def _write(run: _Run, writer: store.StoreWriter, lay: layout.Layout, futures) ->
             writer.array("sampling/vertex_counts", vc)
             writer.array("sampling/edge_counts", ec)
         run.st.done("write")
-        attrs = _attrs(cfg, run.src.name, g, run.a_hat, run.nodes, sums, run.st.times)
+        attrs = _attrs(cfg, run.src.name, g, run.a_hat, run.nodes, sums, run.st.times, run.st.peaks)
         attrs["feature_norm"] = run.src.feature_norm
         if run.shp is not None:
             attrs["shp"] = _shp_record(run.shp, cfg)
@@ -408,13 +412,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def peak_rss_mib() -> float:
-    """Peak resident memory of this process and its waited-for children, MiB."""
-    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return round(kib / 1024, 1)
-
-
-def _attrs(cfg, name, g, a_hat, nodes, sums, timings) -> dict:
+def _attrs(cfg, name, g, a_hat, nodes, sums, timings, peaks) -> dict:
     return {
         "dataset": name,
         "source": cfg.source,
@@ -439,4 +437,5 @@ def _attrs(cfg, name, g, a_hat, nodes, sums, timings) -> dict:
         "checksums": {str(r): s for r, s in enumerate(sums)},
         "timings": timings,
         "peak_rss_mib": peak_rss_mib(),
+        "peak_rss_mib_by_stage": peaks,
     }

@@ -164,7 +164,7 @@ def cmd_build(args) -> int:
 
 def _summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
     keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed",
-            "hp_preset", "feature_dim", "classes", "command", "versions", "timings", "stats", "notes", "shp")
+            "hp_preset", "feature_dim", "classes", "command", "versions", "timings", "peak_rss_mib", "peak_rss_mib_by_stage", "stats", "notes", "shp")
     out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}
     if minibatch is not None:
         out["minibatch"] = {"attrs": dict(minibatch.attrs),
@@ -184,6 +184,9 @@ def cmd_info(args) -> int:
     print(f"parts      {a['parts']}  layout model {a['model']}  models {', '.join(a['models'])}  eps {a['eps']}  seed {a['seed']}")
     print(f"features   {a['feature_dim']}  classes {a['classes']}")
     print(f"built by   {a['command']}")
+    peaks = a.get("peak_rss_mib_by_stage", {})
+    print("stages     " + ", ".join(f"{k} {v:.1f} s" + (f" ({peaks[k]:,.0f} MiB)" if k in peaks else "")
+                                    for k, v in a.get("timings", {}).items()) + "  (peak RSS so far)")
     for note in a.get("notes", []):
         print(f"note       {note}")
     print()

@@ -59,6 +59,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import quality
+from ._rss import peak_rss_mib
 from .errors import UserError
 from .hypergraph import (BatchNets, Hypergraph, batch_nets, concat_nets, hoeffding_nets, merge_identical,
                          stochastic_hypergraph)
@@ -234,7 +235,8 @@ def build_shp(a: sp.csr_matrix, adj: sp.csr_matrix, pcfg: PartitionConfig, scfg:
 
     def record(step: str, part: np.ndarray, tr: float, **extra) -> float:
         vol = heldout(part)
-        rounds.append({"step": step, **extra, "seconds": round(time.perf_counter() - tr, 3), "heldout_volume": vol})
+        rounds.append({"step": step, **extra, "seconds": round(time.perf_counter() - tr, 3), "heldout_volume": vol,
+                       "peak_rss_mib": peak_rss_mib()})
         log.info("shp %s: held-out volume %.1f", step, vol)
         return vol
 

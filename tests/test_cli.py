@@ -42,8 +42,13 @@ def test_build_info_json(tmp_path):
     assert set(mb["models"]) == {"rp", "gp", "hp", "shp"}
     assert mb["models"]["shp"]["heldout_volume_mean"] <= mb["models"]["gp"]["heldout_volume_mean"] * 1.05
     assert info["shp"]["rounds"][0]["step"] == "start"
+    peaks = info["peak_rss_mib_by_stage"]  # a running maximum per stage, ending at the build's peak
+    assert list(peaks) == list(info["timings"]) and list(peaks.values()) == sorted(peaks.values())
+    assert 0 < peaks["write"] <= info["peak_rss_mib"]
+    assert all(0 < r["peak_rss_mib"] <= peaks["partition"] for r in info["shp"]["rounds"])
     text = run_cli("info", str(out)).stdout
     assert "layout model hp" in text and "edge cut" in text and "Hoeffding" in text
+    assert "stages     ingest" in text and "MiB" in text
 
 
 def test_build_from_file_path(tmp_path):
