@@ -164,7 +164,8 @@ def cmd_build(args) -> int:
 
 def _summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
     keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed",
-            "hp_preset", "feature_dim", "classes", "command", "versions", "timings", "peak_rss_mib", "peak_rss_mib_by_stage", "stats", "notes", "shp")
+            "hp_preset", "feature_dim", "classes", "command", "versions", "timings", "peak_rss_mib",
+            "peak_rss_mib_by_stage", "stats", "notes", "shp")
     out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}
     if minibatch is not None:
         out["minibatch"] = {"attrs": dict(minibatch.attrs),
