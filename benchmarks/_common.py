@@ -41,13 +41,14 @@ def versions(*pkgs: str) -> str:
 
 def header(title: str) -> str:
     cmd = "python " + shlex.join([os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])
-    return (f"## {title}\n\n- command: `{cmd}`\n- date: {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC\n"
+    return (f"## {title}\n\n- command: `{cmd}`\n- date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC\n"
             f"- machine: {machine()}\n- versions: {versions()}\n")
 
 
 def write_section(title: str, body: str) -> None:
     """Replace (or append) the section ``## title`` of RESULTS.md."""
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\nWritten by the scripts in benchmarks/; each section says how it was made.\n"
+    intro = "# Benchmark results\n\nWritten by the scripts in benchmarks/; each section says how it was made.\n"
+    text = RESULTS.read_text() if RESULTS.exists() else intro
     section = header(title) + "\n" + body.rstrip() + "\n"
     pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
     text = pattern.sub(lambda _: section + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + section

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from _common import REPO, SHARED, build_store, mpirun, table, write_section
 
 TRAIN = REPO / "trainer" / "train.py"

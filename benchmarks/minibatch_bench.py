@@ -22,11 +22,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from _common import REPO, SHARED, build_store, mpirun, store_info, table, write_section
 
-sys.path.insert(0, str(REPO))
-from trainer.model import spmm_widths  # noqa: E402
+from shgcn.store.costs import spmm_widths
 
 TRAIN = REPO / "trainer" / "train.py"
 MODELS = ("rp", "gp", "hp", "shp")

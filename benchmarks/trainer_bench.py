@@ -22,7 +22,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from _common import REPO, SHARED, build_store, mpirun, table, write_section
 
 TRAIN = REPO / "trainer" / "train.py"
@@ -85,8 +84,7 @@ print(json.dumps({"epoch_time": float(np.median(times[3:])), "torch": torch.__ve
 
 
 def pyg(python: str, store: Path, epochs: int) -> dict | None:
-    sys.path.insert(0, str(REPO))
-    import store as st
+    from shgcn import store as st
 
     s = st.open_store(store)
     b = s.rank(0)

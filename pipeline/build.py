@@ -15,14 +15,28 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import distributed
 import numpy as np
 
-import store
+from shgcn import store
+from shgcn.store import sample
 
-from . import (__version__, datasets, ingest, layout, nodedata, normalize, partition, quality, readers, sample,
-               stochastic, synthetic)
+from . import (
+    __version__,
+    batch_quality,
+    datasets,
+    ingest,
+    layout,
+    nodedata,
+    normalize,
+    partition,
+    quality,
+    readers,
+    stochastic,
+    synthetic,
+)
 from ._rss import peak_rss_mib
 from .errors import UserError
 from .graph import Graph, RawGraph
@@ -55,7 +69,6 @@ class BuildConfig:
     overwrite: bool = False
     chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES
     shp: stochastic.SHPConfig = field(default_factory=stochastic.SHPConfig)
-    norm_batches: int = 50
     shp_time_factor: float = 2.0  # with hp in the same build: shp's time budget, in units of hp's time
     progress: bool = False  # a progress bar per stage on the terminal
     command: str = ""
@@ -78,8 +91,6 @@ class BuildConfig:
             raise UserError(f"--feature-norm {self.feature_norm!r}: choose from {', '.join(nodedata.FEATURE_NORMS)}")
         if "shp" in self.models:
             self.shp.check()
-        if self.norm_batches < 0:
-            raise UserError("--norm-batches must be >= 0")
         if self.chunk_bytes < 1024:
             raise UserError("--chunk-bytes must be at least 1024")
 
@@ -158,21 +169,20 @@ class _Run:
     futures of the arrays that stay on the cluster, and the results so far."""
 
     cfg: BuildConfig
-    client: object
+    client: Any
     token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     st: _Stages = field(default_factory=_Stages)
-    src: Source | None = None
-    g: Graph | None = None
+    src: Any = None
+    g: Any = None
     g_f: object = None
     a_f: object = None
     a_hat: object = None
     nodes_f: object = None
-    nodes: nodedata.NodeData | None = None
+    nodes: Any = None
     parts: dict = field(default_factory=dict)
     shp: stochastic.SHPResult | None = None
     qds: object = None
     minibatch: object = None
-    norm_f: object = None
 
     def submit(self, fn, *args, stage: str, index: int | None = None):
         key = f"{stage}-{self.token}"
@@ -193,7 +203,7 @@ def build(cfg: BuildConfig, client, echo=print) -> BuildResult:
     table = quality.table_from_dataset(run.qds)
     echo(quality.format_table(table))
     if run.minibatch is not None:
-        echo("\n" + quality.format_minibatch(run.minibatch))
+        echo("\n" + batch_quality.format_minibatch(run.minibatch))
     return BuildResult(Path(cfg.out), attrs, table, run.st.times)
 
 
@@ -252,8 +262,6 @@ def _quality(run: _Run) -> None:
         scfg = cfg.shp.sampler_config(run.g.n, cfg.seed)
         mb_f = run.submit(_minibatch, run.a_f, run.g_f, scfg, {m: r.part for m, r in parts.items()}, cfg,
                           stage="quality-minibatch")
-        if cfg.norm_batches:
-            run.norm_f = run.submit(_norm_counts, run.a_f, run.g_f, scfg, cfg.norm_batches, stage="sample-norm")
         run.minibatch = _result(mb_f, cfg)
     run.st.done("quality")
 
@@ -282,20 +290,14 @@ def _write(run: _Run, writer: store.StoreWriter, lay: layout.Layout, futures) ->
         _track(write_f, cfg)
         distributed.wait(write_f)  # all settled, failed or not, before the writer may clean up
         sums = run.client.gather(write_f)
-        writer.array("permutation", lay.perm)
-        writer.array("offsets", lay.offsets)
-        writer.array("graph/indptr", g.adj.indptr.astype(np.int64))
-        writer.array("graph/indices", g.adj.indices.astype(np.int32))
+        writer.write_permutation(lay.perm, lay.offsets)
+        writer.write_graph(g.adj.indptr, g.adj.indices)
         for m in cfg.models:
-            writer.array(f"partitions/{m}", run.parts[m].part)
-        writer.dataset("nodes", _nodes_dataset(g, run.nodes, run.parts[cfg.layout].part))
-        writer.dataset("quality", run.qds)
+            writer.write_partition(m, run.parts[m].part)
+        writer.write_nodes(_nodes_dataset(g, run.nodes, run.parts[cfg.layout].part))
+        writer.write_quality(run.qds)
         if run.minibatch is not None:
-            writer.dataset("minibatch", run.minibatch)
-        if run.norm_f is not None:
-            vc, ec = run.norm_f.result()
-            writer.array("sampling/vertex_counts", vc)
-            writer.array("sampling/edge_counts", ec)
+            writer.write_minibatch(run.minibatch)
         run.st.done("write")
         attrs = _attrs(cfg, run.src.name, g, run.a_hat, run.nodes, sums, run.st.times, run.st.peaks)
         attrs["feature_norm"] = run.src.feature_norm
@@ -339,12 +341,8 @@ def _dask_map(fn, arglists: list[tuple]) -> list:
 
 def _minibatch(a, g: Graph, scfg, parts_by_model, cfg: BuildConfig):
     sampler = sample.Sampler(g.adj, scfg)
-    return quality.minibatch_dataset(a, sampler, parts_by_model, cfg.parts, cfg.shp.eval_batches, cfg.shp.theta,
+    return batch_quality.minibatch_dataset(a, sampler, parts_by_model, cfg.parts, cfg.shp.eval_batches, cfg.shp.theta,
                                      cfg.shp.delta, convergence_model="shp")
-
-
-def _norm_counts(a, g: Graph, scfg, batches: int):
-    return sample.normalization_counts(sample.Sampler(g.adj, scfg), a, batches)
 
 
 def _shp_record(r: stochastic.SHPResult, cfg: BuildConfig) -> dict:

@@ -9,12 +9,12 @@ import shlex
 import sys
 import time
 
-import store
+from shgcn import store
 
-from . import __version__, datasets, quality, readers
+from . import __version__, batch_quality, datasets, quality, readers
 from .errors import UserError
 
-log = logging.getLogger("pipeline")
+log = logging.getLogger("shgcn.pipeline")
 
 
 def _split(text: str) -> tuple[float, float, float]:
@@ -24,7 +24,7 @@ def _split(text: str) -> tuple[float, float, float]:
         raise argparse.ArgumentTypeError(f"expected three fractions like 0.6,0.2,0.2, got {text!r}") from None
     if len(parts) != 3:
         raise argparse.ArgumentTypeError(f"expected three fractions, got {len(parts)}")
-    return parts  # type: ignore[return-value]
+    return parts[0], parts[1], parts[2]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", "-o", required=True, help="store directory to create (e.g. stores/cora-p4.zarr)")
     b.add_argument("--parts", "-p", type=int, required=True, help="number of parts (MPI ranks)")
     b.add_argument("--model", default="hp", help="rp, gp, hp, a comma list, or all (default: hp)")
-    b.add_argument("--layout-model", default=None, help="model whose partition lays out the rank blocks (default: hp if computed)")
+    b.add_argument("--layout-model", default=None,
+                   help="model whose partition lays out the rank blocks (default: hp if computed)")
     b.add_argument("--eps", type=float, default=0.03, help="allowed load imbalance (default 0.03)")
     b.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
     b.add_argument("--threads", type=int, default=0, help="partitioner threads (default: all cores)")
@@ -85,8 +86,6 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--shp-time-factor", type=float, default=2.0,
                    help="when hp is computed too, stop sampling rounds before shp would take longer than this "
                         "many times hp's partitioning time (default 2; 0: no limit)")
-    m.add_argument("--norm-batches", type=int, default=50,
-                   help="batches pre-sampled for GraphSAINT normalization counts (default 50; 0: none)")
     c = b.add_argument_group("Dask")
     c.add_argument("--scheduler", help="address of an existing Dask scheduler (default: an embedded LocalCluster)")
     c.add_argument("--workers", type=int, default=0, help="embedded cluster: threads (or processes) (default: cores)")
@@ -140,7 +139,7 @@ def cmd_build(args) -> int:
                       theta=args.theta, delta=args.delta, batches=args.batches, eval_batches=args.eval_batches,
                       construction=args.shp_construction, max_rounds=args.shp_max_rounds,
                       min_gain=args.shp_min_gain),
-        norm_batches=args.norm_batches, shp_time_factor=args.shp_time_factor, progress=not (args.quiet or args.json) and sys.stdout.isatty(),
+        shp_time_factor=args.shp_time_factor, progress=not (args.quiet or args.json) and sys.stdout.isatty(),
     )
     cfg.check()
     echo = (lambda *a, **k: None) if args.quiet or args.json else print
@@ -169,7 +168,7 @@ def _summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
     out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}
     if minibatch is not None:
         out["minibatch"] = {"attrs": dict(minibatch.attrs),
-                            "models": {r["model"]: r for r in quality.minibatch_rows(minibatch)}}
+                            "models": {r["model"]: r for r in batch_quality.minibatch_rows(minibatch)}}
     return out
 
 
@@ -181,8 +180,10 @@ def cmd_info(args) -> int:
         return 0
     a = s.attrs
     print(f"store      {s.path}")
-    print(f"dataset    {a['dataset']}  ({a['n']:,} vertices, {a['edges']:,} {'directed' if a['directed'] else 'undirected'} edges, nnz(Â) {a['nnz']:,})")
-    print(f"parts      {a['parts']}  layout model {a['model']}  models {', '.join(a['models'])}  eps {a['eps']}  seed {a['seed']}")
+    kind = "directed" if a["directed"] else "undirected"
+    print(f"dataset    {a['dataset']}  ({a['n']:,} vertices, {a['edges']:,} {kind} edges, nnz(Â) {a['nnz']:,})")
+    print(f"parts      {a['parts']}  layout model {a['model']}  models {', '.join(a['models'])}  "
+          f"eps {a['eps']}  seed {a['seed']}")
     print(f"features   {a['feature_dim']}  classes {a['classes']}")
     print(f"built by   {a['command']}")
     peaks = a.get("peak_rss_mib_by_stage", {})
@@ -196,7 +197,7 @@ def cmd_info(args) -> int:
     if mb is not None:
         shp = a.get("shp", {})
         print()
-        print(quality.format_minibatch(mb))
+        print(batch_quality.format_minibatch(mb))
         if shp:
             print(f"shp: {shp['construction']} construction, {shp['nets_sampled']:,} nets sampled "
                   f"({shp['nets_after_merging']:,} after merging identical nets, Hoeffding floor "
@@ -205,9 +206,17 @@ def cmd_info(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from nbclient.exceptions import CellExecutionError
+    try:
+        import ipykernel  # noqa: F401
+        import matplotlib  # noqa: F401
+        import nbconvert  # noqa: F401
+        import nbformat  # noqa: F401
+        from nbclient.exceptions import CellExecutionError
 
-    from .report import render
+        from .report import render
+    except ImportError as e:
+        raise UserError(f"pipeline report needs the report extra ({e.name} is missing): "
+                        "pip install 'shgcn[report]'") from None
 
     logging.getLogger("traitlets").setLevel(logging.ERROR)  # nbconvert's alt-text notices
     try:
@@ -222,7 +231,8 @@ def cmd_report(args) -> int:
 
 def cmd_datasets(args) -> int:
     for name, ds in sorted(datasets.REGISTRY.items()):
-        print(f"{name:18s} {ds.nodes:>9,} nodes {ds.edges:>9,} {'directed' if ds.directed else 'undirected'} edges  {ds.description}")
+        kind = "directed" if ds.directed else "undirected"
+        print(f"{name:18s} {ds.nodes:>9,} nodes {ds.edges:>9,} {kind} edges  {ds.description}")
     return 0
 
 
@@ -243,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                          logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler], force=True)
     if not args.quiet and args.verbose == 0:
-        logging.getLogger("pipeline").setLevel(logging.INFO)
+        logging.getLogger("shgcn").setLevel(logging.INFO)
     handlers = {"build": cmd_build, "info": cmd_info, "report": cmd_report, "datasets": cmd_datasets}
     try:
         return handlers[args.command](args)

@@ -176,6 +176,8 @@ def _download(url: str, dest: Path) -> None:
                 if member is None:
                     raise OSError(f"{dest.name} not in archive")
                 src = t.extractfile(member)
+                if src is None:
+                    raise OSError(f"{dest.name} in the archive is not a regular file")
                 with open(raw.with_suffix(".x"), "wb") as f:
                     shutil.copyfileobj(src, f)
                 raw = raw.with_suffix(".x")

@@ -1,20 +1,19 @@
-"""User-facing errors.
+"""User-facing errors of the pipeline.
 
 Every problem caused by the user's input (a bad file, a bad option, a store
-that does not fit the run) is raised as :class:`UserError`. The CLI prints its
-message on one line and exits with code 2; anything else is a bug and keeps
-its traceback.
+that does not fit the run) is raised as :class:`UserError` (defined at the
+bottom of the package graph, in :mod:`shgcn.store.errors`). The CLI prints
+its message on one line and exits with code 2; anything else is a bug and
+keeps its traceback.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from shgcn.store.errors import UserError
 
-class UserError(Exception):
-    """A problem with the user's input; the CLI exits with code 2."""
-
-    exit_code = 2
+__all__ = ["UserError", "located"]
 
 
 def located(path: str | Path, message: str, line: int | None = None) -> UserError:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from store import Plan, RankBlock
+from shgcn.store import Plan, RankBlock
 
 from .nodedata import NodeData
 
@@ -113,7 +113,7 @@ def rank_block(r: int, lay: Layout, a_new: sp.csr_matrix, h: Halos, nodes: NodeD
         rank=r,
         offset=lo,
         plan=rank_plan(a_new, lay.offsets, h, r),
-        transpose=None if at_new is None else rank_plan(at_new, lay.offsets, ht, r),
+        transpose=None if at_new is None or ht is None else rank_plan(at_new, lay.offsets, ht, r),
         features=nodes.features[idx],
         labels=nodes.labels[idx],
         train_mask=nodes.train[idx],

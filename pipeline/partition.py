@@ -125,11 +125,9 @@ def _kahypar_in_child(hg: Hypergraph, cfg: PartitionConfig, initial: np.ndarray 
                  net_weights=hg.net_weights, initial=np.empty(0, np.int32) if initial is None else initial)
         (d / "args.json").write_text(json.dumps({"cfg": dataclasses.asdict(cfg), "n": hg.n_vertices,
                                                  "vcycles": vcycles, "initial": initial is not None}))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
-                                                                         os.environ.get("PYTHONPATH")]))}
-        res = subprocess.run([sys.executable, "-c", "import sys; from pipeline.partition import _child_main; "
+        res = subprocess.run([sys.executable, "-c", "import sys; from shgcn.pipeline.partition import _child_main; "
                               "_child_main(sys.argv[1], int(sys.argv[2]))", tmp, str(os.getpid())],
-                             capture_output=True, text=True, env=env)
+                             capture_output=True, text=True)
         if res.returncode != 0:
             raise RuntimeError(f"Mt-KaHyPar failed in its child process (exit {res.returncode}): {res.stderr[-2000:]}")
         return np.load(d / "out.npy")

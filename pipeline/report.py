@@ -8,38 +8,32 @@ or logs lack what it shows); the notebook displays them with short text.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-import store as store_mod
+from shgcn import store as store_mod
+from shgcn.store import costs, runlog
 
-from . import quality
+from . import batch_quality, quality
 from .errors import UserError
 
 log = logging.getLogger(__name__)
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quality_report.ipynb"
+NOTEBOOK = "quality_report.ipynb"  # package data of shgcn.notebooks
 SECTIONS = ("Dataset and build", "Partition quality", "Per-part volume", "Mini-batch partitioning",
             "Training runs")
 
 
 # ------------------------------------------------------------------ data
 
-def load_runs(paths: list[str]) -> list[dict]:
-    """Run logs as dicts: ``header``, ``epochs`` and ``steps`` records."""
-    runs = []
-    for p in paths:
-        recs = [json.loads(line) for line in Path(p).read_text().splitlines() if line.strip()]
-        if not recs or recs[0].get("type") != "header":
-            raise ValueError(f"{p}: not a run log (its first line is not a header object)")
-        runs.append({"path": str(p), "header": recs[0], "epochs": [r for r in recs if r.get("type") == "epoch"],
-                     "steps": [r for r in recs if r.get("type") == "step"]})
-    return runs
+def load_runs(paths: list[str]) -> list[runlog.RunLog]:
+    """Parsed run logs (see :mod:`shgcn.store.runlog`)."""
+    return [runlog.read_run_log(p) for p in paths]
 
 
 def build_table(s: store_mod.Store) -> list[tuple[str, str]]:
@@ -63,7 +57,7 @@ def quality_table(s: store_mod.Store):
 def minibatch_table(s: store_mod.Store):
     import pandas as pd
     mb = s.minibatch()
-    return None if mb is None else pd.DataFrame(quality.minibatch_rows(mb)).set_index("model")
+    return None if mb is None else pd.DataFrame(batch_quality.minibatch_rows(mb)).set_index("model")
 
 
 # --------------------------------------------------------------- figures
@@ -186,19 +180,18 @@ def fig_minibatch(s: store_mod.Store):
     return fig
 
 
-def fig_training(runs: list[dict]):
+def fig_training(runs: list[runlog.RunLog]):
     """Loss and accuracy against epochs for every run."""
     if not runs:
         return None
     plt = _plt()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.2))
     for r in runs:
-        h, ep = r["header"], r["epochs"]
-        label = f"P={h['parts']} {h['exchange']} {h['mode']}"
-        a1.plot([e["epoch"] for e in ep], [e["loss"] for e in ep], label=label)
-        ev = [e for e in ep if "test_acc" in e]
-        a2.plot([e["epoch"] for e in ev], [e["test_acc"] for e in ev], label=label + " test")
-        a2.plot([e["epoch"] for e in ev], [e["val_acc"] for e in ev], ls=":", label=label + " val")
+        ep, label = r.epochs, r.header.label
+        a1.plot([e.epoch for e in ep], [e.loss for e in ep], label=label)
+        ev = [e for e in ep if e.test_acc is not None]
+        a2.plot([e.epoch for e in ev], [e.test_acc for e in ev], label=label + " test")
+        a2.plot([e.epoch for e in ev], [e.val_acc for e in ev], ls=":", label=label + " val")
     a1.set_xlabel("epoch")
     a1.set_ylabel("training loss")
     a2.set_xlabel("epoch")
@@ -208,53 +201,47 @@ def fig_training(runs: list[dict]):
     return fig
 
 
-def fig_time_split(runs: list[dict]):
+def fig_time_split(runs: list[runlog.RunLog]):
     """Mean epoch time per rank, split into computation and communication wait."""
     if not runs:
         return None
     plt = _plt()
     fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 3), squeeze=False)
     for ax, r in zip(axes[0], runs):
-        comp = np.mean([e["compute_time"] for e in r["epochs"]], axis=0)
-        comm = np.mean([e["comm_time"] for e in r["epochs"]], axis=0)
+        comp = np.mean([e.compute_time for e in r.epochs], axis=0)
+        comm = np.mean([e.comm_time for e in r.epochs], axis=0)
         x = np.arange(comp.size)
         ax.bar(x, comp * 1000, label="compute")
         ax.bar(x, comm * 1000, bottom=comp * 1000, label="communication wait")
         ax.set_xlabel("rank")
         ax.set_ylabel("ms per epoch")
-        ax.set_title(f"P={r['header']['parts']} {r['header']['exchange']}")
+        ax.set_title(r.header.label, fontsize=8)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def predicted_bytes(s: store_mod.Store, header: dict) -> np.ndarray | None:
+def predicted_bytes(s: store_mod.Store, header: runlog.Header) -> np.ndarray | None:
     """Bytes each rank should send per full-batch training step: the store's
     send volume (receive volume for a directed graph's backward) times the
     SpMM row widths times 4."""
-    if header.get("mode") != "full" or header.get("parts") != s.parts:
+    if header.mode != "full" or header.parts != s.parts or header.exchange == "bcast":
         return None
     vol = s.quality()["volume"].sel(model=s.attrs["model"]).values
-    send, recv = vol.sum(1), vol.sum(0)
-    if header.get("exchange") == "bcast":
-        return None
-    from trainer.model import spmm_widths
-    fwd, bwd = spmm_widths(header["dims"], header["w_first"])
-    return 4 * (send * sum(fwd) + (recv if s.attrs["directed"] else send) * sum(bwd))
+    return costs.step_bytes(vol.sum(1), vol.sum(0), header.dims, header.w_first, s.attrs["directed"])
 
 
-def fig_bytes(s: store_mod.Store, runs: list[dict]):
+def fig_bytes(s: store_mod.Store, runs: list[runlog.RunLog]):
     """Measured bytes per rank against the store's prediction (the diagonal)."""
-    pairs = [(r, predicted_bytes(s, r["header"])) for r in runs]
-    pairs = [(r, p) for r, p in pairs if p is not None and r["epochs"]]
+    pairs = [(r, p) for r in runs if r.epochs and (p := predicted_bytes(s, r.header)) is not None]
     if not pairs:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(4.5, 4))
-    top = 0
+    top = 0.0
     for r, p in pairs:
-        measured = np.array(r["epochs"][-1]["bytes_sent"])
-        ax.plot(p, measured, "o", label=f"P={r['header']['parts']} {r['header']['exchange']}")
+        measured = np.array(r.epochs[-1].bytes_sent)
+        ax.plot(p, measured, "o", label=r.header.label)
         top = max(top, p.max(), measured.max())
     ax.plot([0, top], [0, top], "k--", lw=0.8, label="measured = predicted")
     ax.set_xlabel("predicted bytes per epoch (store)")
@@ -277,15 +264,13 @@ def render(store_path: str, runs: list[str], out: str, fmt: str = "html", timeou
     from nbclient import NotebookClient
 
     store_mod.open_store(store_path)  # fail early, with the store's own message
-    for r in runs:
-        if not Path(r).is_file():
-            raise UserError(f"{r}: run log not found")
+    load_runs(runs)  # and with the run logs' own messages
     if fmt not in ("html", "ipynb"):
         raise UserError(f"--format {fmt!r}: choose html or ipynb")
     out_path = Path(out)
     if not out_path.parent.exists():
         raise UserError(f"{out_path.parent}: directory does not exist")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb = nbformat.reads((resources.files("shgcn.notebooks") / NOTEBOOK).read_text(encoding="utf-8"), as_version=4)
     params = (f"store_path = {str(Path(store_path).resolve())!r}\n"
               f"run_logs = {[str(Path(r).resolve()) for r in runs]!r}\n")
     idx = next((i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])), -1)

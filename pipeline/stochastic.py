@@ -58,13 +58,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from . import quality
+from shgcn.store.sample import BUILD, HELDOUT, Sampler, SamplerConfig
+
+from . import batch_quality
 from ._rss import peak_rss_mib
 from .errors import UserError
-from .hypergraph import (BatchNets, Hypergraph, batch_nets, concat_nets, hoeffding_nets, merge_identical,
-                         stochastic_hypergraph)
+from .hypergraph import (
+    BatchNets,
+    Hypergraph,
+    batch_nets,
+    concat_nets,
+    hoeffding_nets,
+    merge_identical,
+    stochastic_hypergraph,
+)
 from .partition import PartitionConfig, kahypar_partition
-from .sample import BUILD, HELDOUT, Sampler, SamplerConfig
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +173,8 @@ class HeldOut:
 
     def __call__(self, part: np.ndarray) -> float:
         if self.closed:
-            return quality.expected_volume_node(self.a, part, self.parts, self.sampler.cfg.size)[0]
-        return float(quality.batch_volumes(self.a_csc, self.batches, part, self.parts)[0].mean())
+            return batch_quality.expected_volume_node(self.a, part, self.parts, self.sampler.cfg.size)[0]
+        return float(batch_quality.batch_volumes(self.a_csc, self.batches, part, self.parts)[0].mean())
 
 
 def expected_surrogate(a: sp.csr_matrix, batch: int, weights: np.ndarray) -> Hypergraph:
@@ -179,7 +187,7 @@ def expected_surrogate(a: sp.csr_matrix, batch: int, weights: np.ndarray) -> Hyp
     rows = csc.indices.astype(np.int64)
     off = rows != cols
     d = np.bincount(cols[off], minlength=n)
-    f = 1.0 - quality.none_drawn(n, batch, int(d.max(initial=0)))  # f[c], exact for drawing without replacement
+    f = 1.0 - batch_quality.none_drawn(n, batch, int(d.max(initial=0)))  # f[c], exact for drawing without replacement
     # the chord of f from c = 1 to c* = ceil(d/4): a column's rows in another part are usually few, so the
     # fit matters there (measured: better than c* = d or d/10 on soc-slashdot0902 and ca-astroph)
     cstar = np.minimum(d, np.maximum(2, -(-d // CHORD_DIVISOR)))

@@ -8,6 +8,7 @@ Both are selected as a build source with ``rmat:key=value,...`` or
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def sbm(n: int = 2000, classes: int = 5, degree: float = 10.0, p_in: float = 0.8
                     lines=m, node_ids=np.arange(n, dtype=np.int64), features=x, labels=labels)
 
 
-_GENERATORS = {"rmat": rmat, "sbm": sbm}
+_GENERATORS: dict[str, Callable[..., RawGraph]] = {"rmat": rmat, "sbm": sbm}
 
 
 def parse_spec(spec: str) -> RawGraph | None:

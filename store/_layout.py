@@ -13,8 +13,6 @@
       quality/                   xarray Dataset: quality of every model
       minibatch/                 xarray Dataset: expected mini-batch volume of every model (with shp)
       graph/{indptr,indices}     the input graph's pattern, original order (for the trainer's samplers)
-      sampling/vertex_counts     (n,) int32 GraphSAINT pre-sampling counts per original vertex
-      sampling/edge_counts       (nnz,) int32 per nonzero of Â in original CSR order
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ NODES = "nodes"
 QUALITY = "quality"
 MINIBATCH = "minibatch"
 GRAPH = "graph"
-SAMPLING = "sampling"
 PERMUTATION = "permutation"
 OFFSETS = "offsets"
 
@@ -41,6 +38,11 @@ def rank_array(r: int, name: str) -> str:
 
 def partition_array(model: str) -> str:
     return f"partitions/{model}"
+
+
+def graph_array(name: str) -> str:
+    """``indptr`` or ``indices`` of the input graph's pattern."""
+    return f"{GRAPH}/{name}"
 
 
 def array_meta(root: Path, name: str) -> Path:

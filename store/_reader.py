@@ -143,8 +143,8 @@ class Store:
         """The input graph's pattern (no self loops), original vertex order,
         as a csr_matrix: what the edge and random-walk samplers walk on."""
         import scipy.sparse as sp
-        indptr = np.array(memmap_array(self.path, f"{_layout.GRAPH}/indptr", "<i8"))
-        indices = np.array(memmap_array(self.path, f"{_layout.GRAPH}/indices", "<i4"))
+        indptr = np.array(memmap_array(self.path, _layout.graph_array("indptr"), "<i8"))
+        indices = np.array(memmap_array(self.path, _layout.graph_array("indices"), "<i4"))
         n = indptr.size - 1
         return sp.csr_matrix((np.ones(indices.size, np.float32), indices, indptr), shape=(n, n))
 
@@ -156,14 +156,6 @@ class Store:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
             return xr.open_zarr(str(self.path), group=_layout.MINIBATCH, zarr_format=3, consolidated=False).load()
-
-    def sampling_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """GraphSAINT pre-sampling counts: (n,) per original vertex and
-        (nnz,) per nonzero of Â in original order (CSR), or None."""
-        if not (self.path / _layout.SAMPLING).exists():
-            return None
-        return (np.array(memmap_array(self.path, f"{_layout.SAMPLING}/vertex_counts", "<i4")),
-                np.array(memmap_array(self.path, f"{_layout.SAMPLING}/edge_counts", "<i4")))
 
     def nodes(self):
         """Node data in original vertex order as an xarray Dataset (lazy)."""

@@ -6,14 +6,9 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .errors import StoreError  # noqa: F401  (re-exported)
+
 SCHEMA_VERSION = 1
-
-
-class StoreError(Exception):
-    """The store is missing, incomplete, corrupt, or does not fit the request.
-    The CLIs exit with code 2 on it."""
-
-    exit_code = 2
 
 
 @dataclass

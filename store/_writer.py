@@ -40,7 +40,7 @@ def block_checksum(arrays: dict[str, np.ndarray]) -> str:
     for name, a in arrays.items():
         a = np.ascontiguousarray(a)
         h.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
-        h.update(memoryview(a).cast("B") if a.size else b"")
+        h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
     return h.hexdigest()
 
 
@@ -89,10 +89,33 @@ class StoreWriter:
     def root(self) -> str:
         return str(self.tmp)
 
-    def array(self, name: str, arr: np.ndarray) -> None:
-        write_array(self.tmp, name, arr)
+    def write_partition(self, model: str, part: np.ndarray) -> None:
+        """(n,) int32 part of every original vertex index under ``model``."""
+        write_array(self.tmp, _layout.partition_array(model), np.asarray(part, np.int32))
 
-    def dataset(self, group: str, ds) -> None:
+    def write_permutation(self, perm: np.ndarray, offsets: np.ndarray) -> None:
+        """(n,) new id -> original index, and the (P+1,) rank offsets."""
+        write_array(self.tmp, _layout.PERMUTATION, np.asarray(perm, np.int64))
+        write_array(self.tmp, _layout.OFFSETS, np.asarray(offsets, np.int64))
+
+    def write_graph(self, indptr: np.ndarray, indices: np.ndarray) -> None:
+        """The input graph's pattern (no self loops) in original vertex order."""
+        write_array(self.tmp, _layout.graph_array("indptr"), np.asarray(indptr, np.int64))
+        write_array(self.tmp, _layout.graph_array("indices"), np.asarray(indices, np.int32))
+
+    def write_nodes(self, ds) -> None:
+        """Node data in original order (xarray Dataset, dim ``node``)."""
+        self._dataset(_layout.NODES, ds)
+
+    def write_quality(self, ds) -> None:
+        """Quality of every model (xarray Dataset, dim ``model``)."""
+        self._dataset(_layout.QUALITY, ds)
+
+    def write_minibatch(self, ds) -> None:
+        """Mini-batch quality of every model (xarray Dataset)."""
+        self._dataset(_layout.MINIBATCH, ds)
+
+    def _dataset(self, group: str, ds) -> None:
         """Write an xarray Dataset as a sub-group (readable with ``xr.open_zarr``)."""
         with warnings.catch_warnings():
             # string coordinates (model names) have no final Zarr v3 spec yet

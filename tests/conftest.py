@@ -31,7 +31,6 @@ def shared_data() -> Path:
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``python -m pipeline ARGS`` and capture its output."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout, env=env)
+    """Run ``python -m shgcn.pipeline ARGS`` and capture its output."""
+    return subprocess.run([sys.executable, "-m", "shgcn.pipeline", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)

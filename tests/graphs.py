@@ -3,9 +3,9 @@
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.graph import RawGraph
-from pipeline.ingest import to_graph
-from pipeline.normalize import normalized_adjacency
+from shgcn.pipeline.graph import RawGraph
+from shgcn.pipeline.ingest import to_graph
+from shgcn.pipeline.normalize import normalized_adjacency
 
 
 def graph(n, edges, directed=False):

@@ -1,13 +1,13 @@
 """Running the trainer in subprocesses, with or without mpirun."""
 
-import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import REPO
+
+from shgcn.store.runlog import read_run_log
 
 TRAIN = REPO / "trainer" / "train.py"
 
@@ -23,14 +23,13 @@ def train(ranks: int, store, *args, log=None, timeout=300, use_mpirun=True) -> s
         cmd += ["--log", str(log)]
     if use_mpirun:
         cmd = [mpirun(), "-n", str(ranks), *cmd]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
 def read_log(path, kind="epoch"):
-    """The run log's header and its records of type ``kind``."""
-    lines = [json.loads(line) for line in Path(path).read_text().splitlines()]
-    return lines[0], [r for r in lines[1:] if r["type"] == kind]
+    """The run log's header and its records of type ``kind`` (typed, see shgcn.store.runlog)."""
+    log = read_run_log(path)
+    return log.header, log.epochs if kind == "epoch" else log.steps
 
 
 GRAPHS = {
@@ -41,7 +40,7 @@ GRAPHS = {
 
 def build_stores(root: Path, client, parts=(1, 2, 4), graphs=GRAPHS) -> dict:
     """One hp store per (graph kind, P) for the MPI tests."""
-    from pipeline.build import BuildConfig, build
+    from shgcn.pipeline.build import BuildConfig, build
 
     out = {}
     for kind, (spec, directed) in graphs.items():

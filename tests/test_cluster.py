@@ -1,10 +1,9 @@
 """Using an existing Dask scheduler instead of the embedded cluster."""
 
 import pytest
-
-import store
-
 from conftest import run_cli
+
+from shgcn import store
 
 
 @pytest.fixture

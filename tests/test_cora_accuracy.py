@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
-
-from pipeline.build import BuildConfig, build
-
 from mpi import read_log, train
+
+from shgcn.pipeline.build import BuildConfig, build
 
 pytestmark = [pytest.mark.mpi, pytest.mark.dataset, pytest.mark.slow]
 
@@ -21,5 +20,5 @@ def test_cora_mean_test_accuracy_over_five_seeds(shared_data, client, tmp_path, 
         res = train(ranks, path, "--epochs", 200, "--hidden", 16, "--dropout", 0.5, "--lr", 0.01,
                     "--weight-decay", 5e-4, "--seed", seed, "--eval-every", 200, log=log, use_mpirun=ranks > 1)
         assert res.returncode == 0, res.stderr
-        accs.append(read_log(log)[1][-1]["test_acc"])
+        accs.append(read_log(log)[1][-1].test_acc)
     assert np.mean(accs) >= 0.80, accs

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from pipeline import datasets, readers
-from pipeline.errors import UserError
-from pipeline.ingest import to_graph
+from shgcn.pipeline import datasets, readers
+from shgcn.pipeline.errors import UserError
+from shgcn.pipeline.ingest import to_graph
 
 pytestmark = pytest.mark.dataset
 

@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from pipeline import layout, quality
-from pipeline.nodedata import NodeData
-
 from graphs import FIG2_EDGES, FIG2_PART, a_hat
+
+from shgcn.pipeline import layout, quality
+from shgcn.pipeline.nodedata import NodeData
 
 
 def nodes(n, d=3):

@@ -3,17 +3,16 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-import store
-from pipeline import quality
-from pipeline.build import BuildConfig, build
-from pipeline.ingest import to_graph
-from pipeline.normalize import normalized_adjacency
-from pipeline.sample import TRAIN, Sampler, SamplerConfig
-from pipeline.synthetic import parse_spec
-
 from mpi import GRAPHS, build_stores, read_log, train
-from trainer.model import spmm_widths
+
+from shgcn import store
+from shgcn.pipeline import batch_quality
+from shgcn.pipeline.build import BuildConfig, build
+from shgcn.pipeline.ingest import to_graph
+from shgcn.pipeline.normalize import normalized_adjacency
+from shgcn.pipeline.synthetic import parse_spec
+from shgcn.store.costs import spmm_widths
+from shgcn.store.sample import TRAIN, Sampler, SamplerConfig
 
 pytestmark = pytest.mark.mpi
 
@@ -40,15 +39,15 @@ def test_bytes_per_batch_equal_predicted_batch_volume(stores, tmp_path, kind, ra
     g = to_graph(parse_spec(spec), directed=directed)
     a = sp.csc_matrix(normalized_adjacency(g.adj, directed))
     sampler = Sampler(g.adj, SamplerConfig(kind="node", size=120, seed=3))
-    fwd, bwd = spmm_widths(header["dims"], header["w_first"])
+    fwd, bwd = spmm_widths(header.dims, header.w_first)
     recs = steps(log)
     assert len(recs) == 2 * -(-s.attrs["n"] // 120)
     for rec in recs:
-        batch = sampler.batch(rec["batch"], TRAIN)  # the pipeline re-draws the trainer's batch from its number
-        send, recv, _, _ = quality.batch_traffic(a, batch, s.partition("hp"), ranks)
+        batch = sampler.batch(rec.batch, TRAIN)  # the pipeline re-draws the trainer's batch from its number
+        send, recv, _, _ = batch_quality.batch_traffic(a, batch, s.partition("hp"), ranks)
         back = recv if directed else send
-        assert rec["bytes_sent"] == (4 * (send * sum(fwd) + back * sum(bwd))).tolist()
-        assert rec["vertices"] == batch.size
+        assert rec.bytes_sent == (4 * (send * sum(fwd) + back * sum(bwd))).tolist()
+        assert rec.vertices == batch.size
 
 
 @pytest.mark.parametrize("kind", GRAPHS)
@@ -60,14 +59,14 @@ def test_losses_do_not_depend_on_ranks(stores, tmp_path, kind, sampler):
         res = train(ranks, stores[kind, ranks], "--mode", "minibatch", "--sampler", sampler, "--batch-size", 100,
                     "--epochs", 3, log=log, use_mpirun=ranks > 1)
         assert res.returncode == 0, res.stderr
-        losses[ranks] = [r["loss"] for r in steps(log)]
+        losses[ranks] = [r.loss for r in steps(log)]
     assert len(losses[1]) > 10
     np.testing.assert_allclose(losses[2], losses[1], rtol=1e-4)
     np.testing.assert_allclose(losses[4], losses[1], rtol=1e-4)
 
 
 def test_bad_minibatch_options(stores):
-    res = train(1, stores["undirected", 1], "--mode", "minibatch", use_mpirun=False)
+    res = train(1, stores["undirected", 1], "--mode", "minibatch", "--batch-size", -1, use_mpirun=False)
     assert res.returncode == 2 and "--batch-size" in res.stderr
     res = train(1, stores["undirected", 1], "--mode", "minibatch", "--batch-size", 10**6, use_mpirun=False)
     assert res.returncode == 2 and "more than the" in res.stderr
@@ -85,5 +84,5 @@ def test_cora_minibatch_accuracy(shared_data, client, tmp_path):
         res = train(2, path, "--mode", "minibatch", "--sampler", "node", "--batch-size", 512, "--epochs", 200,
                     "--seed", seed, "--eval-every", 200, log=log)
         assert res.returncode == 0, res.stderr
-        accs.append(read_log(log)[1][-1]["test_acc"])
+        accs.append(read_log(log)[1][-1].test_acc)
     assert np.mean(accs) >= 0.78, accs

@@ -1,5 +1,4 @@
 import numpy as np
-
 from graphs import a_hat
 
 

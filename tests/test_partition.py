@@ -1,13 +1,13 @@
 import numpy as np
 import pytest
 
-from pipeline import partition, quality
-from pipeline.errors import UserError
-from pipeline.hypergraph import column_net
-from pipeline.graph import RawGraph
-from pipeline.ingest import to_graph
-from pipeline.normalize import normalized_adjacency
-from pipeline.synthetic import sbm
+from shgcn.pipeline import partition, quality
+from shgcn.pipeline.errors import UserError
+from shgcn.pipeline.graph import RawGraph
+from shgcn.pipeline.hypergraph import column_net
+from shgcn.pipeline.ingest import to_graph
+from shgcn.pipeline.normalize import normalized_adjacency
+from shgcn.pipeline.synthetic import sbm
 
 
 @pytest.fixture(scope="module")

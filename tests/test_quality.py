@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
-
-from pipeline import quality
-from pipeline.hypergraph import column_net, connectivity, connectivity_minus_one
-
 from graphs import FIG2_EDGES, FIG2_PART, FIG2_VOLUME, a_hat, graph
+
+from shgcn.pipeline import quality
+from shgcn.pipeline.hypergraph import column_net, connectivity, connectivity_minus_one
 
 
 def test_figure2_volume_matrix_and_connectivity():

@@ -4,9 +4,9 @@ import pickle
 import numpy as np
 import pytest
 
-from pipeline import readers
-from pipeline.errors import UserError
-from pipeline.ingest import to_graph
+from shgcn.pipeline import readers
+from shgcn.pipeline.errors import UserError
+from shgcn.pipeline.ingest import to_graph
 
 
 def write(tmp_path, name, text: bytes):
@@ -138,7 +138,7 @@ def test_planetoid_unpickler_loads_allowed_types(tmp_path):
 
 
 def test_to_graph_dedupes_relabels_and_drops_self_loops():
-    from pipeline.graph import RawGraph
+    from shgcn.pipeline.graph import RawGraph
     raw = RawGraph(src=np.array([10, 10, 30, 20, 20]), dst=np.array([20, 20, 30, 10, 30]), n=None, directed=True,
                    source="t", lines=5)
     g = to_graph(raw, directed=True)

@@ -9,12 +9,11 @@ import time
 import urllib.request
 
 import pytest
-
-from pipeline.build import BuildConfig, build
-from pipeline.report import SECTIONS
-
-from conftest import REPO, run_cli
+from conftest import run_cli
 from mpi import train
+
+from shgcn.pipeline.build import BuildConfig, build
+from shgcn.pipeline.report import SECTIONS
 
 pytest.importorskip("nbclient")
 pytest.importorskip("matplotlib")
@@ -80,14 +79,38 @@ def test_report_as_executed_notebook(stores, tmp_path):
     assert all(c.get("execution_count") for c in code)
 
 
-def test_failing_cell_fails_the_command(stores, tmp_path):
+def test_bad_run_log_is_one_line(stores, tmp_path):
     full, _, _ = stores
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"type": "epoch"}\n')
     res = run_cli("report", str(full), "--run", str(bad), "--out", str(tmp_path / "x.html"))
-    assert res.returncode == 1
-    assert "not a run log" in res.stderr
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"{bad}:1: not a run-log record" in res.stderr
     assert not (tmp_path / "x.html").exists()
+
+
+def test_failing_cell_fails_the_command(stores, tmp_path):
+    from shgcn.store import runlog
+
+    full, _, _ = stores
+    bad = tmp_path / "ragged.jsonl"  # well-formed records whose per-rank lists disagree: a cell fails
+    header = runlog.Header(store=str(full), dataset="x", parts=2, exchange="p2p", mode="full", model="hp",
+                           dims=[8, 16, 4], w_first=[False, True], config={}, train_count=1)
+    epochs = [runlog.Epoch(epoch=0, loss=1.0, train_acc=0.5, compute_time=[0.1, 0.2], comm_time=[0.1, 0.2]),
+              runlog.Epoch(epoch=1, loss=1.0, train_acc=0.5, compute_time=[0.1], comm_time=[0.1])]
+    bad.write_text("".join(runlog.to_json(r) + "\n" for r in [header, *epochs]))
+    res = run_cli("report", str(full), "--run", str(bad), "--out", str(tmp_path / "x.html"))
+    assert res.returncode == 1 and "a notebook cell failed" in res.stderr
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_report_without_the_extra_says_which_to_install(stores, tmp_path):
+    full, _, _ = stores
+    code = ("import sys; sys.modules['nbclient'] = None; from shgcn.pipeline.cli import main; "
+            f"sys.exit(main(['report', {str(full)!r}, '--out', {str(tmp_path / 'r.html')!r}]))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "pip install 'shgcn[report]'" in res.stderr and res.stderr.count("\n") == 1
 
 
 def test_report_on_missing_store(tmp_path):
@@ -103,10 +126,9 @@ def free_port() -> int:
 
 def test_dashboard_answers_while_the_cluster_is_up(tmp_path):
     port = free_port()
-    cmd = [sys.executable, "-m", "pipeline", "build", SBM, "--parts", "2", "--out", str(tmp_path / "d.zarr"),
+    cmd = [sys.executable, "-m", "shgcn.pipeline", "build", SBM, "--parts", "2", "--out", str(tmp_path / "d.zarr"),
            "--dashboard-address", f"127.0.0.1:{port}", "--keep-dashboard"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         status = None
         deadline = time.time() + 120

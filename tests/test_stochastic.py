@@ -5,15 +5,14 @@ import multiprocessing as mp
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from pipeline import quality, sample
-from pipeline.errors import UserError
-from pipeline.hypergraph import (batch_nets, connectivity, hoeffding_nets, merge_identical,
-                                 stochastic_hypergraph)
-from pipeline.partition import PartitionConfig
-from pipeline.stochastic import SHPConfig, build_shp, column_nets, expected_surrogate
-
 from graphs import FIG2_EDGES, FIG2_PART, a_hat, graph
+
+from shgcn.pipeline import batch_quality, quality
+from shgcn.pipeline.errors import UserError
+from shgcn.pipeline.hypergraph import batch_nets, connectivity, hoeffding_nets, merge_identical, stochastic_hypergraph
+from shgcn.pipeline.partition import PartitionConfig
+from shgcn.pipeline.stochastic import SHPConfig, build_shp, column_nets, expected_surrogate
+from shgcn.store import sample
 
 
 def test_hoeffding_counts():
@@ -40,7 +39,7 @@ def test_batch_nets_of_a_fixed_batch_set():
     lam = connectivity(stochastic_hypergraph(nets, np.ones(6, np.int64), merge=False), FIG2_PART, 3)
     assert lam.tolist() == [2, 1, 2, 3, 2, 2]
     # the same column in two batches is two nets of the stochastic hypergraph
-    vol, mx, mean_lam = quality.batch_volumes(a, batches, FIG2_PART, 3)
+    vol, mx, mean_lam = batch_quality.batch_volumes(a, batches, FIG2_PART, 3)
     assert vol.tolist() == [2, 4] and mx.tolist() == [1, 2]
     np.testing.assert_allclose(mean_lam, [5 / 3, 7 / 3])
 
@@ -76,7 +75,7 @@ def test_batches_are_redrawn_from_their_number(kind):
 
 
 def _draw(args):
-    from pipeline import sample as smp
+    from shgcn.store import sample as smp
     adj, cfg, k = args
     return smp.Sampler(adj, cfg).batch(k)
 
@@ -106,8 +105,8 @@ def test_closed_form_matches_sampled_expectation():
     part = rng.integers(0, 4, n).astype(np.int32)
     s = sample.Sampler(graph(n, [tuple(e) for e in rng.integers(0, n, (10, 2))]).adj,
                        sample.SamplerConfig(kind="node", size=30, seed=2))
-    vols, _, _ = quality.batch_volumes(sp.csc_matrix(a), s.batches(range(3000), sample.HELDOUT), part, 4)
-    exact, send = quality.expected_volume_node(a, part, 4, 30)
+    vols, _, _ = batch_quality.batch_volumes(sp.csc_matrix(a), s.batches(range(3000), sample.HELDOUT), part, 4)
+    exact, send = batch_quality.expected_volume_node(a, part, 4, 30)
     assert abs(vols.mean() - exact) < 3 * vols.std() / np.sqrt(vols.size)
     assert send.sum() == pytest.approx(exact)
 
@@ -123,7 +122,7 @@ def test_surrogate_matches_the_exact_expectation_at_its_anchors():
         return np.dot(hg.net_weights, connectivity(hg, part, 2) - 1) / 1000
 
     def exact(part):  # scaled by n/B: given its column in the batch
-        return quality.expected_volume_node(a, part, 2, batch)[0] * n / batch
+        return batch_quality.expected_volume_node(a, part, 2, batch)[0] * n / batch
 
     for c in (1, 3):  # c leaves in part 1 with their own columns; the hub and the rest in part 0
         part = np.array([0] + [1] * c + [0] * (n - 1 - c), np.int32)
@@ -143,20 +142,20 @@ def test_column_nets_have_the_batch_distribution():
 
 @pytest.fixture(scope="module")
 def sbm_graph():
-    from pipeline.ingest import to_graph
-    from pipeline.normalize import normalized_adjacency
-    from pipeline.synthetic import sbm
+    from shgcn.pipeline.ingest import to_graph
+    from shgcn.pipeline.normalize import normalized_adjacency
+    from shgcn.pipeline.synthetic import sbm
     g = to_graph(sbm(n=1200, classes=6, degree=8, seed=5), directed=False)
     return g, normalized_adjacency(g.adj, False)
 
 
 def test_shp_is_never_worse_than_its_start_on_heldout(sbm_graph):
-    from pipeline.partition import metis_partition
+    from shgcn.pipeline.partition import metis_partition
     g, a = sbm_graph
     pcfg = PartitionConfig(parts=4, seed=0)
     start = metis_partition(a, pcfg)
     res = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2), start=start)
-    e = {k: quality.expected_volume_node(a, x, 4, 120)[0] for k, x in (("start", start), ("shp", res.part))}
+    e = {k: batch_quality.expected_volume_node(a, x, 4, 120)[0] for k, x in (("start", start), ("shp", res.part))}
     assert e["shp"] <= e["start"]
     assert res.rounds[0]["step"] == "start" and res.required_nets == 624
     assert quality.partition_quality(a, res.part, 4).imbalance <= 0.03 + 1e-9
@@ -177,10 +176,10 @@ def test_hoeffding_estimate_within_theta_of_heldout(shared_data, client):
     nets lies within theta of the held-out mean connectivity in at least
     (1 - delta) of the runs (the bound promises it for each run with
     probability >= 1 - delta)."""
-    from pipeline import datasets, readers
-    from pipeline.ingest import to_graph
-    from pipeline.normalize import normalized_adjacency
-    from pipeline.partition import random_partition
+    from shgcn.pipeline import datasets, readers
+    from shgcn.pipeline.ingest import to_graph
+    from shgcn.pipeline.normalize import normalized_adjacency
+    from shgcn.pipeline.partition import random_partition
     ds = datasets.lookup("facebook")
     g = to_graph(readers.read(datasets.locate(ds, shared_data, download=False), ds.format, client), False)
     a = normalized_adjacency(g.adj, False)
@@ -189,7 +188,7 @@ def test_hoeffding_estimate_within_theta_of_heldout(shared_data, client):
     inside = 0
     for seed in range(20):
         s = sample.Sampler(g.adj, sample.SamplerConfig(kind="node", size=100, seed=seed))
-        ds_ = quality.minibatch_dataset(a, s, {"rp": part}, p, eval_batches=300, theta=theta, delta=delta)
+        ds_ = batch_quality.minibatch_dataset(a, s, {"rp": part}, p, eval_batches=300, theta=theta, delta=delta)
         inside += abs(float(ds_["estimated_connectivity"][0]) - float(ds_["heldout_connectivity"][0])) <= theta
     assert inside >= (1 - delta) * 20
 

@@ -12,14 +12,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import store
-from pipeline import layout
-from pipeline.build import BuildConfig, build
-from pipeline.ingest import to_graph
-from pipeline.normalize import normalized_adjacency
-from pipeline.synthetic import parse_spec
-
-from conftest import REPO
+from shgcn import store
+from shgcn.pipeline import layout
+from shgcn.pipeline.build import BuildConfig, build
+from shgcn.pipeline.ingest import to_graph
+from shgcn.pipeline.normalize import normalized_adjacency
+from shgcn.pipeline.synthetic import parse_spec
 
 SBM = "sbm:n=600,classes=4,degree=6,features=8,seed=1"
 
@@ -113,7 +111,7 @@ def test_different_seed_changes_the_partition(built, tmp_path, client):
 
 
 def test_failure_mid_write_leaves_nothing(tmp_path, client, monkeypatch):
-    import pipeline.build as pb
+    import shgcn.pipeline.build as pb
 
     calls = []
 
@@ -132,8 +130,7 @@ def test_failure_mid_write_leaves_nothing(tmp_path, client, monkeypatch):
 def test_killed_build_leaves_no_valid_store(tmp_path):
     script = f"""
 import sys, time
-sys.path.insert(0, {str(REPO)!r})
-import store, pipeline.build as pb
+from shgcn import store
 real = store.write_rank
 def slow(root, block):
     out = real(root, block)
@@ -142,7 +139,7 @@ def slow(root, block):
         time.sleep(60)
     return out
 store.write_rank = slow
-from pipeline.cli import main
+from shgcn.pipeline.cli import main
 main(["--quiet", "build", {SBM!r}, "--parts", "3", "--model", "rp", "--out", {str(tmp_path / 'k.zarr')!r}])
 """
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

@@ -1,6 +1,6 @@
 import numpy as np
 
-from pipeline._tokens import count_lines, tokenize
+from shgcn.pipeline._tokens import count_lines, tokenize
 
 
 def test_tokens_with_comments_crlf_tabs_and_trailing_tokens():

@@ -3,15 +3,14 @@ accounting, faults, checkpoints. MPI runs go through mpirun in subprocesses."""
 
 import numpy as np
 import pytest
-
-import store
-from pipeline.ingest import to_graph
-from pipeline.normalize import normalized_adjacency
-from pipeline.synthetic import parse_spec
-
 from mpi import GRAPHS, build_stores, read_log, train
 from reference_gcn import reference_losses
-from trainer.model import spmm_widths
+
+from shgcn import store
+from shgcn.pipeline.ingest import to_graph
+from shgcn.pipeline.normalize import normalized_adjacency
+from shgcn.pipeline.synthetic import parse_spec
+from shgcn.store.costs import spmm_widths
 
 pytestmark = pytest.mark.mpi
 
@@ -44,8 +43,8 @@ def test_losses_match_serial_reference(stores, tmp_path, kind, exchange, ranks):
                 use_mpirun=ranks > 1)
     assert res.returncode == 0, res.stderr
     header, epochs = read_log(log)
-    assert header["parts"] == ranks and header["exchange"] == exchange and header["mode"] == "full"
-    losses = [e["loss"] for e in epochs]
+    assert header.parts == ranks and header.exchange == exchange and header.mode == "full"
+    losses = [e.loss for e in epochs]
     # float32 on both sides; P changes the summation order only: relative 1e-4
     np.testing.assert_allclose(losses, ref, rtol=1e-4)
 
@@ -61,16 +60,16 @@ def test_p2p_bytes_equal_predicted_volume(stores, tmp_path, kind, ranks):
     header, epochs = read_log(log)
     vol = store.open_store(path).quality()["volume"].sel(model="hp").values
     send, recv = vol.sum(1), vol.sum(0)
-    fwd, bwd = spmm_widths(header["dims"], header["w_first"])
+    fwd, bwd = spmm_widths(header.dims, header.w_first)
     # the backward of a directed graph folds partial sums back: it sends what forward received
     back = recv if directed else send
     expect_bytes = 4 * (send * sum(fwd) + back * sum(bwd))
     expect_msgs = (vol > 0).sum(1) * len(fwd) + ((vol > 0).sum(0) if directed else (vol > 0).sum(1)) * len(bwd)
     for e in epochs:
-        assert e["bytes_sent"] == expect_bytes.tolist()
-        assert e["msgs_sent"] == expect_msgs.tolist()
+        assert e.bytes_sent == expect_bytes.tolist()
+        assert e.msgs_sent == expect_msgs.tolist()
         # evaluation is one forward pass
-        assert e["eval_bytes_sent"] == (4 * send * sum(fwd)).tolist()
+        assert e.eval_bytes_sent == (4 * send * sum(fwd)).tolist()
 
 
 @pytest.mark.parametrize("kind", GRAPHS)
@@ -81,29 +80,32 @@ def test_bcast_bytes_are_whole_blocks(stores, tmp_path, kind):
     assert train(4, path, "--epochs", 2, "--exchange", "bcast", log=log).returncode == 0
     header, epochs = read_log(log)
     rows = np.diff(store.open_store(path).offsets)
-    fwd, bwd = spmm_widths(header["dims"], header["w_first"])
+    fwd, bwd = spmm_widths(header.dims, header.w_first)
     fwd_bytes = 4 * rows * 3 * sum(fwd)  # whole block to each of the P-1 others
     bwd_bytes = 4 * (rows.sum() - rows) * sum(bwd) if directed else 4 * rows * 3 * sum(bwd)
-    assert epochs[0]["bytes_sent"] == (fwd_bytes + bwd_bytes).tolist()
+    assert epochs[0].bytes_sent == (fwd_bytes + bwd_bytes).tolist()
 
 
 def test_runs_without_mpirun_and_log_keys(stores, tmp_path):
+    import json
+
     log = tmp_path / "run.jsonl"
     res = train(1, stores["undirected", 1], "--epochs", 3, log=log, use_mpirun=False)
     assert res.returncode == 0, res.stderr
-    header, epochs = read_log(log)
-    for key in ("store", "parts", "exchange", "mode", "versions"):
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    header, epochs = lines[0], lines[1:]
+    for key in ("store", "parts", "exchange", "mode", "versions"):  # the JSON keys are an interface
         assert key in header
     for key in ("epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_time", "comm_time", "compute_time",
                 "bytes_sent", "msgs_sent"):
         assert key in epochs[0]
-    assert epochs[0]["bytes_sent"] == [0]
+    assert epochs[0]["bytes_sent"] == [0] and len(epochs) == 3
 
 
 def test_wrong_rank_count(stores):
     res = train(2, stores["undirected", 4], "--epochs", 1)
     assert res.returncode != 0
-    assert "has 4 parts but the job has 2 ranks" in res.stderr and res.stderr.count("train.py: error") == 1
+    assert "has 4 parts but the job has 2 ranks" in res.stderr and res.stderr.count("shgcn-train: error") == 1
     res1 = train(1, stores["undirected", 4], "--epochs", 1, use_mpirun=False)
     assert res1.returncode == 2 and "mpirun -n 4" in res1.stderr
 

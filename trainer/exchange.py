@@ -18,9 +18,10 @@ sends and the seconds spent waiting on communication.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +46,11 @@ class Counters:
 
 
 class Exchange(ABC):
-    """Base class: holds the communicator, the plan and the counters."""
+    """Base class: holds the communicator, the plan and the counters.
+
+    The plan can change between calls (a mini-batch restricts it): see
+    :meth:`using`. The counters keep running across plans until reset.
+    """
 
     name = ""
 
@@ -53,6 +58,15 @@ class Exchange(ABC):
         self.comm = comm
         self.cp = cp
         self.counters = Counters()
+
+    @contextlib.contextmanager
+    def using(self, cp: CommPlan) -> Iterator[Exchange]:
+        """Exchange with plan ``cp`` inside the block, then restore the previous one."""
+        old, self.cp = self.cp, cp
+        try:
+            yield self
+        finally:
+            self.cp = old
 
     @abstractmethod
     def expand(self, x: np.ndarray, local: Callable[[], None], on_block: Callable[[int, np.ndarray], None]) -> None:
@@ -63,9 +77,10 @@ class Exchange(ABC):
              on_block: Callable[[np.ndarray, np.ndarray], None]) -> None:
         ...
 
-    def _wait(self, fn):
+    def _wait(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``, its duration counted as communication time."""
         t0 = time.perf_counter()
-        out = fn()
+        out = fn(*args, **kwargs)
         self.counters.comm_time += time.perf_counter() - t0
         return out
 
@@ -92,11 +107,11 @@ class P2P(Exchange):
         local()
         senders = [q for q, _ in self.cp.recv_from]
         for _ in senders:
-            i = self._wait(lambda: MPI.Request.Waitany(rreqs))
+            i = self._wait(MPI.Request.Waitany, rreqs)
             q = senders[i]
             self.counters.bytes_recv += bufs[q].nbytes
             on_block(q, bufs[q])
-        self._wait(lambda: MPI.Request.Waitall(sreqs))
+        self._wait(MPI.Request.Waitall, sreqs)
 
     def fold(self, parts, d, local, on_block):
         from mpi4py import MPI
@@ -112,11 +127,11 @@ class P2P(Exchange):
             self.counters.msgs_sent += 1
         local()
         for _ in src:
-            i = self._wait(lambda: MPI.Request.Waitany(rreqs))
+            i = self._wait(MPI.Request.Waitany, rreqs)
             q, rows = src[i]
             self.counters.bytes_recv += bufs[q].nbytes
             on_block(rows, bufs[q])
-        self._wait(lambda: MPI.Request.Waitall(sreqs))
+        self._wait(MPI.Request.Waitall, sreqs)
 
 
 class AllToAllV(Exchange):
@@ -182,7 +197,7 @@ class Bcast(Exchange):
                 buf = x if x.flags.writeable and x.flags.c_contiguous and x.dtype == np.float32 else np.array(x, np.float32)
             else:
                 buf = np.empty((n_q, d), np.float32)
-            self._wait(lambda: self.comm.Bcast(buf, root=q))
+            self._wait(self.comm.Bcast, buf, root=q)
             if q == self.cp.rank:
                 self.counters.bytes_sent += buf.nbytes * (self.cp.size - 1)
                 self.counters.msgs_sent += self.cp.size - 1
@@ -204,7 +219,7 @@ class Bcast(Exchange):
             if q != self.cp.rank and hi > lo:
                 block[self.cp.recv_ids[lo:hi] - off[q]] = parts[q]
             out = np.empty_like(block) if q == self.cp.rank else None
-            self._wait(lambda: self.comm.Reduce(block, out, op=MPI.SUM, root=q))
+            self._wait(self.comm.Reduce, block, out, op=MPI.SUM, root=q)
             if q == self.cp.rank:
                 self.counters.bytes_recv += block.nbytes * (self.cp.size - 1)
                 on_block(np.arange(n_q), out)  # own block was zeros: only others' partial sums

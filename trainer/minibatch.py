@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.sample import NORM, TRAIN, Sampler, SamplerConfig
+from shgcn.store.sample import NORM, TRAIN, Sampler, SamplerConfig
 
 from .plan import CommPlan, LocalMatrix, split_local
 
@@ -135,7 +135,7 @@ class MiniBatches:
         recv_from = [(q, int(counts[q])) for q in range(self.cp.size) if q != self.cp.rank and counts[q] > 0]
         cp = CommPlan(self.cp.rank, self.cp.size, offsets.astype(np.int64), send_to, recv_from, recv_start,
                       compact[self.cp.recv_ids[recv_in]].astype(np.int64))
-        if self.saint:
+        if self.edge_scale is not None:
             sub = sp.csr_matrix((sub.data * self.edge_scale[self._nnz_of_rows(rows)], sub.indices, sub.indptr),
                                 shape=sub.shape)
         sub = sub[:, np.flatnonzero(cols)].tocsr()

@@ -10,9 +10,13 @@ first, so the rows that travel in the SpMM are d_out wide (MG-GCN's trick).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
+
+from shgcn.store import costs
+
 
 def _hash32(x: np.ndarray) -> np.ndarray:
     """In-place 32-bit integer mix (Wellons' lowbias32) of a uint32 array."""
@@ -65,21 +69,12 @@ def glorot(rng: np.random.Generator, d_in: int, d_out: int) -> np.ndarray:
     return rng.uniform(-limit, limit, (d_in, d_out)).astype(np.float32)
 
 
-class Propagator:
+class Propagator(Protocol):
     """What the model needs from the graph: Â X and Â^T G on own rows."""
 
     def forward(self, x: np.ndarray) -> np.ndarray: ...
 
     def transpose(self, g: np.ndarray) -> np.ndarray: ...
-
-
-def spmm_widths(dims: list[int], w_first: list[bool]) -> tuple[list[int], list[int]]:
-    """Row widths of the SpMMs of one training step: forward (one per layer),
-    then backward (one per layer, except the first layer's when it multiplies
-    by W after the SpMM: the features need no gradient)."""
-    fwd = [dims[k + 1] if wf else dims[k] for k, wf in enumerate(w_first)]
-    bwd = [dims[k + 1] if wf else dims[k] for k, wf in enumerate(w_first) if wf or k > 0]
-    return fwd, bwd
 
 
 @dataclass
@@ -98,13 +93,16 @@ class GCN:
         self.ws = [glorot(rng, a, b) for a, b in zip(dims[:-1], dims[1:])]
 
     def w_first(self, k: int) -> bool:
-        return self.dims[k + 1] < self.dims[k]
+        """Multiply by W before the SpMM (see :mod:`shgcn.store.costs`)."""
+        return costs.w_first(self.dims, k)
 
     def forward(self, x: np.ndarray, prop: Propagator, *, dropout: float = 0.0, seed: int = 0, epoch: int = 0,
                 gids: np.ndarray | None = None) -> tuple[np.ndarray, Cache]:
         """Logits (n_own, classes) and what backward needs."""
         cache = Cache()
-        h = x  # dense, or CSR for sparse features (first layer only)
+        h: Any = x  # dense, or CSR for sparse features (first layer only)
+        if gids is None:
+            gids = np.arange(x.shape[0], dtype=np.int64)
         for k, w in enumerate(self.ws):
             mask = None
             if dropout > 0 and sp.issparse(h):

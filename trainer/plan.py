@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from store import Plan
+from shgcn.store import Plan
 
 
 @dataclass

@@ -1,121 +1,19 @@
-"""Train a GCN on a store with MPI, full-batch or mini-batch.
+"""Thin script for a checkout: ``mpirun -n P python trainer/train.py STORE [options]``.
 
-    mpirun -n P python trainer/train.py STORE [options]
-    mpirun -n P python trainer/train.py STORE --mode minibatch --batch-size B [--sampler node|edge|rw]
-    python trainer/train.py STORE [options]          # one rank, no mpirun
-
-P must equal the store's number of parts. Exit codes: 0 success, 2 bad input
-(wrong rank count, missing or corrupt store, bad option), 1 a failure on any
-rank (the job is aborted with that rank's message, never left hanging).
+The same as ``shgcn-train`` (see :mod:`shgcn.trainer.cli`); the project must be
+installed (``pip install -e .``).
 """
 
-from __future__ import annotations
-
-import argparse
+import os
 import sys
-from pathlib import Path
-
-if __package__ in (None, ""):  # run as a script: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-
-def _share_cores() -> None:
-    """Give each rank on this machine its share of the cores for BLAS, before
-    numpy loads; several ranks each starting one BLAS thread per core would
-    oversubscribe the machine. Variables the user set are left alone."""
-    import os
-
-    local = next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                                                "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
-    threads = str(max(1, (os.cpu_count() or 1) // max(local, 1)))
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, threads)
-
-
-_share_cores()
-
-from trainer.exchange import STRATEGIES  # noqa: E402
-from trainer.loop import TrainConfig, TrainError, setup, train  # noqa: E402
-
-
-def _hidden(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(",") if x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected widths like 16 or 128,128, got {text!r}") from None
-
-
-def _fail_at(text: str) -> tuple[int, int]:
-    r, _, e = text.partition(":")
-    return int(r), int(e)
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="train.py", description="Distributed GCN training (full-batch or mini-batch) on a shgcn store.")
-    p.add_argument("store", metavar="STORE", help="store built by 'pipeline build' with --parts equal to the ranks")
-    p.add_argument("--epochs", type=int, default=200)
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--weight-decay", type=float, default=5e-4, help="L2 on the first layer's weights (default 5e-4)")
-    p.add_argument("--hidden", type=_hidden, default=(16,), help="hidden widths, e.g. 16 or 128,128 (default 16)")
-    p.add_argument("--dropout", type=float, default=0.5)
-    p.add_argument("--exchange", choices=sorted(STRATEGIES), default="p2p",
-                   help="p2p (default), alltoallv, or bcast (CAGNET 1D, sparsity-oblivious)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--log", help="write the JSON-lines run log here (rank 0)")
-    p.add_argument("--checkpoint", metavar="DIR", help="save weights and optimizer state in DIR")
-    p.add_argument("--checkpoint-every", type=int, default=50)
-    p.add_argument("--resume", action="store_true", help="continue from DIR/checkpoint.npz")
-    p.add_argument("--eval-every", type=int, default=1, help="evaluate val/test every N epochs")
-    p.add_argument("--no-verify", dest="verify", action="store_false", help="skip the block checksum")
-    p.add_argument("--debug-every", type=int, default=0, help="check every N epochs that weights agree on all ranks")
-    p.add_argument("--quiet", action="store_true")
-    mb = p.add_argument_group("mini-batch training (--mode minibatch)")
-    mb.add_argument("--mode", choices=("full", "minibatch"), default="full")
-    mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
-                    help="the pipeline's samplers; every rank re-draws batch (seed, epoch, step) itself")
-    mb.add_argument("--batch-size", type=int, default=0, help="vertices per batch (target for edge and rw)")
-    mb.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk")
-    mb.add_argument("--batches-per-epoch", type=int, default=0,
-                    help="default: n / batch size, which covers the training vertices once on average")
-    mb.add_argument("--saint", choices=("auto", "on", "off"), default="auto",
-                    help="GraphSAINT aggregator and loss normalization (auto: on for edge and rw, off for node)")
-    mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
-    p.add_argument("--fail-at", type=_fail_at, default=None, help=argparse.SUPPRESS)  # RANK:EPOCH, for tests
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    from mpi4py import MPI
-
-    import store
-
-    comm = MPI.COMM_WORLD
-    cfg = TrainConfig(**vars(args))
-    ctx, err = None, None
-    try:
-        ctx = setup(cfg, comm)
-    except (TrainError, store.StoreError) as e:
-        err = str(e)
-    # one collective after the purely local setup: a rank that failed (say,
-    # its block is corrupt) is reported by rank 0 and every rank exits 2
-    errors = comm.allgather(err)
-    if any(errors):
-        if comm.rank == 0:
-            first = next(e for e in errors if e)
-            who = [r for r, e in enumerate(errors) if e]
-            where = "" if len(who) == comm.size else f" (rank {', '.join(map(str, who))})"
-            print(f"train.py: error{where}: {first}", file=sys.stderr, flush=True)
-        return 2
-    try:
-        train(ctx, comm)
-    except BaseException as e:  # noqa: BLE001 - any failure must bring the whole job down
-        print(f"train.py: rank {comm.rank}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
-        if comm.size > 1:
-            comm.Abort(1)
-        return 1
-    return 0
-
 
 if __name__ == "__main__":
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or ".") == here:
+        sys.path.pop(0)  # this folder's modules (plan, model...) must not shadow top-level ones
+    try:
+        from shgcn.trainer.cli import main
+    except ImportError as e:
+        print(f"train.py: shgcn is not importable ({e}); install it first: pip install -e .", file=sys.stderr)
+        sys.exit(2)
     sys.exit(main())

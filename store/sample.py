@@ -87,29 +87,3 @@ class Sampler:
 
     def batches(self, ks, stream: int = BUILD) -> list[np.ndarray]:
         return [self.batch(int(k), stream) for k in ks]
-
-
-def normalization_counts(sampler: Sampler, a: sp.csr_matrix, batches: int) -> tuple[np.ndarray, np.ndarray]:
-    """GraphSAINT's pre-sampling statistics over ``batches`` batches of the
-    :data:`NORM` stream.
-
-    Returns
-    -------
-    vertex_counts : (n,) int32, batches containing each vertex
-    edge_counts : (nnz(a),) int32, batches whose induced subgraph contains
-        each nonzero of ``a`` (aligned with ``a.indices``)
-
-    The trainer derives the loss normalization (batches / vertex count) and
-    the aggregator normalization (edge count / vertex count of the row).
-    """
-    n = a.shape[0]
-    vc = np.zeros(n, np.int64)
-    ec = np.zeros(a.nnz, np.int64)
-    rows = np.repeat(np.arange(n), np.diff(a.indptr))
-    for k in range(batches):  # a loop over batches, vectorized inside
-        b = sampler.batch(k, NORM)
-        inb = np.zeros(n, bool)
-        inb[b] = True
-        vc[b] += 1
-        ec += inb[rows] & inb[a.indices]
-    return vc.astype(np.int32), ec.astype(np.int32)

@@ -1,0 +1,198 @@
+"""Mini-batch communication of a partition: the exact volume of a sampled
+batch, the closed-form expected volume for the node sampler, and the held-out
+evaluation of every model as an xarray Dataset (the store's ``minibatch``
+group)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def batch_volumes(a_csc: sp.csc_matrix, batches: list[np.ndarray], part: np.ndarray, parts: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact communication of each mini-batch under ``part``.
+
+    For batch V', part q needs row j (j in V', owned elsewhere) iff some row
+    of V' in part q has a nonzero in column j of Â[V', V'].
+
+    Returns
+    -------
+    total : (b,) int64, rows sent per SpMM for each batch
+    max_send : (b,) int64, the largest part's send volume for each batch
+    mean_lambda : (b,) float64, mean connectivity of the batch's nets
+    """
+    total = np.zeros(len(batches), np.int64)
+    max_send = np.zeros(len(batches), np.int64)
+    mean_lam = np.zeros(len(batches))
+    for i, b in enumerate(batches):  # a loop over batches, vectorized inside
+        send, _, lam_sum, nets_total = batch_traffic(a_csc, b, part, parts)
+        total[i] = int(send.sum())
+        max_send[i] = int(send.max()) if parts else 0
+        mean_lam[i] = lam_sum / max(nets_total, 1)
+    return total, max_send, mean_lam
+
+
+def _batch_pairs(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, parts: int, keep_single: bool):
+    """The nets of one batch, their distinct (net, part) pairs, and each net's connectivity."""
+    from .hypergraph import batch_nets
+
+    nets = batch_nets(a_csc, [batch], keep_single=keep_single)
+    net_of_pin = np.repeat(np.arange(nets.n_nets, dtype=np.int64), np.diff(nets.ptr))
+    pairs = np.unique(net_of_pin * parts + part[nets.pins])
+    return nets, pairs, np.bincount(pairs // parts, minlength=nets.n_nets)
+
+
+def net_connectivities(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, parts: int) -> np.ndarray:
+    """(B,) connectivity of every net of one batch (one per batch column, in
+    column order; single-pin nets have connectivity 1)."""
+    return _batch_pairs(a_csc, batch, part, parts, keep_single=True)[2]
+
+
+def batch_traffic(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, parts: int
+                  ) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Rows each part sends and receives for one mini-batch SpMM.
+
+    Returns ``(send (P,), recv (P,), sum of net connectivities, nets)``
+    (single-pin nets count with connectivity 1).
+    """
+    nets, pairs, lam = _batch_pairs(a_csc, batch, part, parts, keep_single=False)
+    send = np.bincount(part[nets.columns], minlength=parts, weights=lam - 1).astype(np.int64)
+    receiver = pairs % parts
+    other = receiver != part[nets.columns[pairs // parts]]
+    recv = np.bincount(receiver[other], minlength=parts).astype(np.int64)
+    return send, recv, int(lam.sum() + (nets.total - nets.n_nets)), nets.total
+
+
+def expected_volume_node(a: sp.csr_matrix, part: np.ndarray, parts: int, batch: int) -> tuple[float, np.ndarray]:
+    """Closed-form expected volume of a node-sampled mini-batch (``batch``
+    vertices drawn uniformly without replacement).
+
+    Column j is in the batch with probability B/n; given that, part k (not
+    j's owner) must receive row j unless none of the c_jk rows of part k with
+    a nonzero in column j was drawn: probability prod_{t<c} (n-B-t)/(n-1-t).
+
+    Returns the expected total volume and the (P,) expected send volume of each part.
+    """
+    n = a.shape[0]
+    csc = sp.csc_matrix(a)
+    cols = np.repeat(np.arange(n, dtype=np.int64), np.diff(csc.indptr))
+    rows = csc.indices.astype(np.int64)
+    other = part[rows] != part[cols]
+    keys, c = np.unique(cols[other] * parts + part[rows[other]], return_counts=True)
+    none = none_drawn(n, batch, int(c.max()) if c.size else 0)
+    contrib = (batch / n) * (1.0 - none[c])
+    send = np.bincount(part[keys // parts], weights=contrib, minlength=parts)
+    return float(send.sum()), send
+
+
+def none_drawn(n: int, batch: int, cmax: int) -> np.ndarray:
+    """(cmax+1,) P(none of c given other vertices is among the batch-1 others
+    drawn with a vertex), c = 0..cmax: prod_{t<c} (n-B-t)/(n-1-t)."""
+    t = np.arange(cmax, dtype=np.float64)
+    return np.concatenate([[1.0], np.cumprod(np.clip((n - batch - t) / np.maximum(n - 1 - t, 1), 0, 1))])
+
+
+def mean_ci(x: np.ndarray, z: float = 1.96) -> tuple[float, float]:
+    """Mean and half-width of its normal-approximation 95% confidence interval."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size < 2:
+        return float(x.mean()) if x.size else float("nan"), float("nan")
+    return float(x.mean()), float(z * x.std(ddof=1) / np.sqrt(x.size))
+
+
+def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.ndarray], parts: int,
+                      eval_batches: int, theta: float, delta: float, convergence_model: str | None = None):
+    """Mini-batch quality of every model, as an xarray Dataset.
+
+    Variables (dim ``model``): ``heldout_volume_mean`` / ``_ci`` (95%),
+    ``heldout_max_send_mean`` / ``_ci``, ``heldout_connectivity`` (mean λ of
+    the held-out nets), ``expected_volume`` (closed form; node sampler only,
+    NaN otherwise), ``estimated_connectivity`` (mean λ over the first
+    Hoeffding-many nets of the BUILD stream, batch by batch and in column
+    order within a batch; within ±θ of the expectation with probability 1-δ); per (model, eval_batch): ``heldout_volume``; and,
+    for ``convergence_model``, the running mean of λ against nets sampled
+    (dim ``point``).
+    """
+    import xarray as xr
+
+    from shgcn.store.sample import BUILD, HELDOUT
+
+    from .hypergraph import hoeffding_nets
+
+    a_csc = sp.csc_matrix(a)
+    held = sampler.batches(range(eval_batches), HELDOUT)
+    required = hoeffding_nets(parts, theta, delta)
+    # BUILD batches: twice the Hoeffding count of nets, and at least 20 batches, for the convergence record
+    per_batch = max(1, sampler.cfg.size)
+    build_batches = sampler.batches(range(max(20, -(-2 * required // per_batch))), BUILD)
+    models = list(parts_by_model)
+    out: dict[str, list] = {k: [] for k in ("vol", "vol_ci", "mx", "mx_ci", "lam", "closed", "est", "per_batch")}
+    conv = None
+    for m in models:
+        part = parts_by_model[m]
+        tot, mx, lam = batch_volumes(a_csc, held, part, parts)
+        out["per_batch"].append(tot)
+        for key, x in (("vol", tot), ("mx", mx)):
+            mean, ci = mean_ci(x)
+            out[key].append(mean)
+            out[key + "_ci"].append(ci)
+        out["lam"].append(float(lam.mean()))
+        out["closed"].append(expected_volume_node(a, part, parts, sampler.cfg.size)[0]
+                             if sampler.cfg.kind == "node" else float("nan"))
+        lam_seq = np.concatenate([net_connectivities(a_csc, b, part, parts) for b in build_batches])
+        running = np.cumsum(lam_seq) / np.arange(1, lam_seq.size + 1)
+        out["est"].append(float(running[min(max(required, 1), running.size) - 1]))
+        if m == convergence_model:
+            pick = np.unique(np.linspace(0, running.size - 1, 500).astype(np.int64))
+            conv = (pick + 1, running[pick])
+    data = {
+        "heldout_volume_mean": (("model",), np.array(out["vol"])),
+        "heldout_volume_ci": (("model",), np.array(out["vol_ci"])),
+        "heldout_max_send_mean": (("model",), np.array(out["mx"])),
+        "heldout_max_send_ci": (("model",), np.array(out["mx_ci"])),
+        "heldout_connectivity": (("model",), np.array(out["lam"])),
+        "expected_volume": (("model",), np.array(out["closed"])),
+        "estimated_connectivity": (("model",), np.array(out["est"])),
+        "heldout_volume": (("model", "eval_batch"), np.stack(out["per_batch"])),
+    }
+    if conv is not None:
+        data["convergence_nets"] = (("point",), conv[0])
+        data["convergence_mean_connectivity"] = (("point",), conv[1])
+    ds = xr.Dataset(data, coords={"model": models})
+    ds.attrs.update({"sampler": sampler.cfg.kind, "batch_size": int(sampler.cfg.size), "theta": theta,
+                     "delta": delta, "required_nets": int(required), "eval_batches": int(eval_batches),
+                     "convergence_model": convergence_model or ""})
+    return ds
+
+
+def minibatch_rows(ds) -> list[dict]:
+    rows: list[dict] = []
+    for i, m in enumerate(ds["model"].values):
+        rows.append({"model": str(m), **{k: float(ds[k].values[i]) for k in (
+            "heldout_volume_mean", "heldout_volume_ci", "heldout_max_send_mean", "heldout_max_send_ci",
+            "heldout_connectivity", "expected_volume", "estimated_connectivity")}})
+    models = [r["model"] for r in rows]
+    for ref in ("rp", "hp"):
+        if ref in models:
+            base = rows[models.index(ref)]["heldout_volume_mean"]
+            for r in rows:
+                r[f"vs_{ref}"] = r["heldout_volume_mean"] / base if base else float("nan")
+    return rows
+
+
+def format_minibatch(ds) -> str:
+    rows = minibatch_rows(ds)
+    a = ds.attrs
+    head = (f"mini-batch ({a['sampler']} sampler, B = {a['batch_size']:,}, {a['eval_batches']} held-out batches; "
+            f"Hoeffding: {a['required_nets']:,} nets for theta = {a['theta']}, delta = {a['delta']})")
+    cols = [("model", "model", "{}"), ("heldout_volume_mean", "E[volume]", "{:,.1f}"),
+            ("heldout_volume_ci", "±95%", "{:,.1f}"), ("expected_volume", "closed form", "{:,.1f}"),
+            ("heldout_max_send_mean", "E[max send]", "{:,.1f}"), ("estimated_connectivity", "est. λ", "{:.3f}"),
+            ("heldout_connectivity", "held-out λ", "{:.3f}")]
+    for ref in ("rp", "hp"):
+        if rows and f"vs_{ref}" in rows[0]:
+            cols.append((f"vs_{ref}", f"vol/{ref}", "{:.3f}"))
+    cells = [[h for _, h, _ in cols]] + [[f.format(r[k]) for k, _, f in cols] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
+    return head + "\n" + "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)

@@ -1,0 +1,179 @@
+"""The run log: JSON lines written by the trainer (rank 0), read by the
+report, the tests and the benchmarks. The record types below are the
+interface; their field names are the JSON keys.
+
+A log is one :class:`Header` line, then, per epoch, the :class:`Step`
+records of that epoch (mini-batch mode) followed by its :class:`Epoch`
+record. Lists with one entry per rank are indexed by rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .errors import UserError
+
+
+@dataclass
+class Header:
+    """What was run: the store, the job's shape and the options."""
+
+    store: str
+    dataset: str
+    parts: int
+    exchange: str
+    mode: str  # "full" or "minibatch"
+    model: str  # the store's layout model
+    dims: list[int]
+    w_first: list[bool]
+    config: dict[str, Any]
+    train_count: int
+    start_epoch: int = 0
+    versions: dict[str, str] = field(default_factory=dict)
+    sampler: str | None = None  # mini-batch mode
+    batch_size: int | None = None  # mini-batch mode
+    type: ClassVar[str] = "header"
+
+    @property
+    def label(self) -> str:
+        """A short name for plots: P, exchange, mode (and sampler, batch size)."""
+        base = f"P={self.parts} {self.exchange} {self.model}"
+        if self.mode == "minibatch":
+            return f"{base} mini-batch ({self.sampler}, B={self.batch_size:,})"
+        return f"{base} full-batch"
+
+
+@dataclass
+class Epoch:
+    """One epoch. Per-rank lists cover the training steps (forward and
+    backward); ``eval_bytes_sent`` the evaluation forward pass."""
+
+    epoch: int
+    loss: float
+    train_acc: float
+    epoch_time: float = 0.0
+    comm_time: list[float] = field(default_factory=list)
+    compute_time: list[float] = field(default_factory=list)
+    bytes_sent: list[int] = field(default_factory=list)
+    msgs_sent: list[int] = field(default_factory=list)
+    bytes_recv: list[int] = field(default_factory=list)
+    eval_bytes_sent: list[int] = field(default_factory=list)
+    val_acc: float | None = None  # evaluation epochs only
+    test_acc: float | None = None
+    steps: int | None = None  # mini-batch mode
+    step_bytes_mean: list[float] | None = None
+    type: ClassVar[str] = "epoch"
+
+
+@dataclass
+class Step:
+    """One mini-batch step; ``batch`` is the number to re-draw it from."""
+
+    epoch: int
+    step: int
+    batch: int
+    vertices: int
+    train_vertices: int
+    loss: float
+    bytes_sent: list[int] = field(default_factory=list)
+    msgs_sent: list[int] = field(default_factory=list)
+    type: ClassVar[str] = "step"
+
+
+Record = Header | Epoch | Step
+_TYPES: dict[str, type] = {"header": Header, "epoch": Epoch, "step": Step}
+
+
+def to_json(rec: Record) -> str:
+    """One line of JSON; None fields are left out."""
+    return json.dumps({"type": rec.type, **{k: v for k, v in asdict(rec).items() if v is not None}})
+
+
+def from_dict(d: dict[str, Any]) -> Record:
+    cls = _TYPES.get(d.get("type", ""))
+    if cls is None:
+        raise ValueError(f"unknown record type {d.get('type')!r}")
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass
+class RunLog:
+    """A parsed run log."""
+
+    path: str
+    header: Header
+    epochs: list[Epoch]
+    steps: list[Step]
+
+
+def read_run_log(path: str | Path) -> RunLog:
+    """Parse a run log; :class:`UserError` (one line) for anything that is not one."""
+    p = Path(path)
+    try:
+        lines = p.read_text().splitlines()
+    except FileNotFoundError:
+        raise UserError(f"{p}: run log not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{p}: cannot read the run log ({e})") from None
+    recs: list[Record] = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            recs.append(from_dict(json.loads(line)))
+        except (ValueError, TypeError) as e:
+            raise UserError(f"{p}:{i}: not a run-log record ({e})") from None
+    if not recs or not isinstance(recs[0], Header):
+        raise UserError(f"{p}: not a run log (its first line is not a header record)")
+    return RunLog(str(p), recs[0], [r for r in recs if isinstance(r, Epoch)], [r for r in recs if isinstance(r, Step)])
+
+
+class RunLogWriter:
+    """Appends records to a run log, one flushed line each.
+
+    ``RunLogWriter(path, header)`` starts a new log. ``resume_from=E`` keeps
+    the existing log's header and its records of epochs before E (what a
+    checkpoint at epoch E-1 covers) and appends from there; the old tail is
+    dropped, so a resumed run's log reads like an uninterrupted one.
+    """
+
+    def __init__(self, path: str | Path, header: Header, resume_from: int | None = None):
+        self.path = Path(path)
+        kept: list[str] = []
+        if resume_from is not None and self.path.exists():
+            old = read_run_log(self.path)
+            kept = [to_json(old.header)] + _in_log_order(old, resume_from)
+        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        with open(tmp, "w") as f:
+            f.write("\n".join(kept or [to_json(header)]) + "\n")
+        os.replace(tmp, self.path)
+        self._f = open(self.path, "a")
+
+    def write(self, rec: Record) -> None:
+        self._f.write(to_json(rec) + "\n")
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> RunLogWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _in_log_order(log: RunLog, before: int) -> list[str]:
+    """Steps and epochs of epochs < ``before``, each epoch's steps first."""
+    out = []
+    for e in log.epochs:
+        if e.epoch >= before:
+            continue
+        out += [to_json(s) for s in log.steps if s.epoch == e.epoch]
+        out.append(to_json(e))
+    return out

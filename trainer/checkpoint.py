@@ -1,0 +1,64 @@
+"""Checkpoints: weights, Adam state and the epoch, written atomically by rank 0.
+
+A checkpoint records what it belongs to (the store's checksums, the model's
+dimensions) and the training options; resuming with a different store or
+different options is refused with the difference named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .config import TrainConfig, TrainError
+from .model import GCN, Adam
+
+FILE = "checkpoint.npz"
+
+
+def path(cfg: TrainConfig) -> Path:
+    return Path(cfg.checkpoint or ".") / FILE
+
+
+def save(cfg: TrainConfig, epoch: int, model: GCN, opt: Adam, identity: dict) -> None:
+    """Write the state after ``epoch`` (rename into place: never half-written)."""
+    p = path(cfg)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.stem}.tmp-{os.getpid()}.npz")
+    arrays: dict[str, np.ndarray] = {f"w{i}": w for i, w in enumerate(model.ws)}
+    arrays.update(opt.state())
+    arrays["epoch"] = np.array(epoch)
+    arrays["identity"] = np.array(json.dumps(identity, sort_keys=True))
+    np.savez(tmp, **arrays)  # type: ignore[arg-type]
+    os.replace(tmp, p)
+
+
+def load(cfg: TrainConfig, model: GCN, opt: Adam, identity: dict) -> int:
+    """Restore weights and Adam state; returns the first epoch to run."""
+    p = path(cfg)
+    if not p.exists():
+        raise TrainError(f"{p}: no checkpoint to resume from (drop --resume to start from scratch)")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            saved = json.loads(str(z["identity"]))
+            _same(p, saved, identity)
+            for i, w in enumerate(model.ws):
+                if z[f"w{i}"].shape != w.shape:
+                    raise TrainError(f"{p}: weight {i} has shape {z[f'w{i}'].shape}, expected {w.shape}")
+                w[...] = z[f"w{i}"]
+            opt.load(z)
+            return int(z["epoch"]) + 1
+    except (OSError, KeyError, ValueError) as e:
+        raise TrainError(f"{p}: unreadable checkpoint ({e})") from None
+
+
+def _same(p: Path, saved: dict, now: dict) -> None:
+    if saved.get("store") != now["store"]:
+        raise TrainError(f"{p}: checkpoint is from a different store (its checksums differ)")
+    diff = [f"{k} {saved.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(saved) | set(now))
+            if k != "store" and saved.get(k) != now.get(k)]
+    if diff:
+        raise TrainError(f"{p}: the checkpoint was trained with other options: {'; '.join(diff)}")

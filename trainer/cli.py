@@ -1,0 +1,133 @@
+"""``shgcn-train`` / ``python -m shgcn.trainer`` / ``trainer/train.py``:
+train a GCN on a store with MPI, full-batch or mini-batch.
+
+    mpirun -n P shgcn-train STORE [options]
+    mpirun -n P python trainer/train.py STORE [options]     (from a checkout)
+    shgcn-train STORE [options]                             (one rank, no mpirun)
+
+P must equal the store's number of parts. Exit codes: 0 success, 2 bad input
+(wrong rank count, missing or corrupt store, bad option), 1 a failure on any
+rank (the job is aborted with that rank's message, never left hanging).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def share_cores() -> None:
+    """Give each rank on this machine its share of the cores for BLAS, before
+    numpy loads; several ranks each starting one BLAS thread per core would
+    oversubscribe the machine. Variables the user set are left alone."""
+    local = next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                                "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
+    threads = str(max(1, (os.cpu_count() or 1) // max(local, 1)))
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, threads)
+
+
+def _hidden(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected widths like 16 or 128,128, got {text!r}") from None
+
+
+def _fail_at(text: str) -> tuple[int, int]:
+    r, _, e = text.partition(":")
+    return int(r), int(e)
+
+
+def parser() -> argparse.ArgumentParser:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    p = argparse.ArgumentParser(prog="shgcn-train", formatter_class=fmt,
+                                description="Distributed GCN training (full-batch or mini-batch) on a shgcn store. "
+                                            "Run with 'mpirun -n P' where P is the store's number of parts.")
+    p.add_argument("store", metavar="STORE", help="store built by 'pipeline build' with --parts equal to the ranks")
+    p.add_argument("--epochs", type=int, default=200, help="epochs to train")
+    p.add_argument("--lr", type=float, default=0.01, help="Adam learning rate")
+    p.add_argument("--weight-decay", type=float, default=5e-4, help="L2 on the first layer's weights")
+    p.add_argument("--hidden", type=_hidden, default=(16,), help="hidden widths, e.g. 16 or 128,128")
+    p.add_argument("--dropout", type=float, default=0.5, help="dropout rate of every layer's input")
+    p.add_argument("--exchange", choices=("p2p", "alltoallv", "bcast"), default="p2p",
+                   help="p2p (Isend/Irecv of the needed rows), alltoallv, or bcast (CAGNET 1D, sparsity-oblivious)")
+    p.add_argument("--seed", type=int, default=0, help="seed of weights, dropout and batches")
+    p.add_argument("--log", help="write the JSON-lines run log here (rank 0)")
+    p.add_argument("--checkpoint", metavar="DIR", help="save weights and optimizer state in DIR")
+    p.add_argument("--checkpoint-every", type=int, default=50, help="epochs between checkpoints")
+    p.add_argument("--resume", action="store_true", help="continue from DIR/checkpoint.npz (it must exist)")
+    p.add_argument("--eval-every", type=int, default=1, help="evaluate val/test every N epochs")
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="skip the block checksum (bounds are still checked)")
+    p.add_argument("--debug-every", type=int, default=0, help="check every N epochs that weights agree on all ranks")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    mb = p.add_argument_group("mini-batch training (--mode minibatch)")
+    mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
+    mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
+                    help="the pipeline's samplers; every rank re-draws batch (seed, epoch, step) itself")
+    mb.add_argument("--batch-size", type=int, default=0,
+                    help="vertices per batch (target for edge and rw); 0: 10%% of the vertices, as the pipeline")
+    mb.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk")
+    mb.add_argument("--batches-per-epoch", type=int, default=0,
+                    help="0: n / batch size, which covers the training vertices once on average")
+    mb.add_argument("--saint", choices=("auto", "on", "off"), default="auto",
+                    help="GraphSAINT aggregator and loss normalization (auto: on for edge and rw, off for node)")
+    mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
+    p.add_argument("--fail-at", type=_fail_at, default=None, help=argparse.SUPPRESS)  # RANK:EPOCH, for tests
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    share_cores()
+    args = parser().parse_args(argv)
+    from mpi4py import MPI
+
+    from shgcn.store.errors import UserError
+
+    from .config import TrainConfig
+    from .context import Context, setup
+    from .loop import Diverged, train
+
+    comm = MPI.COMM_WORLD
+    cfg = TrainConfig(**vars(args))
+    ctx: Context | None = None
+    err: str | None = None
+    try:
+        ctx = setup(cfg, comm)
+    except UserError as e:
+        err = str(e)
+    except BaseException as e:  # noqa: BLE001 - any failure must end the whole job, not hang it
+        return _abort(comm, e)
+    # one collective after the purely local setup: a rank that failed (say,
+    # its block is corrupt) is reported by rank 0 and every rank exits 2
+    errors = comm.allgather(err)
+    if any(errors) or ctx is None:
+        if comm.rank == 0:
+            first = next(e for e in errors if e)
+            who = [r for r, e in enumerate(errors) if e]
+            where = "" if len(who) == comm.size else f" (rank {', '.join(map(str, who))})"
+            print(f"shgcn-train: error{where}: {first}", file=sys.stderr, flush=True)
+        return 2
+    try:
+        train(ctx, comm)
+    except Diverged as e:  # the same on every rank: no abort needed
+        if comm.rank == 0:
+            print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
+        return 1
+    except BaseException as e:  # noqa: BLE001
+        return _abort(comm, e)
+    return 0
+
+
+def _abort(comm, e: BaseException) -> int:
+    """Report this rank's failure and bring the whole job down (exit 1)."""
+    print(f"shgcn-train: rank {comm.rank}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+    if comm.size > 1:
+        comm.Abort(1)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

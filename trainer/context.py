@@ -1,0 +1,120 @@
+"""Everything one rank trains with, built from its block of the store
+without any communication (so a rank that fails here cannot hang the others)."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from shgcn import store
+from shgcn.store.sample import SamplerConfig
+
+from . import checkpoint
+from .config import TrainConfig, TrainError
+from .exchange import STRATEGIES, Exchange
+from .minibatch import MiniBatches
+from .model import GCN, Adam, as_input
+from .plan import CommPlan, comm_plan, full_local, local_matrix
+from .spmm import DistSpMM
+
+
+@dataclass
+class RankData:
+    """What one rank trains on: its own rows' features, labels and masks.
+
+    Attributes
+    ----------
+    x : (n_own, D) float32 ndarray, or csr_matrix for sparse features
+    labels : (n_own,) int32, -1 where unknown
+    train, val, test : (n_own,) bool (unlabelled rows excluded)
+    gids : (n_own,) int64, original vertex index (dropout keys)
+    """
+
+    x: np.ndarray | sp.csr_matrix
+    labels: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    gids: np.ndarray
+
+
+@dataclass
+class Context:
+    """One rank's run: options, store, data, the full-batch plan and product,
+    the model and optimizer, and the mini-batch re-drawer (mini-batch mode)."""
+
+    cfg: TrainConfig
+    s: store.Store
+    data: RankData
+    cp: CommPlan
+    exchange: Exchange
+    spmm: DistSpMM
+    model: GCN
+    opt: Adam
+    identity: dict
+    start: int
+    batches: MiniBatches | None = None
+
+    @property
+    def symmetric(self) -> bool:
+        return not self.s.attrs["directed"]
+
+
+def versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in ("shgcn", "numpy", "scipy", "mpi4py", "zarr"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "absent"
+    from mpi4py import MPI
+    out["mpi"] = MPI.Get_library_version().splitlines()[0].strip()
+    return out
+
+
+def setup(cfg: TrainConfig, comm) -> Context:
+    """Open this rank's block and build the model's pieces; raises
+    :class:`~shgcn.store.errors.UserError` (TrainError, StoreError) on bad input."""
+    cfg.check()
+    s = store.open_store(cfg.store)
+    if s.parts != comm.size:
+        raise TrainError(f"{cfg.store}: the store has {s.parts} parts but the job has {comm.size} "
+                         f"rank{'s' if comm.size != 1 else ''}; run with mpirun -n {s.parts}")
+    block = s.rank(comm.rank, verify=cfg.verify)
+    cp = comm_plan(block.plan, comm.rank, s.offsets)
+    ex = STRATEGIES[cfg.exchange](comm, cp)
+    spmm = DistSpMM(local_matrix(block.plan, cp), ex, symmetric=not s.attrs["directed"])
+    labelled = np.asarray(block.labels) >= 0
+    data = RankData(x=as_input(block.features), labels=np.asarray(block.labels),
+                    train=np.asarray(block.train_mask) & labelled, val=np.asarray(block.val_mask) & labelled,
+                    test=np.asarray(block.test_mask) & labelled, gids=np.asarray(block.node_index))
+    model = GCN([int(s.attrs["feature_dim"]), *cfg.hidden, int(s.attrs["classes"])], cfg.seed)
+    opt = Adam(model.ws, cfg.lr)
+    identity = {"store": s.attrs["checksums"], "dims": model.dims, **cfg.training_options()}
+    start = checkpoint.load(cfg, model, opt, identity) if cfg.resume else 0
+    batches = _minibatches(cfg, s, block, cp) if cfg.mode == "minibatch" else None
+    return Context(cfg, s, data, cp, ex, spmm, model, opt, identity, start, batches)
+
+
+def _minibatches(cfg: TrainConfig, s: store.Store, block: store.RankBlock, cp: CommPlan) -> MiniBatches:
+    n = int(s.attrs["n"])
+    size = cfg.batch_size_for(n)
+    if size > n:
+        raise TrainError(f"--batch-size {size}: more than the {n} vertices of the graph")
+    inverse = np.empty(n, np.int64)
+    inverse[s.permutation()] = np.arange(n)
+    steps = cfg.batches_per_epoch or -(-n // size)  # covers the training vertices once on average
+    scfg = SamplerConfig(kind=cfg.sampler, size=size, walk_length=cfg.walk_length, seed=cfg.seed)
+    adj = s.graph() if cfg.sampler != "node" else None
+    # column j of Â for each own row j: the row of Â^T (Â itself when symmetric), global column ids
+    tplan = block.transpose if block.transpose is not None else block.plan
+    ids = np.concatenate([np.arange(block.offset, block.offset + block.n_own), np.asarray(tplan.recv_ids)])
+    columns = sp.csr_matrix((np.ones(len(tplan.indices), np.int8), ids[np.asarray(tplan.indices)],
+                             np.asarray(tplan.indptr)), shape=(block.n_own, n))
+    return MiniBatches(full_local(block.plan, cp), cp, inverse, n, scfg, adj, steps, cfg.use_saint,
+                       cfg.norm_batches, columns)
