@@ -64,7 +64,7 @@ def table(rows: list[dict], cols: list[tuple[str, str]]) -> str:
 def build_store(source: str, out: Path, parts: int, *args: str) -> None:
     """``pipeline build SOURCE --parts P --out OUT ARGS`` in a fresh process."""
     import subprocess
-    subprocess.run([sys.executable, "-m", "pipeline", "--quiet", "build", source, "--parts", str(parts),
+    subprocess.run([sys.executable, "-m", "shgcn.pipeline", "--quiet", "build", source, "--parts", str(parts),
                     "--out", str(out), *args], check=True, capture_output=True, text=True)
 
 
@@ -72,7 +72,7 @@ def store_info(path: Path) -> dict:
     """``pipeline info PATH --json``."""
     import json
     import subprocess
-    return json.loads(subprocess.run([sys.executable, "-m", "pipeline", "info", str(path), "--json"], check=True,
+    return json.loads(subprocess.run([sys.executable, "-m", "shgcn.pipeline", "info", str(path), "--json"], check=True,
                                      capture_output=True, text=True).stdout)
 
 

@@ -24,7 +24,7 @@ from _common import SHARED, table, write_section
 def run_build(source: str, parts: int, model: str, extra: list[str], timeout: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "s.zarr"
-        cmd = [sys.executable, "-m", "pipeline", "--quiet", "build", source, "--parts", str(parts), "--model", model,
+        cmd = [sys.executable, "-m", "shgcn.pipeline", "--quiet", "build", source, "--parts", str(parts), "--model", model,
                "--out", str(out), *extra]
         t0 = time.perf_counter()
         try:

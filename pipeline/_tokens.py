@@ -105,8 +105,12 @@ def tokenize(data: bytes, comment_chars: bytes = b"#%", max_cols: int | None = N
     too_long = np.flatnonzero(lengths > _MAX_DIGITS)
     if too_long.size:
         t = too_long[0]
+        tok = bytes(b[starts[t]:ends[t]]).decode("latin-1")
+        what = "number too large:" if tok.lstrip("-").isdigit() else "non-numeric token"
+        if tok.startswith("-") and tok[1:].isdigit():
+            what = "negative id"
         return Tokens(empty, empty, empty, n_lines, comment_lines,
-                      ChunkError(int(line[t]), f"number too large: {_text(b, starts[t], ends[t])!r}"))
+                      ChunkError(int(line[t]), f"{what} {_text(b, starts[t], ends[t])!r}"))
     total = int(lengths.sum())
     offsets = np.cumsum(lengths) - lengths
     within = np.arange(total, dtype=np.int64) - np.repeat(offsets, lengths)

@@ -1,10 +1,16 @@
-"""The ``pipeline`` command: ``build``, ``info``, ``datasets``."""
+"""The ``pipeline`` command: ``build``, ``info``, ``report``, ``datasets``.
+
+Exit codes: 0 success, 2 a problem with the input or options (one line on
+stderr, never a traceback), 1 a failure of the work itself, 130 Ctrl-C.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
 import shlex
 import sys
 import time
@@ -15,6 +21,7 @@ from . import __version__, batch_quality, datasets, quality, readers
 from .errors import UserError
 
 log = logging.getLogger("shgcn.pipeline")
+_FMT = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _split(text: str) -> tuple[float, float, float]:
@@ -28,6 +35,9 @@ def _split(text: str) -> tuple[float, float, float]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .partition import DEFAULT_ALL, PRESETS, load_models
+
+    models = load_models()
     p = argparse.ArgumentParser(prog="pipeline", description="Partition a graph into a training-ready Zarr store.")
     p.add_argument("--version", action="version", version=f"shgcn {__version__}")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
@@ -40,122 +50,166 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--log-format", choices=("text", "json"), default=argparse.SUPPRESS, help="text or JSON logs")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    b = sub.add_parser("build", parents=[common], help="build a partitioned store from a dataset, a file or a generator",
-                       description="Build a partitioned store. SOURCE is a dataset name (see 'pipeline datasets'), "
-                                   "a file (edge list .txt[.gz], .mtx, METIS .graph, .npz, Planetoid ind.NAME), "
-                                   "or a generator: rmat:scale=S,edge_factor=E,seed=K or sbm:n=N,classes=C,...")
+    b = sub.add_parser(
+        "build", parents=[common], formatter_class=_FMT,
+        help="build a partitioned store from a dataset, a file or a generator",
+        description="Build a partitioned store. SOURCE is a dataset name (see 'pipeline datasets'), a file (edge "
+                    "list .txt[.gz], .mtx, METIS .graph, .npz, Planetoid ind.NAME), or a generator: "
+                    "rmat:scale=S,edge_factor=E,seed=K or sbm:n=N,classes=C,... Edge lists are read as DIRECTED "
+                    "unless the dataset says otherwise (--undirected stores every edge both ways).")
     b.add_argument("source", metavar="SOURCE")
     b.add_argument("--out", "-o", required=True, help="store directory to create (e.g. stores/cora-p4.zarr)")
     b.add_argument("--parts", "-p", type=int, required=True, help="number of parts (MPI ranks)")
-    b.add_argument("--model", default="hp", help="rp, gp, hp, a comma list, or all (default: hp)")
-    b.add_argument("--layout-model", default=None,
-                   help="model whose partition lays out the rank blocks (default: hp if computed)")
-    b.add_argument("--eps", type=float, default=0.03, help="allowed load imbalance (default 0.03)")
-    b.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
-    b.add_argument("--threads", type=int, default=0, help="partitioner threads (default: all cores)")
-    b.add_argument("--hp-preset", default="deterministic",
-                   help="Mt-KaHyPar preset: deterministic (default, reproducible), default, quality, deterministic_quality")
+    listing = "; ".join(f"{m}: {r.description}" for m, r in models.items())
+    b.add_argument("--model", default="hp",
+                   help=f"a comma list of models, or all (= {','.join(DEFAULT_ALL)}). {listing}")
+    b.add_argument("--partition-file", action="append", default=[], metavar="FILE",
+                   help="import an assignment made elsewhere (one part id per line in the input's vertex order, or "
+                        ".npy; e.g. from ParMETIS, KaMinPar, an earlier build) as a model named by the file's stem "
+                        "(repeatable): the way to use a distributed partitioner")
+    b.add_argument("--layout-model", default=None, help="model whose partition lays out the rank blocks "
+                                                          "(default: hp if computed, else the first)")
+    b.add_argument("--eps", type=float, default=0.03, help="allowed load imbalance")
+    b.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    b.add_argument("--threads", type=int, default=0, help="partitioner threads (0: all cores)")
+    b.add_argument("--hp-preset", default="deterministic", choices=PRESETS,
+                   help="Mt-KaHyPar preset (deterministic is reproducible)")
     b.add_argument("--format", dest="fmt", choices=readers.FORMATS, help="input format (default: from the file name)")
-    b.add_argument("--data-dir", help=f"where dataset files are (default: ${datasets.ENV_VAR}, then {datasets.cache_dir()})")
+    b.add_argument("--header", choices=readers.HEADERS, default="auto",
+                   help="edge lists: is the first line the file's size (vertices, edges)? auto detects it")
+    b.add_argument("--data-dir", help=f"where dataset files are (default: ${datasets.ENV_VAR}, then "
+                                      f"{datasets.cache_dir()})")
     d = b.add_mutually_exclusive_group()
-    d.add_argument("--undirected", dest="directed", action="store_false", default=None, help="symmetrize the graph")
+    d.add_argument("--undirected", dest="directed", action="store_false", default=None,
+                   help="store every edge both ways (default: what the dataset or file says; edge lists: directed)")
     d.add_argument("--directed", dest="directed", action="store_true", help="keep edge direction")
     b.add_argument("--features", default="auto", help="auto (the dataset's own), random:D, or an (n, D) .npy file")
     b.add_argument("--feature-norm", choices=("none", "row"), default=None,
-                   help="feature preprocessing: row-normalize (default for Planetoid datasets) or none")
+                   help="feature preprocessing: row-normalize or none (default: row for Planetoid, else none)")
     b.add_argument("--labels", default="auto", help="auto (the dataset's own) or random:C")
     b.add_argument("--split", type=_split, default=(0.6, 0.2, 0.2),
-                   help="train,val,test fractions for graphs without a split (default 0.6,0.2,0.2)")
-    b.add_argument("--overwrite", action="store_true", help="replace an existing store")
-    b.add_argument("--chunk-bytes", type=int, default=16 * 2**20, help="bytes of text per parse task (default 16 MiB)")
+                   help="train,val,test fractions for graphs without a split")
+    b.add_argument("--overwrite", action="store_true", help="replace an existing store (only a store, or an empty "
+                                                            "directory, is ever replaced)")
+    b.add_argument("--chunk-bytes", type=int, default=16 * 2**20, help="bytes of text per parse task")
+    b.add_argument("--max-line", type=int, default=2**20, help="longest line accepted, in bytes")
+    b.add_argument("--block-nnz", type=int, default=1 << 22, help="nonzeros per row block (the unit of parallel work)")
     m = b.add_argument_group("mini-batch model (shp)")
     m.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
-                   help="mini-batch sampler: node (uniform vertices), edge, rw (GraphSAINT) (default node)")
-    m.add_argument("--batch-size", type=int, default=0, help="vertices per mini-batch (default: 10%% of n)")
-    m.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk (default 2)")
-    m.add_argument("--theta", type=float, default=0.1, help="Hoeffding: tolerance of the mean connectivity (default 0.1)")
-    m.add_argument("--delta", type=float, default=0.5, help="Hoeffding: failure probability (default 0.5)")
+                   help="mini-batch sampler: node (uniform vertices), edge, rw (GraphSAINT)")
+    m.add_argument("--batch-size", type=int, default=0, help="vertices per mini-batch (0: 10%% of n)")
+    m.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk")
+    m.add_argument("--theta", type=float, default=0.1, help="Hoeffding: tolerance of the mean connectivity")
+    m.add_argument("--delta", type=float, default=0.5, help="Hoeffding: failure probability")
     m.add_argument("--batches", type=int, default=None,
                    help="use exactly this many sampled batches (overrides the Hoeffding floor and stopping rule)")
-    m.add_argument("--eval-batches", type=int, default=200, help="held-out batches for the mini-batch quality (default 200)")
+    m.add_argument("--eval-batches", type=int, default=200, help="held-out batches for the mini-batch quality")
     m.add_argument("--shp-construction", choices=("auto", "batches", "columns"), default="auto",
-                   help="nets from whole sampled batches, or per column (node sampler; default for it)")
-    m.add_argument("--shp-max-rounds", type=int, default=6, help="stopping rule: at most this many rounds (default 6)")
+                   help="nets from whole sampled batches, or per column (node sampler; auto: columns for it)")
+    m.add_argument("--shp-max-rounds", type=int, default=6, help="stopping rule: at most this many rounds")
     m.add_argument("--shp-min-gain", type=float, default=0.01,
-                   help="stopping rule: stop when a round improves the held-out volume by less (default 0.01)")
+                   help="stopping rule: stop when a round improves the held-out volume by less")
     m.add_argument("--shp-time-factor", type=float, default=2.0,
                    help="when hp is computed too, stop sampling rounds before shp would take longer than this "
-                        "many times hp's partitioning time (default 2; 0: no limit)")
+                        "many times hp's partitioning time (0: no limit)")
     c = b.add_argument_group("Dask")
-    c.add_argument("--scheduler", help="address of an existing Dask scheduler (default: an embedded LocalCluster)")
-    c.add_argument("--workers", type=int, default=0, help="embedded cluster: threads (or processes) (default: cores)")
+    c.add_argument("--scheduler", help="address of an existing Dask scheduler, tcp://HOST:PORT (default: "
+                                       "$DASK_SCHEDULER_ADDRESS, else an embedded cluster)")
+    c.add_argument("--workers", type=int, default=0, help="embedded cluster: threads (or processes) (0: cores)")
     c.add_argument("--processes", action="store_true", help="embedded cluster: worker processes instead of threads")
-    c.add_argument("--dashboard-address", default="127.0.0.1:0", help="embedded cluster dashboard (default: a free port)")
+    c.add_argument("--dashboard-address", default="127.0.0.1:0",
+                   help="embedded cluster: HOST:PORT of the dashboard; every server binds to HOST (port 0: free)")
     c.add_argument("--keep-dashboard", action="store_true",
                    help="keep the cluster and its dashboard up after the build, until Ctrl-C")
-    b.add_argument("--json", action="store_true", help="print the build summary as JSON")
+    c.add_argument("--heartbeat", type=float, default=30.0, help="seconds between 'still running' log lines")
+    b.add_argument("--json", action="store_true", help="print only the build summary, as JSON, on stdout")
 
     i = sub.add_parser("info", parents=[common], help="show what a store holds and its quality table")
     i.add_argument("store", metavar="STORE")
     i.add_argument("--json", action="store_true", help="one JSON object instead of text")
 
-    r = sub.add_parser("report", parents=[common], help="render the quality report notebook to HTML",
-                       description="Execute notebooks/quality_report.ipynb headless for STORE (and run logs) "
+    r = sub.add_parser("report", parents=[common], formatter_class=_FMT,
+                       help="render the quality report notebook to HTML",
+                       description="Execute the quality report notebook headless for STORE (and run logs) "
                                    "and write a self-contained HTML file, or the executed notebook.")
     r.add_argument("store", metavar="STORE")
-    r.add_argument("--run", action="append", default=[], metavar="LOG", help="a run log of trainer/train.py (repeatable)")
+    r.add_argument("--run", action="append", default=[], metavar="LOG", help="a run log of shgcn-train (repeatable)")
     r.add_argument("--out", "-o", required=True, help="output file (report.html, or .ipynb with --format ipynb)")
     r.add_argument("--format", choices=("html", "ipynb"), default="html")
-    r.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    r.add_argument("--timeout", type=int, default=600, help="seconds per cell")
 
     sub.add_parser("datasets", help="list the named datasets")
     return p
 
 
 def _models(text: str) -> tuple[str, ...]:
-    from .build import MODELS
+    from .compose import model_names
+    from .partition import DEFAULT_ALL
 
     if text == "all":
-        return MODELS
-    models = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+        return DEFAULT_ALL
+    models = tuple(m.strip() for m in text.split(",") if m.strip())
+    known = model_names()
     for m in models:
-        if m not in MODELS:
-            raise UserError(f"--model {m!r}: choose from {', '.join(MODELS)} or all")
+        if m not in known:
+            raise UserError(f"--model {m!r}: choose from {', '.join(known)} or all")
+    if len(set(models)) != len(models):
+        raise UserError(f"--model {text!r}: a model is listed twice")
     return models
 
 
-def cmd_build(args) -> int:
-    from .build import BuildConfig, build
-    from .cluster import ClusterConfig, dask_client
+def build_config(args):
+    """The BuildConfig of ``pipeline build``'s arguments."""
+    from .compose import BuildConfig
     from .stochastic import SHPConfig
 
-    cfg = BuildConfig(
-        source=args.source, out=args.out, parts=args.parts, models=_models(args.model),
-        layout_model=args.layout_model, eps=args.eps, seed=args.seed, threads=args.threads,
-        hp_preset=args.hp_preset, fmt=args.fmt, data_dir=args.data_dir, directed=args.directed,
-        features=args.features, labels=args.labels, feature_norm=args.feature_norm, split=args.split, overwrite=args.overwrite,
-        chunk_bytes=args.chunk_bytes, command="pipeline " + shlex.join(sys.argv[1:]),
+    return BuildConfig(
+        source=args.source, out=args.out, parts=args.parts,
+        models=_models(args.model) if args.model else (), layout_model=args.layout_model, eps=args.eps,
+        seed=args.seed, threads=args.threads, hp_preset=args.hp_preset, fmt=args.fmt, data_dir=args.data_dir,
+        directed=args.directed, features=args.features, labels=args.labels, feature_norm=args.feature_norm,
+        split=args.split, overwrite=args.overwrite, chunk_bytes=args.chunk_bytes, max_line=args.max_line,
+        header=args.header, block_nnz=args.block_nnz, partition_files=tuple(args.partition_file),
+        command="pipeline " + shlex.join(sys.argv[1:]),
         shp=SHPConfig(sampler=args.sampler, batch_size=args.batch_size, walk_length=args.walk_length,
                       theta=args.theta, delta=args.delta, batches=args.batches, eval_batches=args.eval_batches,
                       construction=args.shp_construction, max_rounds=args.shp_max_rounds,
                       min_gain=args.shp_min_gain),
-        shp_time_factor=args.shp_time_factor, progress=not (args.quiet or args.json) and sys.stdout.isatty(),
-    )
-    cfg.check()
-    echo = (lambda *a, **k: None) if args.quiet or args.json else print
+        shp_time_factor=args.shp_time_factor, progress=not (args.quiet or args.json) and sys.stderr.isatty(),
+        heartbeat=args.heartbeat)
+
+
+def cmd_build(args) -> int:
+    from .cluster import ClusterConfig, dask_client
+    from .compose import build
+    from .partition import kill_children
+
+    cfg = build_config(args)
+    cfg.resolved().check()
+    quiet = args.quiet or args.json
+    # with --json, stdout holds the JSON only: everything else goes to stderr
+    say = (lambda *a, **k: None) if args.quiet else (lambda msg: log.info("%s", msg))
+    echo = (lambda *a, **k: None) if quiet else print
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,
                          dashboard_address=args.dashboard_address, processes=args.processes)
-    with dask_client(ccfg, announce=print if not args.quiet else (lambda *_: None)) as client:
-        result = build(cfg, client, echo=echo)
+    with dask_client(ccfg, announce=say) as client:
+        try:
+            result = build(cfg, client, echo=echo)
+        except KeyboardInterrupt:
+            with contextlib.suppress(Exception):  # partitioner children on the workers, too
+                client.run(kill_children)
+            raise
         if args.keep_dashboard:
-            print(f"build done; the dashboard stays up at {client.dashboard_link} until Ctrl-C", flush=True)
+            from .cluster import dashboard_link
+
+            say(f"build done; the dashboard stays up at {dashboard_link(client)} until Ctrl-C")
             try:
                 while True:
                     time.sleep(3600)
             except KeyboardInterrupt:
                 pass
     if args.json:
-        print(json.dumps(_summary(result.attrs, result.table), indent=2))
+        print(json.dumps(_summary(result.attrs, result.table), indent=2, default=float))
     else:
         echo(f"wrote {result.path} ({', '.join(f'{k} {v:.2f}s' for k, v in result.timings.items())})")
     return 0
@@ -164,7 +218,7 @@ def cmd_build(args) -> int:
 def _summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
     keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed",
             "hp_preset", "feature_dim", "classes", "command", "versions", "timings", "peak_rss_mib",
-            "peak_rss_mib_by_stage", "stats", "notes", "shp")
+            "peak_rss_mib_by_stage", "partitions", "stats", "notes", "shp")
     out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}
     if minibatch is not None:
         out["minibatch"] = {"attrs": dict(minibatch.attrs),
@@ -186,9 +240,9 @@ def cmd_info(args) -> int:
           f"eps {a['eps']}  seed {a['seed']}")
     print(f"features   {a['feature_dim']}  classes {a['classes']}")
     print(f"built by   {a['command']}")
-    peaks = a.get("peak_rss_mib_by_stage", {})
-    print("stages     " + ", ".join(f"{k} {v:.1f} s" + (f" ({peaks[k]:,.0f} MiB)" if k in peaks else "")
-                                    for k, v in a.get("timings", {}).items()) + "  (peak RSS so far)")
+    print("stages     " + ", ".join(f"{k} {v:.1f} s" for k, v in a.get("timings", {}).items()))
+    for stage, peaks in a.get("peak_rss_mib_by_stage", {}).items():
+        print(f"memory     {stage:9s} " + ", ".join(f"{p} {v:,.0f} MiB" for p, v in peaks.items()))
     for note in a.get("notes", []):
         print(f"note       {note}")
     print()
@@ -257,12 +311,27 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"build": cmd_build, "info": cmd_info, "report": cmd_report, "datasets": cmd_datasets}
     try:
         return handlers[args.command](args)
-    except (UserError, store.StoreError) as e:
+    except UserError as e:
         print(f"pipeline: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("pipeline: interrupted", file=sys.stderr)
+        _interrupted()
         return 130
+
+
+def _interrupted() -> None:
+    """Ctrl-C: kill partitioner children, stop writers, remove the partial
+    store, and leave at once (worker threads still inside numpy would
+    otherwise be waited for)."""
+    from .partition import kill_children
+
+    kill_children()
+    store.abort_all()
+    time.sleep(0.3)  # a write already inside zarr finishes; then its files go too
+    store.abort_all()
+    print("pipeline: interrupted; nothing was written", file=sys.stderr, flush=True)
+    logging.shutdown()
+    os._exit(130)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,41 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ._tokens import ChunkError
+
+
+@dataclass
+class ParsedChunk:
+    """Edges of one parse task, in file order.
+
+    Attributes
+    ----------
+    a : (E,) int64, source vertex (pairs) or chunk-local vertex line (adjacency formats)
+    b : (E,) int64, target vertex
+    n_lines : int, lines owned by the chunk
+    n_comments : int, comment lines among them
+    error : the first problem found (chunk-local line; -1 for the whole file), or None
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    n_lines: int = 0
+    n_comments: int = 0
+    error: ChunkError | None = None
+
+
+@dataclass
+class NodeSource:
+    """Node data that came with the graph (Planetoid, generators), in vertex order.
+
+    Attributes: features (n, d) float32 or None; labels (n,) int32 or None, -1
+    unknown; masks dict of (n,) bool (train, val, test) or None.
+    """
+
+    features: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    masks: dict[str, np.ndarray] | None = None
+
 
 @dataclass
 class RawGraph:

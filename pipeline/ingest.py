@@ -1,11 +1,22 @@
-"""Chunked parallel parsing of text graph files, and cleaning into CSR.
+"""Parsing text graph files on the workers, and cleaning edges into row blocks.
 
-A text file is cut into byte ranges that end on line boundaries; each range is
-one Dask task (``ingest-parse``) that tokenizes it with numpy and returns
-arrays. Gzip files cannot be split by byte offset, so they are decompressed as
-a stream on the client and each block of whole lines becomes a task.
-Errors come back from the tasks as data with a chunk-local line number, so
-the message can name the global line of the file.
+Text is cut into tasks that each own whole lines:
+
+- a plain file: byte ranges (``parse-range`` tasks), read by the workers;
+- a BGZF / multi-member gzip whose members carry their size: groups of
+  members, decompressed in parallel (``parse-bgzf``);
+- any other gzip: one ``parse-gzip`` task streams it (bounded memory) and
+  returns its blocks; the client never reads the file.
+
+Each task parses with pyarrow (the fast path); when pyarrow refuses a chunk
+(comments in the middle, mixed separators, a bad token), the chunk is parsed
+again by the vectorized tokenizer of :mod:`._tokens`, which finds the first
+bad line. Errors come back as data with a chunk-local line number, and the
+client names the global line of the file (``file:line: message``).
+
+A line longer than ``max_line`` bytes ends the parse with an error, so a
+binary file or a gzip bomb never makes a task hold more than about
+``chunk_bytes + max_line`` bytes of text.
 """
 
 from __future__ import annotations
@@ -13,22 +24,23 @@ from __future__ import annotations
 import gzip
 import logging
 import os
-import uuid
+import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._tokens import ChunkError, Tokens, tokenize
-from .errors import UserError, located
-from .graph import Graph, RawGraph
+from ._tokens import ChunkError, Tokens, count_lines, tokenize
+from .errors import UserError
+from .graph import Graph, ParsedChunk, RawGraph
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_BYTES = 16 * 2**20
+MAX_LINE_BYTES = 2**20
+_EMPTY = np.zeros(0, np.int64)
 
 
 @dataclass(frozen=True)
@@ -40,79 +52,66 @@ class ByteRange:
     end: int
 
 
-@dataclass
-class ParsedChunk:
-    a: np.ndarray  # (E,) int64: source vertex (pairs) or chunk-local vertex line (adjacency)
-    b: np.ndarray  # (E,) int64: target vertex
-    n_lines: int
-    n_comments: int
-    error: ChunkError | None = None
-
-
-def is_gzip(path: str | Path) -> bool:
+def is_gzip(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
 
 
-def open_text(path: str | Path):
-    """Open a possibly gzip-compressed file for binary reading."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+def byte_ranges(path: str, offset: int, size: int, chunk_bytes: int) -> list[ByteRange]:
+    cuts = list(range(offset, size, max(1, chunk_bytes))) + [size]
+    return [ByteRange(path, a, b) for a, b in zip(cuts[:-1], cuts[1:])] or [ByteRange(path, offset, size)]
 
 
-def read_range(r: ByteRange) -> bytes:
-    """Bytes of the whole lines owned by ``r``."""
+def _to_newline(f, limit: int) -> tuple[bytes, bool]:
+    """Read up to and including the next newline, at most ``limit`` bytes;
+    returns (bytes, found)."""
+    out = b""
+    while len(out) <= limit:
+        part = f.readline(min(65536, limit + 1 - len(out)))
+        if not part:
+            return out, True  # end of file ends the line
+        out += part
+        if part.endswith(b"\n"):
+            return out, True
+    return out, False
+
+
+def read_range(r: ByteRange, max_line: int = MAX_LINE_BYTES) -> tuple[bytes, ChunkError | None]:
+    """Bytes of the whole lines owned by ``r`` (bounded: a line longer than
+    ``max_line`` is an error, never a read of the rest of the file)."""
     with open(r.path, "rb") as f:
         pos = r.start
         if r.start > 0:
             f.seek(r.start - 1)
             if f.read(1) != b"\n":
-                f.readline()  # this line belongs to the previous range
-                pos = f.tell()
+                skipped, found = _to_newline(f, max_line)  # this line belongs to the previous range
+                if not found:
+                    return b"", None  # the previous range reports the long line
+                pos = r.start + len(skipped)
         if pos >= r.end:
-            return b""
+            return b"", None
         f.seek(pos)
         data = f.read(r.end - pos)
         if data and not data.endswith(b"\n"):
-            data += f.readline()
-        return data
+            tail, found = _to_newline(f, max_line)
+            data += tail
+            if not found:
+                return data, _long_line(data, max_line)
+    return data, None
 
 
-def byte_ranges(path: str, offset: int, chunk_bytes: int) -> list[ByteRange]:
-    size = os.path.getsize(path)
-    cuts = list(range(offset, size, max(1, chunk_bytes))) + [size]
-    return [ByteRange(path, a, b) for a, b in zip(cuts[:-1], cuts[1:])] or [ByteRange(path, offset, size)]
+def _long_line(data: bytes, max_line: int) -> ChunkError:
+    return ChunkError(count_lines(data) - 1, f"line longer than {max_line:,} bytes (a binary or corrupt file?)")
 
 
-def gzip_blocks(path: str, offset: int, chunk_bytes: int) -> Iterator[bytes]:
-    """Decompress ``path`` as a stream and yield blocks of whole lines,
-    skipping the first ``offset`` decompressed bytes (the header)."""
-    try:
-        with gzip.open(path, "rb") as f:
-            f.read(offset)
-            rest = b""
-            while True:
-                block = f.read(chunk_bytes)
-                if not block:
-                    break
-                block = rest + block
-                cut = block.rfind(b"\n") + 1
-                if cut == 0:
-                    rest = block
-                    continue
-                rest = block[cut:]
-                yield block[:cut]
-            if rest:
-                yield rest
-    except EOFError:
-        raise located(path, "truncated gzip file (the compressed stream ends early)") from None
-    except (gzip.BadGzipFile, zlib.error) as e:
-        raise located(path, f"corrupt gzip file ({e})") from None
+# ------------------------------------------------------------------ parsers
 
-
-def parse_pairs(data: bytes | ByteRange, max_id: int | None = None, base: int = 0) -> ParsedChunk:
-    """Parse lines ``u v [ignored...]`` into two id arrays (``ingest-parse`` task)."""
-    if isinstance(data, ByteRange):
-        data = read_range(data)
+def parse_pairs(data: bytes, max_id: int | None = None, base: int = 0) -> ParsedChunk:
+    """Lines ``u v [ignored...]`` -> two id arrays (shifted by ``base``).
+    Fast path: pyarrow; on any refusal, the tokenizer (which names the line)."""
+    fast = _fast_pairs(data, max_id, base)
+    if fast is not None:
+        return fast
     t = tokenize(data, max_cols=2)
     if t.error:
         return ParsedChunk(_EMPTY, _EMPTY, t.n_lines, t.comment_lines.size, t.error)
@@ -127,22 +126,67 @@ def parse_pairs(data: bytes | ByteRange, max_id: int | None = None, base: int = 
     return ParsedChunk(a - base, b - base, t.n_lines, t.comment_lines.size, err)
 
 
-def parse_adjacency(data: bytes | ByteRange, max_id: int | None, base: int, stride: int, skip: int) -> ParsedChunk:
-    """Parse METIS-style adjacency lines (``ingest-parse`` task).
+def _leading_comments(data: bytes) -> tuple[int, int]:
+    """(byte offset, count) of the comment and blank lines that open ``data``."""
+    pos = lines = 0
+    while pos < len(data) and data[pos:pos + 1] in (b"#", b"%", b"\n", b"\r"):
+        nl = data.find(b"\n", pos)
+        pos = len(data) if nl < 0 else nl + 1
+        lines += 1
+    return pos, lines
 
-    Line k (comments excluded) lists the neighbours of chunk-local vertex k.
-    ``skip`` leading tokens (vertex weights) are dropped, then every
-    ``stride``-th token is a neighbour (``stride`` 2 when edge weights follow).
-    """
-    if isinstance(data, ByteRange):
-        data = read_range(data)
+
+def _fast_pairs(data: bytes, max_id: int | None, base: int) -> ParsedChunk | None:
+    """pyarrow's CSV reader on the common layouts (one tab or one space
+    between fields, comments only at the top); None when it does not apply."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    start, comments = _leading_comments(data)
+    body = memoryview(data)[start:]
+    if not body:
+        return ParsedChunk(_EMPTY, _EMPTY, count_lines(data), comments)
+    raw = data[start:]
+    if b"\n#" in raw or b"\n%" in raw:
+        return None
+    first = raw[: raw.find(b"\n") if b"\n" in raw else len(raw)]
+    delim = "\t" if b"\t" in first else " "
+    if delim == " " and (b"  " in raw or b"\t" in raw or b"\n " in raw or raw.startswith(b" ")):
+        return None
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(body),
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
+                                           block_size=len(body) + 1),
+            parse_options=pacsv.ParseOptions(delimiter=delim, ignore_empty_lines=True),
+            convert_options=pacsv.ConvertOptions(column_types={"f0": pa.int64(), "f1": pa.int64()},
+                                                 include_columns=["f0", "f1"]))
+    except (pa.ArrowInvalid, pa.ArrowKeyError, KeyError):
+        return None
+    if table.num_columns != 2 or table.column(0).null_count or table.column(1).null_count:
+        return None
+    a = table.column(0).to_numpy()
+    b = table.column(1).to_numpy()
+    lo = min(a.min(initial=base), b.min(initial=base))
+    hi = max(a.max(initial=base), b.max(initial=base))
+    if lo < base or (max_id is not None and hi >= max_id + base):
+        return None  # the tokenizer names the line
+    if base:
+        a, b = a - base, b - base
+    return ParsedChunk(a, b, count_lines(data), comments)
+
+
+def parse_adjacency(data: bytes, max_id: int | None, base: int, stride: int, skip: int) -> ParsedChunk:
+    """METIS-style adjacency lines: line k (comments excluded) lists the
+    neighbours of chunk-local vertex k. ``skip`` leading tokens (vertex
+    weights) are dropped, then every ``stride``-th token is a neighbour
+    (``stride`` 2 when edge weights follow)."""
     t = tokenize(data)
     if t.error:
         return ParsedChunk(_EMPTY, _EMPTY, t.n_lines, t.comment_lines.size, t.error)
     keep = (t.col >= skip) & ((t.col - skip) % stride == 0)
     line = t.line[keep]
-    # a vertex's number is its line minus the comment lines above it
-    vertex = line - np.searchsorted(t.comment_lines, line)
+    vertex = line - np.searchsorted(t.comment_lines, line)  # a vertex's number: its line minus the comments above
     nbr = t.values[keep]
     err = None
     if max_id is not None:
@@ -152,88 +196,194 @@ def parse_adjacency(data: bytes | ByteRange, max_id: int | None, base: int, stri
     return ParsedChunk(vertex, nbr - base, t.n_lines, t.comment_lines.size, err)
 
 
-_EMPTY = np.zeros(0, np.int64)
-
-
 def _check_range(t: Tokens, a, b, first, max_id, base) -> ChunkError | None:
     lo = min(a.min(initial=base), b.min(initial=base))
     hi = max(a.max(initial=base), b.max(initial=base))
     if lo >= base and (max_id is None or hi < max_id + base):
         return None
-    lines = t.line[first]
-    bad = np.flatnonzero((a < base) | (b < base) | ((a >= max_id + base) | (b >= max_id + base) if max_id is not None else False))
-    i = bad[0]
+    over = ((a >= max_id + base) | (b >= max_id + base)) if max_id is not None else np.zeros(a.size, bool)
+    i = np.flatnonzero((a < base) | (b < base) | over)[0]
     val = a[i] if (a[i] < base or (max_id is not None and a[i] >= max_id + base)) else b[i]
+    line = int(t.line[first][i])
     if val < base:
-        return ChunkError(int(lines[i]), f"id {val} below {base} in a {base}-based file")
-    return ChunkError(int(lines[i]), f"id {val} beyond the declared size {max_id}")
+        return ChunkError(line, f"id {val} below {base} in a {base}-based file")
+    return ChunkError(line, f"id {val} beyond the declared size {max_id}")
 
+
+PARSERS: dict[str, Callable[..., ParsedChunk]] = {"pairs": parse_pairs, "adjacency": parse_adjacency}
+
+
+# ------------------------------------------------------------------- tasks
+
+def parse_range(r: ByteRange, kind: str, max_line: int, kwargs: dict) -> ParsedChunk:
+    """``ingest-parse`` task: read and parse one byte range."""
+    data, err = read_range(r, max_line)
+    if err is not None:
+        return ParsedChunk(_EMPTY, _EMPTY, count_lines(data), 0, err)
+    return PARSERS[kind](data, **kwargs)
+
+
+def parse_gzip(path: str, skip: int, chunk_bytes: int, max_line: int, kind: str, kwargs: dict) -> list[ParsedChunk]:
+    """``ingest-gzip`` task: stream a gzip file (after ``skip`` decompressed
+    header bytes) and parse it block by block; memory stays near
+    ``chunk_bytes + max_line``. Stops at the first error."""
+    out: list[ParsedChunk] = []
+    lines = 0
+    try:
+        with gzip.open(path, "rb") as f:
+            f.read(skip)
+            rest = b""
+            while True:
+                block = f.read(chunk_bytes)
+                if not block:
+                    break
+                block = rest + block
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    if len(block) > max_line:
+                        out.append(ParsedChunk(_EMPTY, _EMPTY, 1, 0, _long_line(block[:max_line + 1], max_line)))
+                        return out
+                    rest = block
+                    continue
+                rest = block[cut:]
+                if len(rest) > max_line:
+                    out.append(ParsedChunk(_EMPTY, _EMPTY, count_lines(block[:cut]) + 1, 0,
+                                           ChunkError(count_lines(block[:cut]), _long_line(rest, max_line).message)))
+                    return out
+                out.append(PARSERS[kind](block[:cut], **kwargs))
+                lines += out[-1].n_lines
+                if out[-1].error is not None:
+                    return out
+            if rest:
+                out.append(PARSERS[kind](rest, **kwargs))
+    except EOFError:
+        out.append(ParsedChunk(_EMPTY, _EMPTY, 0, 0,
+                               ChunkError(-1, "truncated gzip file (the compressed stream ends early)")))
+    except (gzip.BadGzipFile, zlib.error) as e:
+        out.append(ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"corrupt gzip file ({e})")))
+    return out
+
+
+def bgzf_members(path: str, size: int) -> list[int] | None:
+    """Start offsets of the gzip members of a BGZF-style file (every member
+    carries its compressed size in a ``BC`` extra field), or None when the
+    file is not one (then it is streamed by one task)."""
+    starts = []
+    with open(path, "rb") as f:
+        pos = 0
+        while pos < size:
+            head = f.read(18)
+            if len(head) < 18 or head[:4] != b"\x1f\x8b\x08\x04" or head[12:14] != b"BC":
+                return None
+            bsize = struct.unpack("<H", head[16:18])[0] + 1
+            starts.append(pos)
+            pos += bsize
+            f.seek(pos)
+        return starts if len(starts) > 1 else None
+
+
+def parse_bgzf(path: str, start: int, stop: int, more: int, first: bool, max_line: int, kind: str,
+               kwargs: dict) -> ParsedChunk:
+    """``ingest-bgzf`` task: decompress members ``[start, stop)`` and parse the
+    lines that begin in them; the members up to ``more`` complete the last line."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            own = gzip.decompress(f.read(stop - start))
+            extra = gzip.decompress(f.read(more - stop)) if more > stop else b""
+    except EOFError:
+        return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, "truncated gzip file (the compressed stream ends early)"))
+    except (gzip.BadGzipFile, zlib.error) as e:
+        return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"corrupt gzip file ({e})"))
+    if not first:  # the first partial line belongs to the previous group
+        nl = own.find(b"\n")
+        own = b"" if nl < 0 else own[nl + 1:]
+    if own and not own.endswith(b"\n"):
+        end = extra.find(b"\n")
+        own += extra if end < 0 else extra[:end + 1]
+    if own and not own.endswith(b"\n") and more > stop:
+        return ParsedChunk(_EMPTY, _EMPTY, count_lines(own), 0, _long_line(own, max_line))
+    newlines = np.flatnonzero(np.frombuffer(own, np.uint8) == 10)
+    gaps = np.diff(np.concatenate([[-1], newlines, [len(own)]]))
+    if gaps.size and gaps.max() > max_line + 1:
+        return ParsedChunk(_EMPTY, _EMPTY, count_lines(own), 0,
+                           ChunkError(int(gaps.argmax()), f"line longer than {max_line:,} bytes (a binary or corrupt file?)"))
+    return PARSERS[kind](own, **kwargs)
+
+
+# ---------------------------------------------------------- chunk helpers
 
 @dataclass(frozen=True)
-class Parser:
-    """Where and how text is parsed: the Dask client, bytes per task, and
-    whether to show a progress bar."""
+class ChunkMeta:
+    """What the client learns about a parsed chunk: a few numbers.
 
-    client: object
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES
-    progress: bool = False
+    ``first`` is the chunk's first pair; ``max_id`` the largest id (either
+    column) and ``max_a`` the largest first id; ``lower`` / ``upper``: every
+    pair has a >= b / a <= b (a matrix triangle)."""
 
-    def run(self, path: str, parse: Callable[..., ParsedChunk], **kwargs):
-        return parse_text(self.client, path, parse, chunk_bytes=self.chunk_bytes, progress=self.progress, **kwargs)
-
-
-def parse_text(
-    client,
-    path: str,
-    parse: Callable[..., ParsedChunk],
-    *,
-    header_lines: int = 0,
-    header_bytes: int = 0,
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-    progress: bool = False,
-    **kwargs,
-) -> tuple[np.ndarray, np.ndarray, list[ParsedChunk]]:
-    """Run ``parse`` over the chunks of ``path`` as Dask tasks.
-
-    Returns the concatenated ``a`` and ``b`` arrays, with chunk-local vertex
-    lines of adjacency formats already shifted to global vertex numbers.
-    """
-    name = f"ingest-parse-{uuid.uuid4().hex[:8]}"  # unique: a key names one result in the cluster
-    if is_gzip(path):
-        # decompression is serial; each block of lines is parsed as soon as it exists
-        futures = [client.submit(parse, client.scatter(block, hash=False), key=(name, i), **kwargs)
-                   for i, block in enumerate(gzip_blocks(path, header_bytes, chunk_bytes))]
-    else:
-        futures = [client.submit(parse, r, key=(name, i), **kwargs)
-                   for i, r in enumerate(byte_ranges(path, header_bytes, chunk_bytes))]
-    if progress:
-        from distributed import progress as show
-        show(futures, notebook=False)
-        print(flush=True)
-    chunks: list[ParsedChunk] = client.gather(futures)
-    line0 = header_lines
-    for c in chunks:
-        if c.error is not None:
-            raise located(path, c.error.message, line=line0 + c.error.line + 1)
-        line0 += c.n_lines
-    if parse is parse_adjacency:
-        shift = np.cumsum([0] + [c.n_lines - c.n_comments for c in chunks[:-1]])
-        a = np.concatenate([c.a + s for c, s in zip(chunks, shift)]) if chunks else _EMPTY
-    else:
-        a = np.concatenate([c.a for c in chunks]) if chunks else _EMPTY
-    b = np.concatenate([c.b for c in chunks]) if chunks else _EMPTY
-    return a, b, chunks
+    n_lines: int
+    n_comments: int
+    edges: int
+    error: ChunkError | None
+    first: tuple[int, int] | None = None
+    max_id: int = -1
+    max_a: int = -1
+    lower: bool = True
+    upper: bool = True
+    max_rest: int = -1  # the largest id after the first pair
 
 
-# ---------------------------------------------------------------- cleaning
+def meta(c: ParsedChunk) -> ChunkMeta:
+    if c.error is not None or c.a.size == 0:
+        return ChunkMeta(c.n_lines, c.n_comments, int(c.a.size), c.error)
+    rest = int(max(c.a[1:].max(initial=-1), c.b[1:].max(initial=-1)))
+    return ChunkMeta(c.n_lines, c.n_comments, int(c.a.size), None, (int(c.a[0]), int(c.b[0])),
+                     int(max(c.a.max(), c.b.max())), int(c.a.max()), bool((c.a >= c.b).all()), bool((c.a <= c.b).all()),
+                     rest)
 
-def relabel(raw: RawGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Map the file's ids to 0..n-1.
 
-    Returns ``(src, dst, node_ids)``. With a declared size the ids are kept
-    (isolated vertices included); otherwise the ids that occur are numbered
-    in increasing order.
-    """
+def drop_first(c: ParsedChunk) -> ParsedChunk:
+    """The chunk without its first pair (a header line read as an edge)."""
+    return ParsedChunk(c.a[1:], c.b[1:], c.n_lines, c.n_comments + 1, c.error)
+
+
+def nth(chunks: list[ParsedChunk], i: int) -> ParsedChunk:
+    return chunks[i]
+
+
+def count(chunks: list) -> int:
+    return len(chunks)
+
+
+def shift_vertices(c: ParsedChunk, shift: int) -> ParsedChunk:
+    """Adjacency formats: chunk-local vertex lines -> global vertex numbers."""
+    return ParsedChunk(c.a + shift, c.b, c.n_lines, c.n_comments, c.error)
+
+
+def chunk_ids(c: ParsedChunk) -> np.ndarray:
+    """Sorted distinct vertex labels of a chunk."""
+    return np.unique(np.concatenate([c.a, c.b]))
+
+
+def union(*ids: np.ndarray) -> np.ndarray:
+    return np.unique(np.concatenate(ids)) if ids else _EMPTY
+
+
+def relabel(c: ParsedChunk, node_ids: np.ndarray) -> ParsedChunk:
+    """File labels -> 0..n-1 (positions in the sorted ``node_ids``)."""
+    return ParsedChunk(np.searchsorted(node_ids, c.a), np.searchsorted(node_ids, c.b), c.n_lines, c.n_comments)
+
+
+def file_size(path: str) -> int:
+    return os.path.getsize(path)
+
+
+# ------------------------------------------------- in-memory reference path
+
+def relabel_raw(raw: RawGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Map a RawGraph's ids to 0..n-1: ``(src, dst, node_ids)``. With a
+    declared size the ids are kept (isolated vertices included); otherwise the
+    ids that occur are numbered in increasing order."""
     if raw.n is not None:
         ids = raw.node_ids if raw.node_ids is not None else np.arange(raw.n, dtype=np.int64)
         return raw.src, raw.dst, ids
@@ -242,27 +392,16 @@ def relabel(raw: RawGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise UserError(f"{raw.source}: no edges found (empty file?)")
     if both.min() < 0:
         raise UserError(f"{raw.source}: negative vertex id {both.min()}")
-    top = int(both.max())
-    if top <= 4 * both.size + 1024:  # dense enough for a direct lookup table
-        present = np.zeros(top + 1, dtype=bool)
-        present[both] = True
-        node_ids = np.flatnonzero(present).astype(np.int64)
-        new = np.cumsum(present, dtype=np.int64) - 1
-        return new[raw.src], new[raw.dst], node_ids
     node_ids, inv = np.unique(both, return_inverse=True)
     return inv[: raw.src.size].astype(np.int64), inv[raw.src.size:].astype(np.int64), node_ids
 
 
 def to_graph(raw: RawGraph, directed: bool) -> Graph:
-    """Relabel, drop self loops and duplicates, symmetrize if undirected, CSR.
-
-    Parameters
-    ----------
-    raw : RawGraph
-    directed : bool
-        Keep edge direction; otherwise every edge is stored both ways.
-    """
-    src, dst, node_ids = relabel(raw)
+    """Relabel, drop self loops and duplicates, symmetrize if undirected, CSR,
+    all in memory. The build does the same on row blocks (:mod:`.blocks`);
+    this is the reference the tests compare it with, and the path for small
+    in-memory inputs."""
+    src, dst, node_ids = relabel_raw(raw)
     n = node_ids.size
     if n == 0:
         raise UserError(f"{raw.source}: the graph has no vertices")
@@ -279,14 +418,7 @@ def to_graph(raw: RawGraph, directed: bool) -> Graph:
     adj = sp.csr_matrix((np.ones(key.size, np.float32), cols.astype(idx_dtype), indptr), shape=(n, n))
     adj.has_sorted_indices = True
     kept = key.size if directed else key.size // 2
-    stats = {
-        "lines": int(raw.lines),
-        "self_loops": n_loops,
-        "duplicates": int(raw.lines - n_loops - kept) if directed else None,
-        "nodes": int(n),
-        "edges": int(kept),
-    }
-    log.info("%s: %d nodes, %d %s edges (%d self loops removed)", raw.source, n, kept,
-             "directed" if directed else "undirected", n_loops)
+    stats = {"lines": int(raw.lines), "self_loops": n_loops,
+             "duplicates": int(raw.lines - n_loops - kept) if directed else None, "nodes": int(n), "edges": int(kept)}
     return Graph(adj=adj, directed=directed, node_ids=node_ids, source=raw.source,
                  features=raw.features, labels=raw.labels, masks=raw.masks, stats=stats, notes=list(raw.notes))

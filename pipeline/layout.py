@@ -6,6 +6,13 @@ original order). Its local columns are its own rows first, then the rows it
 receives, grouped by sending rank and ordered by new id within a sender;
 the sender packs them in the same order, so a received buffer maps onto
 consecutive local columns without any index exchange.
+
+On the cluster this runs without ever holding the whole matrix: each row
+block cuts its rows by rank (:func:`rank_pieces`), each rank joins its
+pieces (:func:`rank_rows`), one task turns every rank's halo into send lists
+(:func:`send_lists`), and each rank's block is built where it is written
+(:func:`rank_block`). :func:`in_memory` runs the same functions on one
+process (tests, small graphs).
 """
 
 from __future__ import annotations
@@ -14,110 +21,228 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from dask.sizeof import sizeof
 
 from shgcn.store import Plan, RankBlock
 
-from .nodedata import NodeData
+from .blocks import RowBlock, index_dtype
+from .nodedata import NodeBlock, NodeData
 
 
 @dataclass
 class Layout:
     """Attributes: perm (n,) int64 new id -> original index; inverse (n,)
-    int64 original index -> new id; offsets (P+1,) int64."""
+    int64 original index -> new id; offsets (P+1,) int64; part (n,) int32."""
 
     perm: np.ndarray
     inverse: np.ndarray
     offsets: np.ndarray
+    part: np.ndarray
 
     @property
     def parts(self) -> int:
         return self.offsets.size - 1
 
 
-@dataclass
-class Halos:
-    """Rows each rank receives, for one matrix: rank q receives the new ids
-    ``ids[ptr[q]:ptr[q+1]]`` (sorted)."""
-
-    ptr: np.ndarray
-    ids: np.ndarray
+@sizeof.register(Layout)
+def _sizeof_layout(x: Layout) -> int:
+    return int(x.perm.nbytes + x.inverse.nbytes + x.offsets.nbytes + x.part.nbytes)
 
 
 def make_layout(part: np.ndarray, parts: int) -> Layout:
+    """The ``layout`` task: vertices sorted by part, stably."""
+    part = np.asarray(part, np.int32)
     perm = np.argsort(part, kind="stable").astype(np.int64)
     inverse = np.empty_like(perm)
     inverse[perm] = np.arange(perm.size, dtype=np.int64)
     offsets = np.zeros(parts + 1, np.int64)
     np.cumsum(np.bincount(part, minlength=parts), out=offsets[1:])
-    return Layout(perm, inverse, offsets)
+    return Layout(perm, inverse, offsets, part)
 
 
-def permute(a: sp.csr_matrix, lay: Layout) -> sp.csr_matrix:
-    """P Â P^T: rows and columns renumbered to new ids, indices sorted."""
-    b = a[lay.perm][:, lay.perm].tocsr()
-    b.sort_indices()
-    return b
+def offsets_of(lay: Layout) -> np.ndarray:
+    return lay.offsets
 
 
-def halos(a_new: sp.csr_matrix, offsets: np.ndarray) -> Halos:
-    """Rows of H each rank needs from other ranks for one SpMM with ``a_new``."""
+def perm_of(lay: Layout) -> np.ndarray:
+    return lay.perm
+
+
+@dataclass
+class Rows:
+    """Some rows of a matrix in CSR form, columns as new (permuted) ids."""
+
+    indptr: np.ndarray  # (k+1,) int64
+    cols: np.ndarray  # (nnz,) int64, new ids
+    data: np.ndarray  # (nnz,) float32
+
+
+@dataclass
+class RankPiece:
+    """The rows of one block that one rank owns (in new-id order), with their
+    rows of Â^T (directed graphs) and their node data."""
+
+    a: Rows
+    t: Rows | None
+    nodes: NodeBlock  # lo/hi unused: rows are the rank's
+    node_index: np.ndarray  # (k,) int64 original index
+
+
+@sizeof.register(RankPiece)
+def _sizeof_piece(p: RankPiece) -> int:
+    rows = [p.a] + ([p.t] if p.t is not None else [])
+    return int(sum(r.indptr.nbytes + r.cols.nbytes + r.data.nbytes for r in rows) + p.node_index.nbytes
+               + sizeof(p.nodes))
+
+
+def _select(b: RowBlock, keep: np.ndarray, inverse: np.ndarray) -> Rows:
+    """Rows ``keep`` (block-local) of ``b``, columns renamed to new ids."""
+    starts, stops = b.indptr[:-1][keep], b.indptr[1:][keep]
+    lengths = stops - starts
+    pos = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(int(lengths.sum()))
+    indptr = np.zeros(keep.size + 1, np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    data = b.data[pos] if b.data is not None else np.ones(pos.size, np.float32)
+    return Rows(indptr, inverse[b.indices[pos]], data)
+
+
+def rank_pieces(ab: RowBlock, tb: RowBlock | None, nb: NodeBlock, lay: Layout) -> list[RankPiece]:
+    """The ``layout-cut`` task of one block: its rows cut by rank."""
+    owner = lay.part[ab.lo:ab.hi]
+    out = []
+    for r in range(lay.parts):  # a loop over ranks
+        keep = np.flatnonzero(owner == r)
+        nodes = NodeBlock(0, keep.size, nb.features[keep], nb.labels[keep], nb.train[keep], nb.val[keep],
+                          nb.test[keep])
+        out.append(RankPiece(_select(ab, keep, lay.inverse), None if tb is None else _select(tb, keep, lay.inverse),
+                             nodes, keep + ab.lo))
+    return out
+
+
+def piece(pieces: list[RankPiece], r: int) -> RankPiece:
+    return pieces[r]
+
+
+@dataclass
+class RankRows:
+    """All rows of rank r (new ids lo..hi-1) and the new ids it receives."""
+
+    r: int
+    lo: int
+    hi: int
+    a: Rows
+    t: Rows | None
+    nodes: NodeBlock
+    node_index: np.ndarray
+    halo: np.ndarray  # (R,) int64 sorted new ids received for Â
+    t_halo: np.ndarray | None
+
+
+@sizeof.register(RankRows)
+def _sizeof_rows(x: RankRows) -> int:
+    rows = [x.a] + ([x.t] if x.t is not None else [])
+    return int(sum(r.indptr.nbytes + r.cols.nbytes + r.data.nbytes for r in rows) + sizeof(x.nodes)
+               + x.node_index.nbytes + x.halo.nbytes)
+
+
+def _join(rows: list[Rows]) -> Rows:
+    counts = np.concatenate([np.diff(r.indptr) for r in rows]) if rows else np.zeros(0, np.int64)
+    indptr = np.zeros(counts.size + 1, np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return Rows(indptr, np.concatenate([r.cols for r in rows]), np.concatenate([r.data for r in rows]))
+
+
+def _halo(rows: Rows, lo: int, hi: int) -> np.ndarray:
+    return np.unique(rows.cols[(rows.cols < lo) | (rows.cols >= hi)])
+
+
+def rank_rows(r: int, lo: int, hi: int, *pieces: RankPiece) -> RankRows:
+    """The ``layout-rank`` task: rank r's pieces from every block, in block
+    order (which is new-id order), and the rows it must receive."""
+    a = _join([p.a for p in pieces])
+    t = _join([p.t for p in pieces if p.t is not None]) if pieces and pieces[0].t is not None else None
+    nb = [p.nodes for p in pieces]
+    nodes = NodeBlock(lo, hi, np.concatenate([x.features for x in nb]), np.concatenate([x.labels for x in nb]),
+                      np.concatenate([x.train for x in nb]), np.concatenate([x.val for x in nb]),
+                      np.concatenate([x.test for x in nb]))
+    return RankRows(r, lo, hi, a, t, nodes, np.concatenate([p.node_index for p in pieces]), _halo(a, lo, hi),
+                    None if t is None else _halo(t, lo, hi))
+
+
+def halo_of(x: RankRows, transpose: bool = False) -> np.ndarray:
+    h = x.t_halo if transpose else x.halo
+    return h if h is not None else np.zeros(0, np.int64)
+
+
+def send_lists(offsets: np.ndarray, *halos: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The ``layout-plans`` task: for every rank r, (send_ptr (P+1,),
+    send_rows) with ``send_rows[send_ptr[q]:send_ptr[q+1]]`` the local rows
+    r sends to q: the part of q's halo inside r's range, in q's order."""
     parts = offsets.size - 1
-    n = a_new.shape[0]
-    owner_of_row = np.repeat(np.arange(parts, dtype=np.int64), np.diff(offsets))
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(a_new.indptr))
-    cols = a_new.indices.astype(np.int64)
-    receiver = owner_of_row[rows]
-    remote = receiver != owner_of_row[cols]
-    keys = np.unique(receiver[remote] * n + cols[remote])  # sorted by (receiver, new id)
-    ptr = np.searchsorted(keys, np.arange(parts + 1, dtype=np.int64) * n)
-    return Halos(ptr=ptr.astype(np.int64), ids=keys % n)
+    cut = np.stack([np.searchsorted(h, offsets) for h in halos])  # (q, r+1): where each owner's ids start in q's halo
+    out = []
+    for r in range(parts):  # a loop over ranks
+        chunks = [halos[q][cut[q, r]:cut[q, r + 1]] - offsets[r] for q in range(parts)]
+        ptr = np.zeros(parts + 1, np.int64)
+        np.cumsum([c.size for c in chunks], out=ptr[1:])
+        out.append((ptr, np.concatenate(chunks).astype(np.int32)))
+    return out
 
 
-def rank_plan(a_new: sp.csr_matrix, offsets: np.ndarray, h: Halos, r: int) -> Plan:
-    """Rank r's local CSR and its send / receive plans."""
-    lo, hi = int(offsets[r]), int(offsets[r + 1])
-    block = a_new[lo:hi]
-    cols = block.indices.astype(np.int64)
-    mine = h.ids[h.ptr[r]:h.ptr[r + 1]]
-    own = (cols >= lo) & (cols < hi)
-    local = np.where(own, cols - lo, (hi - lo) + np.searchsorted(mine, cols))
-    local_csr = sp.csr_matrix((block.data.astype(np.float32), local.astype(np.int32), block.indptr.astype(np.int64)),
-                              shape=(hi - lo, hi - lo + mine.size))
-    local_csr.sort_indices()
-    # what rank q receives from r: the part of q's halo inside r's range
-    parts = offsets.size - 1
-    send_chunks, send_ptr = [], np.zeros(parts + 1, np.int64)
-    for q in range(parts):  # a loop over ranks, not vertices
-        hq = h.ids[h.ptr[q]:h.ptr[q + 1]]
-        a, b = np.searchsorted(hq, [lo, hi])
-        send_chunks.append(hq[a:b] - lo)
-        send_ptr[q + 1] = send_ptr[q] + (b - a)
-    recv_ptr = np.searchsorted(mine, offsets).astype(np.int64)
-    return Plan(
-        indptr=local_csr.indptr.astype(np.int64),
-        indices=local_csr.indices.astype(np.int32),
-        data=local_csr.data.astype(np.float32),
-        send_ptr=send_ptr,
-        send_rows=np.concatenate(send_chunks).astype(np.int32),
-        recv_ptr=recv_ptr,
-        recv_ids=mine.astype(np.int64),
-    )
+def nth(items: list, i: int):
+    return items[i]
 
 
-def rank_block(r: int, lay: Layout, a_new: sp.csr_matrix, h: Halos, nodes: NodeData,
-               at_new: sp.csr_matrix | None = None, ht: Halos | None = None) -> RankBlock:
-    """Everything rank r stores: its plan for Â, for Â^T if directed, and its node data."""
-    lo, hi = int(lay.offsets[r]), int(lay.offsets[r + 1])
-    idx = lay.perm[lo:hi]
-    return RankBlock(
-        rank=r,
-        offset=lo,
-        plan=rank_plan(a_new, lay.offsets, h, r),
-        transpose=None if at_new is None or ht is None else rank_plan(at_new, lay.offsets, ht, r),
-        features=nodes.features[idx],
-        labels=nodes.labels[idx],
-        train_mask=nodes.train[idx],
-        val_mask=nodes.val[idx],
-        test_mask=nodes.test[idx],
-        node_index=idx,
-    )
+def local_plan(lo: int, hi: int, rows: Rows, halo: np.ndarray, sends: tuple[np.ndarray, np.ndarray],
+               offsets: np.ndarray) -> Plan:
+    """A rank's local CSR (own columns, then halo columns grouped by sender)
+    and its send / receive plan."""
+    n_own = hi - lo
+    own = (rows.cols >= lo) & (rows.cols < hi)
+    local = np.where(own, rows.cols - lo, n_own + np.searchsorted(halo, rows.cols))
+    m = sp.csr_matrix((rows.data.astype(np.float32), local.astype(index_dtype(n_own + halo.size)), rows.indptr),
+                      shape=(n_own, n_own + halo.size))
+    m.sort_indices()
+    return Plan(indptr=m.indptr.astype(np.int64), indices=m.indices.astype(np.int32), data=m.data.astype(np.float32),
+                send_ptr=sends[0].astype(np.int64), send_rows=sends[1].astype(np.int32),
+                recv_ptr=np.searchsorted(halo, offsets).astype(np.int64), recv_ids=halo.astype(np.int64))
+
+
+def rank_block(x: RankRows, offsets: np.ndarray, sends: tuple[np.ndarray, np.ndarray],
+               t_sends: tuple[np.ndarray, np.ndarray] | None) -> RankBlock:
+    """Everything rank r stores: its plan for Â, for Â^T if directed, its node data."""
+    nb = x.nodes
+    transpose = None
+    if x.t is not None and x.t_halo is not None and t_sends is not None:
+        transpose = local_plan(x.lo, x.hi, x.t, x.t_halo, t_sends, offsets)
+    return RankBlock(rank=x.r, offset=x.lo, plan=local_plan(x.lo, x.hi, x.a, x.halo, sends, offsets),
+                     transpose=transpose, features=nb.features, labels=nb.labels, train_mask=nb.train,
+                     val_mask=nb.val, test_mask=nb.test, node_index=x.node_index)
+
+
+def in_memory(a: sp.csr_matrix, part: np.ndarray, parts: int, nodes: NodeData | None = None,
+              directed: bool | None = None) -> tuple[Layout, list[RankBlock]]:
+    """The layout of Â (one process, one row block): the build's functions
+    without Dask (tests, small graphs). ``directed`` (default: Â is not
+    symmetric) adds Â^T's plans."""
+    n = a.shape[0]
+    a = sp.csr_matrix(a)
+    a.sort_indices()
+    if directed is None:
+        directed = (a != a.T).nnz > 0
+    if nodes is None:
+        z = np.zeros(n, bool)
+        nodes = NodeData(np.zeros((n, 0), np.float32), np.full(n, -1, np.int32), z, z, z)
+    lay = make_layout(part, parts)
+
+    def block(m: sp.csr_matrix) -> RowBlock:
+        m = sp.csr_matrix(m)
+        m.sort_indices()
+        return RowBlock(0, n, n, m.indptr.astype(np.int64), m.indices.astype(np.int64), m.data.astype(np.float32))
+
+    nb = NodeBlock(0, n, nodes.features, nodes.labels, nodes.train, nodes.val, nodes.test)
+    pieces = rank_pieces(block(a), block(a.T) if directed else None, nb, lay)
+    rows = [rank_rows(r, int(lay.offsets[r]), int(lay.offsets[r + 1]), pieces[r]) for r in range(parts)]
+    sends = send_lists(lay.offsets, *[x.halo for x in rows])
+    t_sends = send_lists(lay.offsets, *[halo_of(x, True) for x in rows]) if directed else None
+    return lay, [rank_block(x, lay.offsets, sends[x.r], t_sends[x.r] if t_sends else None) for x in rows]

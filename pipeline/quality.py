@@ -10,10 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .blocks import RowBlock
 from .hypergraph import column_net, connectivity_minus_one
 
-METRICS = ("total_volume", "avg_send", "max_send", "max_recv", "avg_msgs", "max_msgs", "imbalance",
-           "edge_cut", "km1", "seconds")
+METRICS = ("total_volume", "avg_send", "max_send", "max_recv", "max_avg_send", "max_avg_recv", "avg_msgs",
+           "max_msgs", "imbalance", "edge_cut", "km1", "seconds")
 
 
 @dataclass
@@ -75,6 +76,8 @@ class Quality:
             "avg_send": float(self.send.mean()),
             "max_send": int(self.send.max()),
             "max_recv": int(self.recv.max()),
+            "max_avg_send": _ratio(self.send.max(), self.send.mean()),
+            "max_avg_recv": _ratio(self.recv.max(), self.recv.mean()),
             "avg_msgs": float(self.send_msgs.mean()),
             "max_msgs": int(self.send_msgs.max()),
             "imbalance": self.imbalance,
@@ -82,6 +85,10 @@ class Quality:
             "km1": self.km1,
             "seconds": self.seconds,
         }
+
+
+def _ratio(a: float, b: float) -> float:
+    return float(a / b) if b > 0 else float("nan")
 
 
 def volume_matrix(a: sp.csr_matrix, part: np.ndarray, parts: int) -> np.ndarray:
@@ -118,6 +125,49 @@ def partition_quality(a: sp.csr_matrix, part: np.ndarray, parts: int, model: str
         km1=connectivity_minus_one(column_net(a), part, parts),
         seconds=seconds,
     )
+
+
+# --------------------------------------------------- by row blocks (the build)
+
+@dataclass
+class Partial:
+    """One block's share of a partition's quality: its columns' volume
+    (P, P) and connectivity-1, and its rows' cut edges."""
+
+    volume: np.ndarray
+    km1: int
+    edge_cut: int
+
+
+def block_quality(a_block: RowBlock, at_block: RowBlock, part: np.ndarray, parts: int, directed: bool) -> Partial:
+    """The ``quality-<model>`` task of one block.
+
+    ``at_block`` holds rows lo..hi-1 of Â^T, i.e. columns j of Â: the parts
+    of its pins give λ_j, and part(j) sends row j to the λ_j - 1 others.
+    ``a_block`` holds the same rows of Â; with Â^T's rows (directed) they are
+    the neighbours of u in the symmetrized graph, for the edge cut (v > u).
+    """
+    j = at_block.row_ids()
+    pairs = np.unique(j * parts + part[at_block.indices])
+    col, q = np.divmod(pairs, parts)
+    sender = part[col].astype(np.int64)
+    other = q != sender
+    volume = np.bincount(sender[other] * parts + q[other], minlength=parts * parts).reshape(parts, parts)
+    u, v = a_block.row_ids(), a_block.indices.astype(np.int64)
+    if directed:
+        u, v = np.concatenate([u, at_block.row_ids()]), np.concatenate([v, at_block.indices.astype(np.int64)])
+    cut = (v > u) & (part[u] != part[v])
+    n_cut = int(np.unique(u[cut] * a_block.n + v[cut]).size) if directed else int(cut.sum())
+    return Partial(volume.astype(np.int64), int(other.sum()), n_cut)
+
+
+def merge_quality(model: str, parts: int, weights: np.ndarray, part: np.ndarray, seconds: float,
+                  *partials: Partial) -> Quality:
+    """A partition's :class:`Quality` from its blocks' partials and the row
+    weights (nonzeros of each row of Â)."""
+    return Quality(model=model, volume=np.sum([p.volume for p in partials], axis=0),
+                   load=np.bincount(part, weights=weights, minlength=parts).astype(np.int64),
+                   edge_cut=sum(p.edge_cut for p in partials), km1=sum(p.km1 for p in partials), seconds=seconds)
 
 
 def to_dataset(qs: list[Quality]):
@@ -161,7 +211,9 @@ def table_from_dataset(ds) -> list[dict]:
 def format_table(rows: list[dict]) -> str:
     """Fixed-width text table of :func:`table_from_dataset` rows."""
     cols = [("model", "model", "{}"), ("total_volume", "volume", "{:,}"), ("avg_send", "avg send", "{:,.1f}"),
-            ("max_send", "max send", "{:,}"), ("max_recv", "max recv", "{:,}"), ("avg_msgs", "avg msgs", "{:.1f}"),
+            ("max_send", "max send", "{:,}"), ("max_recv", "max recv", "{:,}"),
+            ("max_avg_send", "send max/avg", "{:.2f}"), ("max_avg_recv", "recv max/avg", "{:.2f}"),
+            ("avg_msgs", "avg msgs", "{:.1f}"),
             ("max_msgs", "max msgs", "{}"), ("imbalance", "imbal", "{:.3f}"), ("edge_cut", "edge cut", "{:,}"),
             ("km1", "km1", "{:,}"), ("seconds", "time s", "{:.2f}")]
     if rows and "total_volume_vs_rp" in rows[0]:

@@ -1,30 +1,38 @@
-"""Readers for graph file formats, each returning a :class:`RawGraph`.
+"""Graph file formats, read on the Dask workers.
 
 Formats: ``edgelist`` (SNAP / Network Repository text, optionally gzip),
 ``mtx`` (Matrix Market, banner and size line optional), ``metis`` (METIS
 ``.graph``), ``npz`` (a scipy.sparse matrix saved with ``save_npz``) and
-``planetoid`` (the ``ind.<name>.*`` pickles, read through a restricted
-unpickler).
+``planetoid`` (the ``ind.<name>.*`` pickles, see :mod:`.planetoid`).
+
+Reading is two steps, both as tasks: a small ``ingest-probe`` task looks at
+the file (existence, size, compression, header, declared size), then the text
+is parsed in parallel (:mod:`.ingest`). The client only ever sees the probe
+and a few numbers per chunk (:class:`~.ingest.ChunkMeta`), never the edges:
+:func:`submit_read` returns a :class:`RawSource` of futures.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import pickle
+import math
+import os
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import ingest
 from .errors import UserError, located
-from .graph import RawGraph
+from .graph import NodeSource, ParsedChunk, RawGraph
+from .planetoid import load_pickle, read_planetoid  # noqa: F401  (load_pickle: re-exported)
 
 log = logging.getLogger(__name__)
 
 FORMATS = ("edgelist", "mtx", "metis", "npz", "planetoid")
+HEADERS = ("auto", "yes", "no")
 _HEADER_PEEK = 64 * 1024
 
 
@@ -46,32 +54,93 @@ def detect_format(path: str | Path) -> str:
     raise UserError(f"{path}: unknown format; pass --format, one of {', '.join(FORMATS)}")
 
 
-def read(path: str | Path, fmt: str | None, client, chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES,
-         progress: bool = False) -> RawGraph:
-    """Read ``path`` in format ``fmt`` (detected from the name when None)."""
-    path = str(path)
-    if fmt is None:
-        fmt = detect_format(path)
-    if fmt not in FORMATS:
-        raise UserError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
-    if fmt == "planetoid":
-        return read_planetoid(path)
+@dataclass(frozen=True)
+class ReadOptions:
+    """chunk_bytes: text per parse task; max_line: longest line accepted;
+    header: ``auto`` (skip a first line that is the file's size), yes, no."""
+
+    chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES
+    max_line: int = ingest.MAX_LINE_BYTES
+    header: str = "auto"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a look at the file found (the ``ingest-probe`` task's result)."""
+
+    path: str
+    fmt: str
+    size: int
+    gzip: bool = False
+    members: tuple[int, ...] | None = None  # BGZF member offsets
+    header_lines: int = 0
+    header_bytes: int = 0  # (decompressed) bytes before the first entry
+    n: int | None = None  # declared vertex count
+    base: int = 0  # id of the first vertex in the file (0 or 1)
+    directed: bool | None = None  # what the file says
+    entries: int | None = None  # declared entry count (mtx) or edges (metis)
+    kind: str = "pairs"
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class RawSource:
+    """A graph read on the workers: chunk futures and what the client knows.
+
+    Attributes
+    ----------
+    chunks : futures of :class:`ParsedChunk`, in file order. Ids are 0-based
+        vertex numbers when ``n`` is set, else the file's labels.
+    metas : one :class:`~.ingest.ChunkMeta` per chunk
+    n : declared vertex count, or None (ids are relabelled)
+    base : file label of vertex 0 when ``n`` is set
+    directed : what the file says about direction, or None
+    nodes : future of a :class:`NodeSource` (features, labels, split), or None
+    """
+
+    name: str
+    chunks: list
+    metas: list
+    n: int | None
+    base: int = 0
+    directed: bool | None = None
+    nodes: Any = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def lines(self) -> int:
+        return sum(m.edges for m in self.metas)
+
+
+# ------------------------------------------------------------------- probes (tasks)
+
+def probe(path: str, fmt: str) -> Probe:
+    """``ingest-probe`` task: check the file and read its header."""
     p = Path(path)
-    if not p.exists():
-        raise UserError(f"{path}: file not found")
-    if p.is_dir():
-        raise UserError(f"{path}: is a directory, expected a {fmt} file")
-    if p.stat().st_size == 0:
-        raise located(path, "empty file")
-    if fmt == "npz":
-        return read_npz(path)
-    reader = {"edgelist": read_edgelist, "mtx": read_mtx, "metis": read_metis}[fmt]
-    return reader(path, ingest.Parser(client, chunk_bytes, progress))
+    if fmt != "planetoid":
+        if not p.exists():
+            raise UserError(f"{path}: file not found")
+        if p.is_dir():
+            raise UserError(f"{path}: is a directory, expected a {fmt} file")
+        if p.stat().st_size == 0:
+            raise located(path, "empty file")
+    if fmt in ("npz", "planetoid"):
+        return Probe(path, fmt, p.stat().st_size if p.exists() else 0, kind="whole")
+    size = p.stat().st_size
+    gz = ingest.is_gzip(path)
+    members = tuple(m) if gz and (m := ingest.bgzf_members(path, size)) else None
+    base = Probe(path, fmt, size, gz, members)
+    if fmt == "edgelist":
+        return base
+    lines = _head_lines(path, gz)
+    return _probe_mtx(base, lines) if fmt == "mtx" else _probe_metis(base, lines)
 
 
-def _head_lines(path: str) -> list[bytes]:
+def _head_lines(path: str, gz: bool) -> list[bytes]:
+    import gzip
+
     try:
-        with ingest.open_text(path) as f:
+        with (gzip.open(path, "rb") if gz else open(path, "rb")) as f:
             head = f.read(_HEADER_PEEK)
     except EOFError:
         raise located(path, "truncated gzip file (the compressed stream ends early)") from None
@@ -80,65 +149,68 @@ def _head_lines(path: str) -> list[bytes]:
     return head.splitlines(keepends=True)
 
 
-def read_edgelist(path: str, parser: ingest.Parser) -> RawGraph:
-    src, dst, chunks = parser.run(path, ingest.parse_pairs)
-    if src.size == 0:
-        raise located(path, "no edges found (only comments or blank lines)")
-    return RawGraph(src=src, dst=dst, n=None, directed=None, source=path, lines=int(src.size))
+def _int_words(line: bytes, path: str, lineno: int, what: str) -> list[int]:
+    try:
+        return [int(x) for x in line.split()]
+    except ValueError:
+        raise located(path, f"bad {what} {line.strip()[:60]!r}", lineno) from None
 
 
-def read_mtx(path: str, parser: ingest.Parser) -> RawGraph:
-    """Matrix Market coordinate file; the banner and size line are optional.
+def _check_declared(path: str, n: int, lineno: int | None) -> None:
+    """A declared vertex count must be positive and fit this machine's memory
+    (8 bytes per vertex for the row pointers alone), checked before anything
+    is allocated."""
+    if n < 1:
+        raise located(path, f"declared size {n}: a graph needs at least one vertex", lineno)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if 8 * n > memory:
+        raise located(path, f"declared size {n:,} vertices needs {8 * n / 2**30:,.0f} GiB for its row pointers "
+                            f"alone; this machine has {memory / 2**30:,.0f} GiB", lineno)
 
-    Without a banner, the first data line is taken as a size line only if it
-    has three integers and the third equals the number of entries that
-    follow. Without a banner the symmetry is unknown: if every entry lies in
-    the lower (or upper) triangle the file is read as symmetric.
-    """
-    lines = _head_lines(path)
+
+def _probe_mtx(pb: Probe, lines: list[bytes]) -> Probe:
+    """Matrix Market coordinate file; banner and size line optional.
+
+    Without a banner, the first data line is a size line only if it has three
+    integers and the third equals the number of entries that follow; the
+    symmetry is then decided after parsing (all entries in one triangle:
+    symmetric)."""
+    path = pb.path
     symmetric: bool | None = None
     i = 0
     if lines and lines[0].startswith(b"%%MatrixMarket"):
-        words = lines[0].decode("latin-1").lower().split()
-        if len(words) < 5 or words[1] != "matrix" or words[2] != "coordinate":
+        banner_words = lines[0].decode("latin-1").lower().split()
+        if len(banner_words) < 5 or banner_words[1] != "matrix" or banner_words[2] != "coordinate":
             raise located(path, "only 'matrix coordinate' Matrix Market files are supported", 1)
-        symmetric = words[4] in ("symmetric", "skew-symmetric", "hermitian")
+        symmetric = banner_words[4] in ("symmetric", "skew-symmetric", "hermitian")
         i = 1
     while i < len(lines) and (lines[i].startswith(b"%") or not lines[i].strip()):
         i += 1
     header_bytes = sum(len(x) for x in lines[:i])
-    n_declared = None
-    first = lines[i].split() if i < len(lines) else []
+    first_words = lines[i].split() if i < len(lines) else []
     banner = symmetric is not None
-    if first and (banner or len(first) == 3):
-        try:
-            rows, cols, nnz = (int(x) for x in first)
-        except ValueError:
-            raise located(path, f"bad size line {lines[i].strip()!r}", i + 1) from None
-        entries = None if banner else _count_data_lines(path, header_bytes + len(lines[i]))
-        if banner or entries == nnz:
+    n: int | None = None
+    entries: int | None = None
+    if first_words and (banner or len(first_words) == 3):
+        words: list[int] = _int_words(lines[i], path, i + 1, "size line")
+        if len(words) != 3:
+            raise located(path, f"bad size line {lines[i].strip()!r}: expected 'rows columns entries'", i + 1)
+        rows, cols, nnz = words
+        if banner or _count_data_lines(path, pb.gzip, header_bytes + len(lines[i])) == nnz:
             if rows != cols:
                 raise located(path, f"matrix is {rows} x {cols}; an adjacency matrix must be square", i + 1)
-            n_declared = rows
+            _check_declared(path, rows, i + 1)
+            n, entries = rows, nnz
             header_bytes += len(lines[i])
             i += 1
-    src, dst, _ = parser.run(path, ingest.parse_pairs, header_lines=i, header_bytes=header_bytes,
-                             max_id=n_declared, base=1)
-    if src.size == 0:
-        raise located(path, "no entries found")
-    if n_declared is None:
-        if min(src.min(), dst.min()) < 0:
-            raise located(path, "id 0 in a 1-based Matrix Market file")
-        n_declared = int(max(src.max(), dst.max())) + 1
-    if symmetric is None and (np.all(src >= dst) or np.all(src <= dst)):
-        log.info("%s: no banner and all entries in one triangle: reading as symmetric", path)
-        symmetric = True
-    return RawGraph(src=src, dst=dst, n=n_declared, directed=None if symmetric is None else not symmetric,
-                    source=path, lines=int(src.size), node_ids=np.arange(1, n_declared + 1, dtype=np.int64))
+    return Probe(pb.path, pb.fmt, pb.size, pb.gzip, pb.members, i, header_bytes, n, 1,
+                 None if symmetric is None else not symmetric, entries, "pairs", {"max_id": n, "base": 1})
 
 
-def _count_data_lines(path: str, offset: int) -> int:
-    with ingest.open_text(path) as f:
+def _count_data_lines(path: str, gz: bool, offset: int) -> int:
+    import gzip
+
+    with (gzip.open(path, "rb") if gz else open(path, "rb")) as f:
         f.read(offset)
         count, last = 0, b"\n"
         while block := f.read(1 << 24):
@@ -147,180 +219,222 @@ def _count_data_lines(path: str, offset: int) -> int:
     return count + (last != b"\n")
 
 
-def read_metis(path: str, parser: ingest.Parser) -> RawGraph:
+def _probe_metis(pb: Probe, lines: list[bytes]) -> Probe:
     """METIS ``.graph``: header ``n m [fmt [ncon]]``, then one 1-based
     adjacency line per vertex; ``%`` lines are comments."""
-    lines = _head_lines(path)
+    path = pb.path
     i = 0
     while i < len(lines) and (lines[i].startswith(b"%") or not lines[i].strip()):
         i += 1
     if i == len(lines):
         raise located(path, "no METIS header line")
-    try:
-        head = [int(x) for x in lines[i].split()]
-    except ValueError:
-        raise located(path, f"bad METIS header {lines[i].strip()!r}", i + 1) from None
+    head = _int_words(lines[i], path, i + 1, "METIS header")
     if len(head) < 2:
         raise located(path, "METIS header needs 'n m'", i + 1)
     n, m = head[0], head[1]
+    _check_declared(path, n, i + 1)
     fmt = f"{head[2]:03d}" if len(head) > 2 else "000"
     ncon = head[3] if len(head) > 3 else (1 if fmt[1] == "1" else 0)
     if fmt[0] == "1":
         raise located(path, "METIS vertex sizes (fmt 1xx) are not supported", i + 1)
-    header_bytes = sum(len(x) for x in lines[: i + 1])
-    skip = ncon if fmt[1] == "1" else 0
-    stride = 2 if fmt[2] == "1" else 1
-    src, dst, chunks = parser.run(path, ingest.parse_adjacency, header_lines=i + 1, header_bytes=header_bytes,
-                                  max_id=n, base=1, stride=stride, skip=skip)
-    vertex_lines = sum(c.n_lines - c.n_comments for c in chunks)
-    if vertex_lines < n:
-        raise located(path, f"header declares {n} vertices but the file has {vertex_lines} adjacency lines")
-    if src.size and src.max() >= n:
-        raise located(path, f"more adjacency lines than the {n} vertices in the header", i + 2 + int(src.max()))
-    if src.size != 2 * m:
-        log.warning("%s: header declares %d edges, adjacency lists hold %d entries", path, m, src.size)
-    return RawGraph(src=src, dst=dst, n=n, directed=False, source=path, lines=int(src.size) // 2,
-                    node_ids=np.arange(1, n + 1, dtype=np.int64))
+    return Probe(pb.path, pb.fmt, pb.size, pb.gzip, pb.members, i + 1, sum(len(x) for x in lines[: i + 1]), n, 1,
+                 False, m, "adjacency", {"max_id": n, "base": 1, "stride": 2 if fmt[2] == "1" else 1,
+                                         "skip": ncon if fmt[1] == "1" else 0})
 
 
-def read_npz(path: str) -> RawGraph:
+# -------------------------------------------------------- whole-file readers (tasks)
+
+@dataclass
+class Whole:
+    """A graph read in one task: its edges (0-based), size and node data."""
+
+    chunk: ParsedChunk
+    n: int
+    directed: bool | None
+    base: int = 0
+    nodes: NodeSource | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def read_npz(path: str) -> Whole:
+    """A scipy.sparse matrix saved with ``save_npz`` (its size is checked
+    before anything is allocated)."""
+    import scipy.sparse as sp
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            shape = tuple(int(x) for x in z["shape"]) if "shape" in z.files else None
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+        raise located(path, f"not a scipy.sparse .npz file ({e})") from None
+    if shape is None or len(shape) != 2:
+        raise located(path, "not a scipy.sparse .npz file (no 2-d 'shape')")
+    if shape[0] != shape[1]:
+        raise located(path, f"matrix is {shape[0]} x {shape[1]}; an adjacency matrix must be square")
+    _check_declared(path, shape[0], None)
     try:
         m = sp.load_npz(path).tocoo()
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
         raise located(path, f"not a scipy.sparse .npz file ({e})") from None
-    if m.shape[0] != m.shape[1]:
-        raise located(path, f"matrix is {m.shape[0]} x {m.shape[1]}; an adjacency matrix must be square")
-    n = m.shape[0]
-    return RawGraph(src=m.row.astype(np.int64), dst=m.col.astype(np.int64), n=n, directed=None, source=path,
-                    lines=int(m.nnz), node_ids=np.arange(n, dtype=np.int64))
+    return Whole(ParsedChunk(m.row.astype(np.int64), m.col.astype(np.int64), int(m.nnz)), shape[0], None)
 
 
-# ---------------------------------------------------------------- Planetoid
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Allows only the classes that the Planetoid pickles contain, so that a
-    hostile file cannot make the unpickler import and call arbitrary code."""
-
-    _ALLOWED = {
-        ("numpy.core.multiarray", "_reconstruct"),
-        ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy", "ndarray"),
-        ("numpy", "dtype"),
-        ("scipy.sparse.csr", "csr_matrix"),
-        ("scipy.sparse._csr", "csr_matrix"),
-        ("collections", "defaultdict"),
-        ("__builtin__", "list"),
-        ("builtins", "list"),
-    }
-
-    def find_class(self, module: str, name: str):
-        if (module, name) not in self._ALLOWED:
-            raise pickle.UnpicklingError(f"forbidden global {module}.{name}")
-        if module == "numpy.core.multiarray":
-            module = "numpy._core.multiarray"
-        if module == "scipy.sparse.csr":
-            return sp.csr_matrix
-        if module == "__builtin__":
-            module = "builtins"
-        return super().find_class(module, name)
-
-
-def load_pickle(path: str | Path):
-    """Load a Planetoid pickle through the restricted unpickler."""
+def read_planetoid_whole(prefix: str) -> Whole:
     try:
-        with open(path, "rb") as f:
-            return _RestrictedUnpickler(f, encoding="latin1").load()
-    except FileNotFoundError:
-        raise UserError(f"{path}: file not found") from None
-    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError) as e:
-        raise located(path, f"not a valid Planetoid pickle ({e})") from None
+        raw = read_planetoid(prefix)
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError) as e:
+        raise located(prefix, f"not the Planetoid layout this reader knows ({type(e).__name__}: {e})") from None
+    return Whole(ParsedChunk(raw.src, raw.dst, raw.lines), int(raw.n or 0), raw.directed, 0,
+                 NodeSource(raw.features, raw.labels, raw.masks), list(raw.notes))
 
 
-def _dense(x, path) -> np.ndarray:
-    if isinstance(x, sp.csr_matrix):
-        # rebuild from the raw arrays: the pickled object has old-scipy attributes
-        d = vars(x)
-        shape = d.get("_shape", d.get("shape"))
-        x = sp.csr_matrix((d["data"], d["indices"], d["indptr"]), shape=shape)
-        return np.asarray(x.todense(), dtype=np.float32)
-    if isinstance(x, np.ndarray):
-        return x
-    raise located(path, f"unexpected object of type {type(x).__name__}")
+def whole_chunk(w: Whole) -> ParsedChunk:
+    return w.chunk
 
 
-def read_planetoid(prefix: str) -> RawGraph:
-    """Read the Planetoid files ``<dir>/ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index}``.
+def whole_nodes(w: Whole) -> NodeSource | None:
+    return w.nodes
 
-    ``prefix`` is ``<dir>/ind.<name>`` (any of its files also works). Follows
-    the usual processing (Kipf & Welling): test rows are put back at the
-    positions listed in ``test.index``; test ids missing from the file (CiteSeer)
-    get zero features and no label. When ``allx`` is missing (PubMed offline),
-    only the labelled ``x`` and ``tx`` rows have features: features are
-    returned as None and a note says so.
-    """
-    p = Path(prefix)
-    if p.name.startswith("ind.") and p.name.count(".") >= 2:
-        p = p.with_name(".".join(p.name.split(".")[:2]))
-    name = p.name.split(".", 1)[1] if p.name.startswith("ind.") else p.name
-    base = p.parent / f"ind.{name}"
 
-    def f(ext):
-        return Path(f"{base}.{ext}")
+def whole_info(w: Whole) -> tuple[int, bool | None, int, list[str], bool]:
+    return w.n, w.directed, w.chunk.n_lines, w.notes, w.nodes is not None
 
-    graph = load_pickle(f("graph"))
-    if not isinstance(graph, dict):
-        raise located(f("graph"), "expected a dict of adjacency lists")
-    test_path = f("test.index")
+
+# ----------------------------------------------------------------- client side
+
+def submit_read(tasks, path: str, fmt: str | None, opts: ReadOptions = ReadOptions()) -> RawSource:
+    """Read ``path`` on the workers; returns futures and a few numbers.
+    Raises :class:`UserError` (one line, naming file and line) for bad input."""
+    if fmt is None:
+        fmt = detect_format(path)
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
+    if opts.header not in HEADERS:
+        raise UserError(f"--header {opts.header!r}: choose from {', '.join(HEADERS)}")
+    pb: Probe = tasks.submit("ingest-probe", probe, path, fmt).result()
+    if pb.kind == "whole":
+        whole = tasks.submit("ingest-read", read_planetoid_whole if fmt == "planetoid" else read_npz, path)
+        n, directed, lines, notes, has_nodes = tasks.submit("ingest-info", whole_info, whole).result()
+        chunk = tasks.submit("ingest-chunk", whole_chunk, whole)
+        nodes = tasks.submit("ingest-nodes", whole_nodes, whole) if has_nodes else None
+        return RawSource(path, [chunk], [ingest.ChunkMeta(lines, 0, lines, None)], n, 0, directed, nodes, notes)
+    chunks = _submit_text(tasks, pb, opts)
+    metas = tasks.gather([tasks.submit("ingest-meta", ingest.meta, c, index=i) for i, c in enumerate(chunks)])
+    _raise_first_error(pb, metas)
+    if pb.kind == "adjacency":
+        chunks, metas = _shift_adjacency(tasks, pb, chunks, metas)
+    raw = RawSource(path, chunks, metas, pb.n, pb.base, pb.directed)
+    if sum(m.edges for m in metas) == 0:
+        raise located(path, "no edges found (only comments or blank lines)" if fmt == "edgelist" else "no entries found")
+    if fmt == "edgelist":
+        _header_line(tasks, raw, opts.header)
+    if fmt == "mtx":
+        _mtx_after(tasks, pb, raw)
+    return raw
+
+
+def _submit_text(tasks, pb: Probe, opts: ReadOptions) -> list:
+    kind, kw = pb.kind, pb.kwargs
+    if not pb.gzip:
+        return [tasks.submit("ingest-parse", ingest.parse_range, r, kind, opts.max_line, kw, index=i)
+                for i, r in enumerate(ingest.byte_ranges(pb.path, pb.header_bytes, pb.size, opts.chunk_bytes))]
+    if pb.members is None or pb.header_bytes:
+        # one worker streams the file; its blocks become chunks
+        blocks = tasks.submit("ingest-gzip", ingest.parse_gzip, pb.path, pb.header_bytes, opts.chunk_bytes,
+                              opts.max_line, kind, kw)
+        count = tasks.submit("ingest-gzip-count", ingest.count, blocks).result()
+        return [tasks.submit("ingest-block", ingest.nth, blocks, i, index=i) for i in range(count)]
+    starts = list(pb.members) + [pb.size]
+    per = max(1, opts.chunk_bytes // max(1, pb.size // max(1, len(pb.members))) // 4)  # ~4x compression
+    reach = math.ceil(opts.max_line / 65536) + 1  # members that can hold the rest of a line
+    groups = list(range(0, len(pb.members), per))
+    return [tasks.submit("ingest-bgzf", ingest.parse_bgzf, pb.path, starts[g], starts[min(g + per, len(starts) - 1)],
+                         starts[min(g + per + reach, len(starts) - 1)], g == 0, opts.max_line, kind, kw, index=i)
+            for i, g in enumerate(groups)]
+
+
+def _raise_first_error(pb: Probe, metas: list) -> None:
+    line0 = pb.header_lines
+    for m in metas:
+        if m.error is not None:
+            if m.error.line < 0:
+                raise located(pb.path, m.error.message)
+            raise located(pb.path, m.error.message, line=line0 + m.error.line + 1)
+        line0 += m.n_lines
+
+
+def _shift_adjacency(tasks, pb: Probe, chunks: list, metas: list) -> tuple[list, list]:
+    """Chunk-local vertex lines -> vertex numbers; the file's size checks."""
+    shifts = np.cumsum([0] + [m.n_lines - m.n_comments for m in metas[:-1]])
+    vertex_lines = sum(m.n_lines - m.n_comments for m in metas)
+    if vertex_lines < (pb.n or 0):
+        raise located(pb.path, f"header declares {pb.n} vertices but the file has {vertex_lines} adjacency lines")
+    chunks = [tasks.submit("ingest-shift", ingest.shift_vertices, c, int(s), index=i)
+              for i, (c, s) in enumerate(zip(chunks, shifts))]
+    top = max((m.max_a for m in tasks.gather([tasks.submit("ingest-meta", ingest.meta, c, index=i)
+                                              for i, c in enumerate(chunks)]) if m.edges), default=-1)
+    if pb.n is not None and top >= pb.n:
+        raise located(pb.path, f"more adjacency lines than the {pb.n} vertices in the header",
+                      pb.header_lines + 1 + int(top))
+    edges = sum(m.edges for m in metas)
+    if pb.entries is not None and edges != 2 * pb.entries:
+        log.warning("%s: header declares %d edges, adjacency lists hold %d entries", pb.path, pb.entries, edges)
+    return chunks, metas
+
+
+def _header_line(tasks, raw: RawSource, header: str) -> None:
+    """A first line of two integers that states the file's size (vertices,
+    then edges or twice the edges) is a header, not an edge (``auto``)."""
+    if header == "no":
+        return
+    i = next(k for k, m in enumerate(raw.metas) if m.edges)
+    first = raw.metas[i].first
+    if first is None:
+        return
+    top = max([raw.metas[i].max_rest] + [m.max_id for k, m in enumerate(raw.metas) if m.edges and k != i])
+    lines = raw.lines - 1
+    looks = first[1] in (lines, 2 * lines) and first[0] >= top
+    if header == "yes" or looks:
+        if header == "auto":
+            log.warning("%s: the first line %d %d is the file's size (vertices, edges), not an edge: skipped "
+                        "(--header no reads it as an edge)", raw.name, *first)
+        raw.chunks[i] = tasks.submit("ingest-header", ingest.drop_first, raw.chunks[i])
+        m = raw.metas[i]
+        raw.metas[i] = ingest.ChunkMeta(m.n_lines, m.n_comments, m.edges - 1, None, m.first, m.max_rest, m.max_a,
+                                        m.lower, m.upper, m.max_rest)
+
+
+def _mtx_after(tasks, pb: Probe, raw: RawSource) -> None:
+    edges = raw.lines
+    if pb.entries is not None and edges != pb.entries:
+        raise located(pb.path, f"the size line declares {pb.entries:,} entries but the file has {edges:,} "
+                               "(a truncated or corrupt file?)")
+    if raw.n is None:
+        raw.n = max(m.max_id for m in raw.metas if m.edges) + 1
+        _check_declared(pb.path, raw.n, None)
+    if raw.directed is None and (all(m.lower for m in raw.metas) or all(m.upper for m in raw.metas)):
+        log.info("%s: no banner and all entries in one triangle: reading as symmetric", pb.path)
+        raw.directed = False
+
+
+def gather_raw(tasks, raw: RawSource) -> RawGraph:
+    """Everything a RawSource holds, on the client (tests and small graphs only)."""
+    chunks = tasks.gather(raw.chunks)
+    nodes = raw.nodes.result() if raw.nodes is not None else None
+    src = np.concatenate([c.a for c in chunks]) if chunks else np.zeros(0, np.int64)
+    dst = np.concatenate([c.b for c in chunks]) if chunks else np.zeros(0, np.int64)
+    return RawGraph(src=src, dst=dst, n=raw.n, directed=raw.directed, source=raw.name, lines=int(src.size),
+                    node_ids=None if raw.n is None else np.arange(raw.n, dtype=np.int64) + raw.base,
+                    features=None if nodes is None else nodes.features, labels=None if nodes is None else nodes.labels,
+                    masks=None if nodes is None else nodes.masks, notes=list(raw.notes))
+
+
+def read(path: str | Path, fmt: str | None, client, chunk_bytes: int = ingest.DEFAULT_CHUNK_BYTES,
+         header: str = "auto") -> RawGraph:
+    """Read ``path`` and bring its edges to the client (tests and small graphs)."""
+    from .cluster import Tasks
+
+    tasks = Tasks(client)
     try:
-        test_idx = np.array([int(x) for x in test_path.read_text().split()], dtype=np.int64)
-    except FileNotFoundError:
-        raise UserError(f"{test_path}: file not found") from None
-    except ValueError:
-        raise located(test_path, "non-numeric test index") from None
-    y = _dense(load_pickle(f("y")), f("y"))
-    ty = _dense(load_pickle(f("ty")), f("ty"))
-    has_allx = f("allx").exists()
-    ally = _dense(load_pickle(f("ally")), f("ally"))
-    n_train = y.shape[0]
-    n_all = ally.shape[0]
-    test_sorted = np.sort(test_idx)
-    lo, hi = int(test_sorted[0]), int(test_sorted[-1])
-    n = max(n_all + (hi - lo + 1), max(graph.keys()) + 1)
-
-    labels = np.full(n, -1, dtype=np.int32)
-    labels[:n_all] = np.where(ally.sum(1) > 0, ally.argmax(1), -1)
-    ty_full = np.zeros((hi - lo + 1, ty.shape[1]), dtype=ty.dtype)
-    ty_full[test_sorted - lo] = ty
-    labels[lo:hi + 1] = np.where(ty_full.sum(1) > 0, ty_full.argmax(1), -1)
-    labels[test_idx] = labels[test_sorted]  # undo the file's test ordering
-
-    features = None
-    notes = []
-    tx = _dense(load_pickle(f("tx")), f("tx"))
-    if has_allx:
-        allx = _dense(load_pickle(f("allx")), f("allx"))
-        features = np.zeros((n, allx.shape[1]), dtype=np.float32)
-        features[:n_all] = allx
-        tx_full = np.zeros((hi - lo + 1, tx.shape[1]), dtype=np.float32)
-        tx_full[test_sorted - lo] = tx
-        features[lo:hi + 1] = tx_full
-        features[test_idx] = features[test_sorted]
-    else:
-        notes.append(f"{base}.allx is missing: only {n_train + tx.shape[0]} of {n} vertices have features; "
-                     "use --features random:D")
-
-    masks = {"train": np.zeros(n, bool), "val": np.zeros(n, bool), "test": np.zeros(n, bool)}
-    masks["train"][:n_train] = True
-    masks["val"][n_train:n_train + 500] = True
-    masks["test"][test_idx] = True
-
-    # the adjacency dict is Python objects by nature; flatten it at C speed
-    keys = np.fromiter(graph.keys(), dtype=np.int64, count=len(graph))
-    lengths = np.fromiter(map(len, graph.values()), dtype=np.int64, count=len(graph))
-    src = np.repeat(keys, lengths)
-    dst = np.fromiter(itertools.chain.from_iterable(graph.values()), dtype=np.int64, count=int(lengths.sum()))
-    if dst.size and (dst.min() < 0 or dst.max() >= n):
-        raise located(f("graph"), f"neighbour id outside 0..{n - 1}")
-    return RawGraph(src=src, dst=dst, n=n, directed=False, source=str(base), lines=int(src.size),
-                    node_ids=np.arange(n, dtype=np.int64), features=features, labels=labels,
-                    masks=masks, notes=notes)
+        return gather_raw(tasks, submit_read(tasks, str(path), fmt, ReadOptions(chunk_bytes=chunk_bytes, header=header)))
+    finally:
+        tasks.release()

@@ -72,7 +72,7 @@ from .hypergraph import (
     merge_identical,
     stochastic_hypergraph,
 )
-from .partition import PartitionConfig, kahypar_partition
+from .partition import Inputs, PartitionConfig, Partitioner, kahypar_partition, register
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +138,14 @@ class SHPResult:
     nets_kept: int
     batches_equivalent: float
     rounds: list[dict] = field(default_factory=list)
+
+    def record(self, scfg: SHPConfig) -> dict:
+        """What the store's ``shp`` attribute keeps (JSON)."""
+        return {"sampler": scfg.sampler, "batch_size": scfg.batch_size, "theta": scfg.theta, "delta": scfg.delta,
+                "construction": self.construction, "required_nets": self.required_nets,
+                "nets_sampled": self.nets_sampled, "nets_after_merging": self.nets_kept,
+                "batches_equivalent": self.batches_equivalent, "batches_override": scfg.batches,
+                "rounds": self.rounds, "seconds": round(self.seconds, 3), "time_budget": scfg.time_budget}
 
 
 def column_nets(a_csc: sp.csc_matrix, q: float, seed: int, rounds: range) -> BatchNets:
@@ -317,3 +325,18 @@ def kahypar_start(a: sp.csr_matrix, pcfg: PartitionConfig) -> np.ndarray:
 
 def _sampled_batch_nets(a_csc: sp.csc_matrix, sampler: Sampler, ks: range) -> BatchNets:
     return batch_nets(a_csc, sampler.batches(ks, BUILD))
+
+
+def _shp(inputs: Inputs, cfg: PartitionConfig) -> tuple[np.ndarray, dict]:
+    """The registered ``shp`` model: options ``shp`` (an :class:`SHPConfig` as
+    a dict); starts from ``gp``'s partition when the build computed it."""
+    scfg = SHPConfig(**inputs.options.get("shp", {}))
+    if inputs.adj is None:
+        raise ValueError("shp needs the graph's pattern")
+    res = build_shp(inputs.a, inputs.adj, cfg, scfg, start=inputs.starts.get("gp"))
+    return res.part, res.record(scfg)
+
+
+register(Partitioner("shp", _shp, "mini-batch training: the expected volume of a random mini-batch (stochastic "
+                                  "hypergraph, refined from gp)", child=True, starts_from=("gp", "hp"),
+                     needs_graph=True))

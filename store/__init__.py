@@ -10,13 +10,30 @@ This package is the only code that knows the on-disk layout (see
     s.rank(r)                      # RankBlock of np.memmap views (checksum verified)
     s.quality()                    # xarray Dataset
     s.nodes()                      # xarray Dataset (features, labels, masks, ids)
+    s.graph()                      # the input graph's pattern (csr), checksum verified
+
+Also here, because both the pipeline and the trainer use them: ``sample``
+(the samplers), ``runlog`` (run-log records), ``costs`` (what layer widths
+imply for the bytes that travel), ``errors`` (``UserError``: exit code 2).
 """
 
 from ._reader import Store, memmap_array, open_rank, open_store
-from ._schema import SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays
-from ._writer import StoreWriter, block_checksum, write_array, write_rank
+from ._schema import SCHEMA_VERSION, Plan, RankBlock, block_arrays
+from ._writer import (
+                      StoreWriter,
+                      abort_all,
+                      array_checksum,
+                      block_checksum,
+                      is_store_dir,
+                      write_array,
+                      write_graph_block,
+                      write_node_rows,
+                      write_rank,
+)
+from .errors import StoreError, UserError
 
 __all__ = [
-    "SCHEMA_VERSION", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "block_arrays",
-    "block_checksum", "memmap_array", "open_rank", "open_store", "write_array", "write_rank",
+    "SCHEMA_VERSION", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "UserError", "abort_all", "array_checksum",
+    "block_arrays", "block_checksum", "is_store_dir", "memmap_array", "open_rank", "open_store", "write_array",
+    "write_graph_block", "write_node_rows", "write_rank",
 ]

@@ -12,7 +12,8 @@
       nodes/                     xarray Dataset, original order: features, labels, masks, ids
       quality/                   xarray Dataset: quality of every model
       minibatch/                 xarray Dataset: expected mini-batch volume of every model (with shp)
-      graph/{indptr,indices}     the input graph's pattern, original order (for the trainer's samplers)
+      graph/bounds               (R+1,) int64 row bounds of the graph's row blocks
+      graph/blocks/<b>/{indptr,indices}   the input graph's pattern (no self loops), rows of block b
 """
 
 from __future__ import annotations
@@ -40,9 +41,22 @@ def partition_array(model: str) -> str:
     return f"partitions/{model}"
 
 
-def graph_array(name: str) -> str:
-    """``indptr`` or ``indices`` of the input graph's pattern."""
-    return f"{GRAPH}/{name}"
+def graph_bounds() -> str:
+    return f"{GRAPH}/bounds"
+
+
+def graph_block(b: int, name: str) -> str:
+    """``indptr`` or ``indices`` of row block ``b`` of the input graph's
+    pattern (``name`` empty: the block's group)."""
+    return f"{GRAPH}/blocks/{b}/{name}".rstrip("/")
+
+
+PARTIAL_MARK = ".partial-"
+
+
+def is_partial(path: Path) -> bool:
+    """A build's working directory (``.NAME.partial-*``): never a store."""
+    return path.name.startswith(".") and PARTIAL_MARK in path.name
 
 
 def array_meta(root: Path, name: str) -> Path:

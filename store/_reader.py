@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 from dataclasses import fields
@@ -12,7 +13,7 @@ import numpy as np
 
 from . import _layout
 from ._schema import NODE_DTYPES, SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays
-from ._writer import block_checksum
+from ._writer import array_checksum, block_checksum
 
 _BYTES_CODECS = ([{"name": "bytes", "configuration": {"endian": "little"}}], [{"name": "bytes"}])
 
@@ -88,14 +89,58 @@ def open_rank(path: str | Path, r: int, verify: bool = True) -> RankBlock:
     if block.n_own != offsets[r + 1] - offsets[r]:
         raise StoreError(f"{root / prefix}: block has {block.n_own} rows, offsets say {offsets[r + 1] - offsets[r]}")
     if verify:
-        want = s.attrs["checksums"][str(r)]
+        want = s.attrs.get("checksums", {}).get(str(r))
+        if want is None:
+            raise StoreError(f"{root / prefix}: no checksum recorded for rank {r}'s block (a damaged store)")
         if block_checksum(block_arrays(block)) != want:
             raise StoreError(f"{root / prefix}: checksum mismatch: rank {r}'s block is corrupt")
+    for name, plan_ in (("", block.plan), ("transpose/", block.transpose)):
+        if plan_ is not None:
+            _check_plan(root / f"{prefix}{name}", plan_, r, offsets, int(s.attrs["n"]))
+    _check_nodes(root / prefix, block)
     return block
 
 
+def _check_plan(where: Path, p: Plan, r: int, offsets: np.ndarray, n: int) -> None:
+    """Cheap bounds checks (also with ``verify=False``): a corrupt plan must
+    stop with a message, not index out of bounds or hang an MPI job."""
+    parts = offsets.size - 1
+    n_own = int(offsets[r + 1] - offsets[r])
+    halo = p.recv_ids.shape[0]
+
+    def bad(what: str) -> StoreError:
+        return StoreError(f"{where}: {what} (a corrupt block; the checksum would have caught it without --no-verify)")
+
+    if p.indptr.shape[0] != n_own + 1 or p.indptr[0] != 0 or p.indptr[-1] != p.indices.shape[0] or \
+            np.any(np.diff(p.indptr) < 0):
+        raise bad("indptr is not a CSR row pointer for its rows")
+    if p.data.shape[0] != p.indices.shape[0]:
+        raise bad("indices and data differ in length")
+    if p.indices.shape[0] and (p.indices.min() < 0 or p.indices.max() >= n_own + halo):
+        raise bad(f"a column index outside 0..{n_own + halo - 1}")
+    for ptr, name, size in ((p.send_ptr, "send_ptr", p.send_rows.shape[0]), (p.recv_ptr, "recv_ptr", halo)):
+        if ptr.shape[0] != parts + 1 or ptr[0] != 0 or ptr[-1] != size or np.any(np.diff(ptr) < 0):
+            raise bad(f"{name} is not a pointer over {parts} ranks")
+    if p.send_rows.shape[0] and (p.send_rows.min() < 0 or p.send_rows.max() >= n_own):
+        raise bad(f"a row to send outside 0..{n_own - 1}")
+    if halo and (p.recv_ids.min() < 0 or p.recv_ids.max() >= n):
+        raise bad(f"a received id outside 0..{n - 1}")
+
+
+def _check_nodes(where: Path, b: RankBlock) -> None:
+    n_own = b.n_own
+    for name in ("labels", "train_mask", "val_mask", "test_mask", "node_index"):
+        if getattr(b, name).shape[0] != n_own:
+            raise StoreError(f"{where / name}: {getattr(b, name).shape[0]} rows for a block of {n_own}")
+    if b.features.ndim != 2 or b.features.shape[0] != n_own:
+        raise StoreError(f"{where / 'features'}: shape {b.features.shape} for a block of {n_own} rows")
+
+
 class Store:
-    """A complete store, opened read-only. Use :func:`open_store`."""
+    """A complete store, opened read-only. Use :func:`open_store`.
+
+    Every array a reader depends on is checked against the checksum recorded
+    at build time when it is read (``verify``, on by default)."""
 
     def __init__(self, path: Path, attrs: dict):
         self.path = path
@@ -103,7 +148,8 @@ class Store:
 
     def __repr__(self) -> str:
         a = self.attrs
-        return f"<Store {self.path} dataset={a.get('dataset')} n={a.get('n')} parts={a.get('parts')} model={a.get('model')}>"
+        return (f"<Store {self.path} dataset={a.get('dataset')} n={a.get('n')} parts={a.get('parts')} "
+                f"model={a.get('model')}>")
 
     @property
     def parts(self) -> int:
@@ -113,69 +159,108 @@ class Store:
     def models(self) -> list[str]:
         return list(self.attrs["models"])
 
+    def _checked(self, name: str, expected: str, verify: bool = True) -> np.ndarray:
+        a = np.array(memmap_array(self.path, name, expected))
+        if verify:
+            want = self.attrs.get("array_checksums", {}).get(name)
+            if want is None:
+                raise StoreError(f"{self.path / name}: no checksum recorded for this array (a damaged store)")
+            if array_checksum(a) != want:
+                raise StoreError(f"{self.path / name}: checksum mismatch: the array is corrupt")
+        return a
+
     @cached_property
     def offsets(self) -> np.ndarray:
         """(P+1,) int64: rank r owns permuted ids ``offsets[r]:offsets[r+1]``."""
-        return np.array(memmap_array(self.path, _layout.OFFSETS, "<i8"))
+        off = self._checked(_layout.OFFSETS, "<i8")
+        if off.size != self.parts + 1 or off[0] != 0 or off[-1] != self.attrs["n"] or np.any(np.diff(off) < 0):
+            raise StoreError(f"{self.path / _layout.OFFSETS}: not the offsets of {self.parts} ranks")
+        return off
 
-    def permutation(self) -> np.ndarray:
+    def permutation(self, verify: bool = True) -> np.ndarray:
         """(n,) int64: original vertex index of each permuted (new) id."""
-        return np.array(memmap_array(self.path, _layout.PERMUTATION, "<i8"))
+        return self._checked(_layout.PERMUTATION, "<i8", verify)
 
-    def partition(self, model: str) -> np.ndarray:
+    def partition(self, model: str, verify: bool = True) -> np.ndarray:
         """(n,) int32: part of every original vertex index under ``model``."""
         if model not in self.models:
             raise StoreError(f"{self.path}: no partition for model {model!r}; the store has {', '.join(self.models)}")
-        return np.array(memmap_array(self.path, _layout.partition_array(model), "<i4"))
+        return self._checked(_layout.partition_array(model), "<i4", verify)
 
     def rank(self, r: int, verify: bool = True) -> RankBlock:
         """Memory-mapped block of rank ``r`` (see :func:`open_rank`)."""
         return open_rank(self.path, r, verify=verify)
 
-    def quality(self):
-        """Quality of every model as an xarray Dataset (dims model, part, sender, receiver)."""
+    def _dataset(self, group: str):
         import xarray as xr
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
-            return xr.open_zarr(str(self.path), group=_layout.QUALITY, zarr_format=3, consolidated=False).load()
+            warnings.filterwarnings("ignore", message=r".*data type \(FixedLengthUTF32.*")
+            return xr.open_zarr(str(self.path), group=group, zarr_format=3).load()
 
-    def graph(self):
+    def quality(self):
+        """Quality of every model as an xarray Dataset (dims model, part, sender, receiver)."""
+        return self._dataset(_layout.QUALITY)
+
+    def graph(self, verify: bool = True):
         """The input graph's pattern (no self loops), original vertex order,
         as a csr_matrix: what the edge and random-walk samplers walk on."""
         import scipy.sparse as sp
-        indptr = np.array(memmap_array(self.path, _layout.graph_array("indptr"), "<i8"))
-        indices = np.array(memmap_array(self.path, _layout.graph_array("indices"), "<i4"))
-        n = indptr.size - 1
+
+        bounds = self._checked(_layout.graph_bounds(), "<i8", verify)
+        n = int(self.attrs["n"])
+        if bounds.size < 2 or bounds[0] != 0 or bounds[-1] != n or np.any(np.diff(bounds) < 0):
+            raise StoreError(f"{self.path / _layout.graph_bounds()}: not the row bounds of {n} vertices")
+        indptr_parts, indices_parts, off = [np.zeros(1, np.int64)], [], 0
+        sums = self.attrs.get("array_checksums", {})
+        for b in range(bounds.size - 1):  # a loop over row blocks
+            ptr = np.array(memmap_array(self.path, _layout.graph_block(b, "indptr"), "<i8"))
+            idx = np.array(memmap_array(self.path, _layout.graph_block(b, "indices"), "<i4"))
+            if verify:
+                key = _layout.graph_block(b, "")
+                if key not in sums:
+                    raise StoreError(f"{self.path / key}: no checksum recorded for this block (a damaged store)")
+                if hashlib.sha256((array_checksum(ptr) + array_checksum(idx)).encode()).hexdigest() != sums[key]:
+                    raise StoreError(f"{self.path / key}: checksum mismatch: the block is corrupt")
+            if ptr.size != bounds[b + 1] - bounds[b] + 1 or ptr[0] != 0 or ptr[-1] != idx.size or \
+                    np.any(np.diff(ptr) < 0) or (idx.size and (idx.min() < 0 or idx.max() >= n)):
+                raise StoreError(f"{self.path / _layout.graph_block(b, '')}: inconsistent CSR block")
+            indptr_parts.append(ptr[1:] + off)
+            indices_parts.append(idx)
+            off += idx.size
+        indptr = np.concatenate(indptr_parts)
+        indices = np.concatenate(indices_parts) if indices_parts else np.zeros(0, np.int32)
         return sp.csr_matrix((np.ones(indices.size, np.float32), indices, indptr), shape=(n, n))
 
     def minibatch(self):
         """Mini-batch quality (xarray Dataset) when the store has an ``shp`` model, else None."""
-        import xarray as xr
         if not (self.path / _layout.MINIBATCH / "zarr.json").exists():
             return None
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
-            return xr.open_zarr(str(self.path), group=_layout.MINIBATCH, zarr_format=3, consolidated=False).load()
+        return self._dataset(_layout.MINIBATCH)
 
     def nodes(self):
         """Node data in original vertex order as an xarray Dataset (lazy)."""
         import xarray as xr
-        return xr.open_zarr(str(self.path), group=_layout.NODES, zarr_format=3, consolidated=False)
+        return xr.open_zarr(str(self.path), group=_layout.NODES, zarr_format=3)
 
 
 def open_store(path: str | Path) -> Store:
     """Open a complete store; raise :class:`StoreError` for anything else."""
     path = Path(path)
     meta_path = path / _layout.ROOT_META
+    if _layout.is_partial(path):
+        raise StoreError(f"{path}: the working directory of a build that did not finish, not a store "
+                         "(the next build to the same output removes it)")
     if not path.exists():
         raise StoreError(f"{path}: store not found")
+    if not path.is_dir():
+        raise StoreError(f"{path}: not a store (a file, not a directory)")
     try:
         meta = json.loads(meta_path.read_text())
     except FileNotFoundError:
         raise StoreError(f"{path}: not a store (no {_layout.ROOT_META})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as e:
         raise StoreError(f"{meta_path}: corrupt ({e})") from None
-    attrs = meta.get("attributes", {})
+    attrs = meta.get("attributes", {}) if isinstance(meta, dict) else {}
     if not attrs.get("complete"):
         raise StoreError(f"{path}: incomplete store (its build did not finish)")
     if attrs.get("schema_version") != SCHEMA_VERSION:

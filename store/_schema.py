@@ -8,7 +8,7 @@ import numpy as np
 
 from .errors import StoreError  # noqa: F401  (re-exported)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass

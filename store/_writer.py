@@ -1,14 +1,32 @@
-"""Atomic writing of a store: everything goes into a hidden sibling directory,
-which is renamed into place only after the root attributes (with
-``complete: true``) are written. An interrupted build leaves at most a
-``.NAME.partial-*`` directory, which :func:`store.open_store` never accepts."""
+"""Writing a store, atomically and without ever touching what is not ours.
+
+A build writes into a hidden sibling ``.NAME.partial-<pid>-<id>``; the
+commit swaps it into place in one atomic step (``renameat2``: exchange with
+an old store, or rename without replacing). Partials never open as stores
+(:func:`store.open_store` refuses their names), so after a kill at any
+moment ``NAME`` holds the old store, the new one, or nothing, plus at most
+one partial, which the next build to ``NAME`` removes.
+
+While it runs, a build holds ``.NAME.lock`` (created exclusively; a lock
+left by a dead process is taken over with a log line): a second build to the
+same output stops at once. ``--overwrite`` replaces only a shgcn store or an
+empty directory, and the commit checks again that ``NAME`` is still what it
+was at the start: anything else that appeared there is kept, and the new
+store stays in its partial, named in the message.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
 import hashlib
 import json
+import logging
 import os
 import shutil
+import socket
+import threading
 import uuid
 import warnings
 from pathlib import Path
@@ -19,19 +37,67 @@ import zarr
 from . import _layout
 from ._schema import SCHEMA_VERSION, RankBlock, StoreError, block_arrays
 
+log = logging.getLogger(__name__)
 
-def write_array(root: str | Path, name: str, arr: np.ndarray) -> None:
+# set on Ctrl-C: writer tasks still running in this process stop before their next write
+ABORT = threading.Event()
+_ACTIVE: set[StoreWriter] = set()
+
+
+def abort_all() -> None:
+    """Ctrl-C: stop this process's writes, remove the partial stores of the
+    builds in it and release their locks."""
+    ABORT.set()
+    for w in list(_ACTIVE):
+        shutil.rmtree(w.tmp, ignore_errors=True)
+        w._release_lock()
+
+_DIMS = {"indptr": ("row_ptr",), "indices": ("nnz",), "data": ("nnz",), "send_ptr": ("rank_ptr",),
+         "send_rows": ("send",), "recv_ptr": ("rank_ptr",), "recv_ids": ("recv",), "features": ("row", "feature"),
+         "labels": ("row",), "train_mask": ("row",), "val_mask": ("row",), "test_mask": ("row",),
+         "node_index": ("row",)}
+
+
+def _check_abort() -> None:
+    if ABORT.is_set():
+        raise StoreError("the build was interrupted")
+
+
+def write_array(root: str | Path, name: str, arr: np.ndarray, dims: tuple[str, ...] | None = None) -> str:
     """Write ``arr`` uncompressed, as one chunk, little-endian, so that a
-    reader can memory-map the chunk file."""
+    reader can memory-map the chunk file; returns its checksum."""
+    _check_abort()
     arr = np.ascontiguousarray(arr)
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
+    if dims is None:
+        dims = _DIMS.get(name.rsplit("/", 1)[-1], tuple(f"dim_{i}" for i in range(arr.ndim)))
     chunks = tuple(max(1, s) for s in arr.shape)
-    z = zarr.create_array(store=str(root), name=name, shape=arr.shape, chunks=chunks, dtype=arr.dtype,
-                          compressors=None, filters=None, fill_value=0,
-                          config={"write_empty_chunks": True}, zarr_format=3, overwrite=True)
-    if arr.size:
-        z[...] = arr
+    try:
+        z = zarr.create_array(store=str(root), name=name, shape=arr.shape, chunks=chunks, dtype=arr.dtype,
+                              compressors=None, filters=None, fill_value=0, dimension_names=dims,
+                              config={"write_empty_chunks": True}, zarr_format=3, overwrite=True)
+        if arr.size:
+            z[...] = arr
+    except OSError as e:
+        raise _os_error(Path(root), e) from None
+    return array_checksum(arr)
+
+
+def _os_error(root: Path, e: OSError) -> StoreError:
+    if e.errno == errno.ENOSPC:
+        return StoreError(f"{root.parent}: no space left on the device while writing the store")
+    if e.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+        return StoreError(f"{root.parent}: cannot write the store ({os.strerror(e.errno)})")
+    return StoreError(f"{root}: cannot write the store ({e})")
+
+
+def array_checksum(a: np.ndarray) -> str:
+    """sha256 over an array's dtype, shape and bytes."""
+    a = np.ascontiguousarray(a)
+    h = hashlib.sha256(f"{a.dtype.str}:{a.shape};".encode())
+    h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
+    return h.hexdigest()
 
 
 def block_checksum(arrays: dict[str, np.ndarray]) -> str:
@@ -53,59 +119,212 @@ def write_rank(root: str | Path, block: RankBlock) -> str:
     return block_checksum(arrays)
 
 
+def write_graph_block(root: str | Path, b: int, indptr: np.ndarray, indices: np.ndarray) -> str:
+    """Row block ``b`` of the input graph's pattern (a ``write-graph`` task);
+    returns its checksum."""
+    sums = [write_array(root, _layout.graph_block(b, "indptr"), np.asarray(indptr, np.int64)),
+            write_array(root, _layout.graph_block(b, "indices"), np.asarray(indices, np.int32))]
+    return hashlib.sha256("".join(sums).encode()).hexdigest()
+
+
+NODE_ARRAYS = {"features": ("node", "feature"), "labels": ("node",), "train_mask": ("node",),
+               "val_mask": ("node",), "test_mask": ("node",)}
+
+
+def write_node_rows(root: str | Path, lo: int, arrays: dict[str, np.ndarray]) -> None:
+    """Rows ``lo..`` of the node arrays (a ``write-nodes`` task; ``lo`` is a
+    chunk boundary, so parallel tasks never share a chunk)."""
+    _check_abort()
+    try:
+        g = zarr.open_group(str(root), path=_layout.NODES, mode="r+", zarr_format=3)
+        for name, a in arrays.items():
+            z = g[name]
+            z[lo:lo + a.shape[0]] = a  # type: ignore[index]
+    except OSError as e:
+        raise _os_error(Path(root), e) from None
+
+
+# ------------------------------------------------------------------ the writer
+
+def _renameat2(src: Path, dst: Path, flags: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd = -100
+    if libc.renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), flags) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(dst))
+
+
+RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+
+
+def is_store_dir(path: Path) -> bool:
+    """A directory that a shgcn build wrote (complete or not)."""
+    try:
+        meta = json.loads((path / _layout.ROOT_META).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and "schema_version" in meta.get("attributes", {})
+
+
+def _identity(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class StoreWriter:
-    """Context manager that builds a store in a temporary sibling directory.
+    """Context manager that builds a store in a partial directory and commits
+    it atomically (see the module docstring).
 
     >>> with StoreWriter("out.zarr", overwrite=False) as w:   # doctest: +SKIP
-    ...     w.array("offsets", offsets)
+    ...     w.write_permutation(perm, offsets)
     ...     w.commit(attrs)
 
-    Leaving the block without :meth:`commit` (an exception) deletes the
-    temporary directory; the destination is untouched.
+    Leaving the block without :meth:`commit` (an exception, Ctrl-C) deletes
+    the partial directory; the destination is untouched.
     """
 
     def __init__(self, path: str | Path, overwrite: bool = False):
+        raw = str(path)
         self.path = Path(path)
-        if self.path.exists() and not overwrite:
-            raise StoreError(f"{self.path}: already exists (pass --overwrite to replace it)")
-        if self.path.parent.exists() and not self.path.parent.is_dir():
-            raise StoreError(f"{self.path.parent}: not a directory")
-        self.tmp = self.path.parent / f".{self.path.name}.partial-{uuid.uuid4().hex[:12]}"
+        if raw.strip() in ("", ".", "..", "/") or self.path.name in ("", ".", ".."):
+            raise StoreError(f"--out {raw!r}: name a new directory for the store, e.g. stores/graph.zarr")
+        self.path = self.path.absolute()
+        self.overwrite = overwrite
+        self._check_target()
+        self.start_identity = _identity(self.path)
+        self.tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.tmp = self.path.parent / f".{self.path.name}.partial-{self.tag}"
+        self.lock = self.path.parent / f".{self.path.name}.lock"
         self.committed = False
+        self._locked = False
+        self.sums: dict[str, str] = {}
+
+    def _check_target(self) -> None:
+        p = self.path
+        if p.parent.exists() and not p.parent.is_dir():
+            raise StoreError(f"{p.parent}: not a directory")
+        if not p.exists() and not p.is_symlink():
+            return
+        if not self.overwrite:
+            raise StoreError(f"{p}: already exists (pass --overwrite to replace a store)")
+        if p.is_symlink() or not p.is_dir():
+            raise StoreError(f"{p}: exists and is not a shgcn store; --overwrite replaces only a store or an "
+                             "empty directory, so it is left as it is")
+        if not is_store_dir(p) and any(p.iterdir()):
+            raise StoreError(f"{p}: a directory that is not a shgcn store and is not empty; --overwrite replaces "
+                             "only a store or an empty directory, so it is left as it is")
 
     def __enter__(self) -> StoreWriter:
+        ABORT.clear()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise StoreError(f"{self.path.parent}: cannot create the output directory ({e})") from None
-        zarr.open_group(str(self.tmp), mode="w", zarr_format=3)
+            raise StoreError(f"{self.path.parent}: cannot create the output directory ({e.strerror})") from None
+        self._take_lock()
+        try:
+            self._remove_stale_partials()
+            self.tmp.mkdir()
+            zarr.open_group(str(self.tmp), mode="w", zarr_format=3)
+        except OSError as e:
+            self._release_lock()
+            raise _os_error(self.tmp, e) from None
+        _ACTIVE.add(self)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if not self.committed:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        _ACTIVE.discard(self)
+        try:
+            if not self.committed:
+                if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+                    ABORT.set()
+                shutil.rmtree(self.tmp, ignore_errors=True)
+        finally:
+            self._release_lock()
 
+    # --- the lock
+    def _take_lock(self) -> None:
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "partial": self.tmp.name}
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = _read_lock(self.lock)
+                if holder and _alive(holder):
+                    raise StoreError(f"{self.path}: another build (pid {holder.get('pid')} on {holder.get('host')}) "
+                                     f"is writing this store; its lock is {self.lock}") from None
+                log.warning("%s: taking over the lock of a build that is no longer running (pid %s)", self.lock,
+                            (holder or {}).get("pid"))
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.lock)
+                continue
+            except OSError as e:
+                raise _os_error(self.path, e) from None
+            with os.fdopen(fd, "w") as f:
+                json.dump(me, f)
+            self._locked = True
+            return
+        raise StoreError(f"{self.lock}: cannot take the lock")
+
+    def _release_lock(self) -> None:
+        if self._locked:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.lock)
+            self._locked = False
+
+    def _remove_stale_partials(self) -> None:
+        """With the lock held, any partial of this store is a killed build's."""
+        for p in self.path.parent.glob(f".{self.path.name}.partial-*"):
+            log.warning("%s: removing the partial store of an earlier build that did not finish", p)
+            shutil.rmtree(p, ignore_errors=True)
+
+    # --- contents
     @property
     def root(self) -> str:
         return str(self.tmp)
 
+    @property
+    def work_dir(self) -> str:
+        """Scratch space inside the partial (partitioner children's files):
+        removed with it, also after a kill."""
+        return str(self.tmp / ".work")
+
+    def _array(self, name: str, arr: np.ndarray, dims: tuple[str, ...]) -> None:
+        self.sums[name] = write_array(self.tmp, name, arr, dims)
+
     def write_partition(self, model: str, part: np.ndarray) -> None:
         """(n,) int32 part of every original vertex index under ``model``."""
-        write_array(self.tmp, _layout.partition_array(model), np.asarray(part, np.int32))
+        self._array(_layout.partition_array(model), np.asarray(part, np.int32), ("node",))
 
     def write_permutation(self, perm: np.ndarray, offsets: np.ndarray) -> None:
         """(n,) new id -> original index, and the (P+1,) rank offsets."""
-        write_array(self.tmp, _layout.PERMUTATION, np.asarray(perm, np.int64))
-        write_array(self.tmp, _layout.OFFSETS, np.asarray(offsets, np.int64))
+        self._array(_layout.PERMUTATION, np.asarray(perm, np.int64), ("node",))
+        self._array(_layout.OFFSETS, np.asarray(offsets, np.int64), ("rank_ptr",))
 
-    def write_graph(self, indptr: np.ndarray, indices: np.ndarray) -> None:
-        """The input graph's pattern (no self loops) in original vertex order."""
-        write_array(self.tmp, _layout.graph_array("indptr"), np.asarray(indptr, np.int64))
-        write_array(self.tmp, _layout.graph_array("indices"), np.asarray(indices, np.int32))
+    def write_graph_bounds(self, bounds: np.ndarray, sums: list[str]) -> None:
+        """Row bounds of the graph's blocks and the blocks' checksums."""
+        self._array(_layout.graph_bounds(), np.asarray(bounds, np.int64), ("block_ptr",))
+        for b, s in enumerate(sums):
+            self.sums[_layout.graph_block(b, "")] = s
 
-    def write_nodes(self, ds) -> None:
-        """Node data in original order (xarray Dataset, dim ``node``)."""
-        self._dataset(_layout.NODES, ds)
+    def create_nodes(self, n: int, dim: int, chunk_rows: int, file_id: np.ndarray, part: np.ndarray) -> None:
+        """The node arrays (filled by ``write-nodes`` tasks, one chunk of rows
+        each), and the ``node``, ``file_id`` and ``part`` columns (O(n))."""
+        g = zarr.open_group(str(self.tmp), mode="a", zarr_format=3).require_group(_layout.NODES)
+        g.attrs.update({"description": "node data in original vertex order; file_id is the id in the input file"})
+        dtypes = {"features": np.float32, "labels": np.int32, "train_mask": bool, "val_mask": bool, "test_mask": bool}
+        for name, dims in NODE_ARRAYS.items():
+            shape = (n, dim) if name == "features" else (n,)
+            chunks = (max(1, chunk_rows), max(1, dim)) if name == "features" else (max(1, chunk_rows),)
+            g.create_array(name, shape=shape, chunks=chunks, dtype=dtypes[name], dimension_names=dims,
+                           fill_value=0, compressors=None)
+        for name, values in (("node", np.arange(n, dtype=np.int64)), ("file_id", np.asarray(file_id, np.int64)),
+                             ("part", np.asarray(part, np.int32))):
+            z = g.create_array(name, shape=(n,), chunks=(max(1, chunk_rows),), dtype=values.dtype,
+                               dimension_names=("node",), fill_value=0, compressors=None)
+            z[...] = values
 
     def write_quality(self, ds) -> None:
         """Quality of every model (xarray Dataset, dim ``model``)."""
@@ -116,23 +335,87 @@ class StoreWriter:
         self._dataset(_layout.MINIBATCH, ds)
 
     def _dataset(self, group: str, ds) -> None:
-        """Write an xarray Dataset as a sub-group (readable with ``xr.open_zarr``)."""
-        with warnings.catch_warnings():
-            # string coordinates (model names) have no final Zarr v3 spec yet
-            warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
+        """Write an xarray Dataset as a sub-group (readable with ``xr.open_zarr``).
+        Model names are fixed-length UTF-32 (``fixed_length_utf32``, registered
+        in zarr-extensions), never ``vlen-utf8``."""
+        ds = ds.copy()
+        for name, var in ds.variables.items():
+            if var.dtype.kind in "OSU":
+                ds[name] = var.astype(str)
+        with _quiet_zarr():
             ds.to_zarr(str(self.tmp), group=group, mode="w", zarr_format=3, consolidated=False)
 
+    # --- the commit
     def commit(self, attrs: dict) -> None:
-        """Write the root attributes, mark the store complete, move it into place."""
-        attrs = {**attrs, "schema_version": SCHEMA_VERSION, "complete": True}
+        """Write the root attributes, consolidate the metadata, and swap the
+        store into place (checking that nothing else appeared there)."""
+        _check_abort()
+        attrs = {**attrs, "schema_version": SCHEMA_VERSION, "complete": True,
+                 "array_checksums": dict(sorted(self.sums.items()))}
         json.dumps(attrs)  # fail here, not half-way, on a non-JSON value
-        g = zarr.open_group(str(self.tmp), mode="r+", zarr_format=3)
-        g.attrs.update(attrs)
-        old = None
-        if self.path.exists():
-            old = self.path.parent / f".{self.path.name}.old-{uuid.uuid4().hex[:12]}"
-            os.rename(self.path, old)
-        os.rename(self.tmp, self.path)
+        try:
+            g = zarr.open_group(str(self.tmp), mode="r+", zarr_format=3)
+            g.attrs.update(attrs)
+            shutil.rmtree(self.tmp / ".work", ignore_errors=True)
+            with _quiet_zarr():
+                zarr.consolidate_metadata(str(self.tmp), zarr_format=3)
+        except OSError as e:
+            raise _os_error(self.tmp, e) from None
+        now = _identity(self.path)
+        if now != self.start_identity or (now is not None and not (self.path.is_dir() and
+                                                                    (is_store_dir(self.path) or not any(self.path.iterdir())))):
+            kept = self.tmp.parent / f"{self.path.name}.new-{self.tag}"
+            os.rename(self.tmp, kept)
+            self.committed = True
+            raise StoreError(f"{self.path}: something else appeared there during the build and was left as it is; "
+                             f"the new store is at {kept}")
+        self._swap(now is not None)
         self.committed = True
-        if old is not None:
+
+    def _swap(self, exists: bool) -> None:
+        try:
+            _renameat2(self.tmp, self.path, RENAME_EXCHANGE if exists else RENAME_NOREPLACE)
+        except (OSError, AttributeError) as e:
+            if isinstance(e, OSError) and e.errno == errno.EEXIST:
+                raise StoreError(f"{self.path}: appeared during the build; the new store stays at {self.tmp}") from None
+            if isinstance(e, OSError) and e.errno not in (errno.ENOSYS, errno.EINVAL):
+                raise _os_error(self.path, e) from None
+            # no renameat2 here: two renames (a kill between them leaves the old store under .old-)
+            old = self.path.parent / f".{self.path.name}.partial-old-{self.tag}"
+            if exists:
+                os.rename(self.path, old)
+            os.rename(self.tmp, self.path)
             shutil.rmtree(old, ignore_errors=True)
+            return
+        if exists:  # the old store now sits under the partial's name: never a store, removed now or next time
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _quiet_zarr():
+    """zarr-python warns about every extension data type (our model names are
+    ``fixed_length_utf32``, registered in zarr-extensions) and about
+    consolidated metadata (which xarray reads); both are deliberate here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*data type \(FixedLengthUTF32.*")
+        warnings.filterwarnings("ignore", message=".*Consolidated metadata is currently not part.*")
+        yield
+
+
+def _read_lock(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(holder: dict) -> bool:
+    if holder.get("host") != socket.gethostname():
+        return True  # another machine's build: cannot tell, assume it runs
+    try:
+        os.kill(int(holder.get("pid", -1)), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError, TypeError):
+        return True
+    return True

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from mpi4py import MPI
 
-from shgcn.pipeline.layout import halos, rank_plan
+from shgcn.pipeline.layout import in_memory
 from shgcn.trainer.exchange import STRATEGIES
 from shgcn.trainer.plan import comm_plan
 
@@ -32,7 +32,9 @@ def main(strategy: str, seed: int) -> None:
     cuts = np.sort(rng.choice(np.arange(1, n), size - 1, replace=False)) if size > 1 else np.zeros(0, np.int64)
     offsets = np.concatenate([[0], cuts, [n]]).astype(np.int64)
     x = rng.standard_normal((n, D)).astype(np.float32)
-    plan = rank_plan(m, offsets, halos(m, offsets), rank)
+    owner = (np.searchsorted(offsets, np.arange(n), side="right") - 1).astype(np.int32)  # contiguous ranges
+    plans = [b.plan for b in in_memory(m, owner, size, directed=False)[1]]
+    plan = plans[rank]
     cp = comm_plan(plan, rank, offsets)
     ex = STRATEGIES[strategy](comm, cp)
     lo, hi = int(offsets[rank]), int(offsets[rank + 1])
@@ -57,8 +59,8 @@ def main(strategy: str, seed: int) -> None:
 
     ex.fold(parts, D, lambda: None, add)
     ref = np.zeros((n, D), np.float32)
-    for r in range(size):  # every rank's plan, re-derived, gives the reference
-        pr = rank_plan(m, offsets, halos(m, offsets), r)
+    for r in range(size):  # every rank's plan gives the reference
+        pr = plans[r]
         for q in range(size):
             ids = pr.recv_ids[pr.recv_ptr[q]:pr.recv_ptr[q + 1]]
             if q != r and ids.size:

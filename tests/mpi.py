@@ -40,7 +40,7 @@ GRAPHS = {
 
 def build_stores(root: Path, client, parts=(1, 2, 4), graphs=GRAPHS) -> dict:
     """One hp store per (graph kind, P) for the MPI tests."""
-    from shgcn.pipeline.build import BuildConfig, build
+    from shgcn.pipeline.compose import BuildConfig, build
 
     out = {}
     for kind, (spec, directed) in graphs.items():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from mpi import read_log, train
 
-from shgcn.pipeline.build import BuildConfig, build
+from shgcn.pipeline.compose import BuildConfig, build
 
 pytestmark = [pytest.mark.mpi, pytest.mark.dataset, pytest.mark.slow]
 

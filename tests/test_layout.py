@@ -13,11 +13,12 @@ def nodes(n, d=3):
     return NodeData(x, np.arange(n, dtype=np.int32), z, z, z)
 
 
-def blocks(a, part, p):
-    lay = layout.make_layout(part, p)
-    a_new = layout.permute(a, lay)
-    h = layout.halos(a_new, lay.offsets)
-    return lay, a_new, [layout.rank_block(r, lay, a_new, h, nodes(a.shape[0])) for r in range(p)]
+def blocks(a, part, p, directed=False):
+    """The build's layout functions on one process; and P Â P^T for checking."""
+    lay, bs = layout.in_memory(a, part, p, nodes(a.shape[0]), directed)
+    a_new = a[lay.perm][:, lay.perm].tocsr()
+    a_new.sort_indices()
+    return lay, a_new, bs
 
 
 def test_figure2_plans():
@@ -43,7 +44,7 @@ def test_blocks_reassemble_the_permuted_matrix(directed):
     n, p = 80, 4
     a = a_hat(n, [tuple(e) for e in rng.integers(0, n, (300, 2))], directed=directed)
     part = rng.integers(0, p, n).astype(np.int32)
-    lay, a_new, bs = blocks(a, part, p)
+    lay, a_new, bs = blocks(a, part, p, directed)
     rows = []
     for b in bs:
         # local column -> global new id: own range, then received ids
@@ -57,7 +58,11 @@ def test_blocks_reassemble_the_permuted_matrix(directed):
             assert sent.tolist() == got.tolist()
         np.testing.assert_array_equal(b.features, nodes(n).features[lay.perm[b.offset:b.offset + b.n_own]])
     assert (sp.vstack(rows).tocsr() != a_new).nnz == 0
-    assert (a_new != a[lay.perm][:, lay.perm]).nnz == 0
+    if directed:  # and Â^T's plans reassemble (P Â P^T)^T
+        t_rows = [sp.csr_matrix((b.transpose.data, np.concatenate([np.arange(b.offset, b.offset + b.n_own),
+                                                                     b.transpose.recv_ids])[b.transpose.indices],
+                                 b.transpose.indptr), shape=(b.n_own, n)) for b in bs]
+        assert (sp.vstack(t_rows).tocsr() != a_new.T.tocsr()).nnz == 0
 
 
 def test_spmm_through_the_plan_equals_global_spmm():

@@ -7,7 +7,7 @@ from mpi import GRAPHS, build_stores, read_log, train
 
 from shgcn import store
 from shgcn.pipeline import batch_quality
-from shgcn.pipeline.build import BuildConfig, build
+from shgcn.pipeline.compose import BuildConfig, build
 from shgcn.pipeline.ingest import to_graph
 from shgcn.pipeline.normalize import normalized_adjacency
 from shgcn.pipeline.synthetic import parse_spec

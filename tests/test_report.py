@@ -12,7 +12,7 @@ import pytest
 from conftest import run_cli
 from mpi import train
 
-from shgcn.pipeline.build import BuildConfig, build
+from shgcn.pipeline.compose import BuildConfig, build
 from shgcn.pipeline.report import SECTIONS
 
 pytest.importorskip("nbclient")
@@ -142,7 +142,7 @@ def test_dashboard_answers_while_the_cluster_is_up(tmp_path):
         assert status == 200
         seen = []
         while proc.poll() is None and time.time() < deadline:  # --keep-dashboard: up after the build too
-            line = proc.stdout.readline()
+            line = proc.stderr.readline()  # everything but the results goes to stderr
             seen.append(line)
             if "stays up" in line:
                 break
@@ -152,7 +152,7 @@ def test_dashboard_answers_while_the_cluster_is_up(tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    assert "Dask dashboard: http" in seen[0] and (tmp_path / "d.zarr").exists()
+    assert f"Dask dashboard: http://127.0.0.1:{port}/status" in seen[0] and (tmp_path / "d.zarr").exists()
 
 
 def test_quiet_and_json_logs(tmp_path):

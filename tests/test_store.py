@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import run_cli
 
 from shgcn import store
-from shgcn.pipeline import layout
-from shgcn.pipeline.build import BuildConfig, build
+from shgcn.pipeline.compose import BuildConfig, build
 from shgcn.pipeline.ingest import to_graph
 from shgcn.pipeline.normalize import normalized_adjacency
 from shgcn.pipeline.synthetic import parse_spec
@@ -111,15 +111,17 @@ def test_different_seed_changes_the_partition(built, tmp_path, client):
 
 
 def test_failure_mid_write_leaves_nothing(tmp_path, client, monkeypatch):
-    import shgcn.pipeline.build as pb
+    import shgcn.pipeline.compose as pb
 
     calls = []
 
-    def failing(root, r, *args):
-        calls.append(r)
-        if r == 1:
+    real = pb._write_rank
+
+    def failing(root, x, *args):
+        calls.append(x.r)
+        if x.r == 1:
             raise RuntimeError("disk full")
-        return store.write_rank(root, layout.rank_block(r, *args[:3], args[3], *args[4:]))
+        return real(root, x, *args)
 
     monkeypatch.setattr(pb, "_write_rank", failing)
     with pytest.raises(RuntimeError, match="disk full"):
@@ -155,11 +157,15 @@ main(["--quiet", "build", {SBM!r}, "--parts", "3", "--model", "rp", "--out", {st
     finally:
         proc.wait()
     assert not (tmp_path / "k.zarr").exists()
-    leftovers = [p for p in tmp_path.iterdir()]
-    assert leftovers and all(p.name.startswith(".k.zarr.partial-") for p in leftovers)
-    for p in leftovers:
-        with pytest.raises(store.StoreError, match="incomplete|not a store"):
-            store.open_store(p)
+    partials = [p for p in tmp_path.iterdir() if p.name.startswith(".k.zarr.partial-")]
+    assert len(partials) == 1 and {p.name for p in tmp_path.iterdir()} == {partials[0].name, ".k.zarr.lock"}
+    with pytest.raises(store.StoreError, match="did not finish, not a store"):
+        store.open_store(partials[0])
+    # the next build takes the dead build's lock over and removes its partial, saying so
+    res = run_cli("build", SBM, "--parts", "3", "--model", "rp", "--out", str(tmp_path / "k.zarr"))
+    assert res.returncode == 0, res.stderr
+    assert "taking over the lock" in res.stderr and "removing the partial store" in res.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["k.zarr"]
 
 
 def test_existing_output_is_refused_then_overwritten(built, tmp_path, client):

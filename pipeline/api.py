@@ -1,0 +1,95 @@
+"""The Python API of the pipeline: ``shgcn.pipeline.build(...)``.
+
+>>> import scipy.sparse as sp, shgcn.pipeline as pl                # doctest: +SKIP
+>>> res = pl.build(sp.random(1000, 1000, 0.01, format="csr"), parts=4, out="g.zarr")
+>>> res.path, res.table[0]["total_volume"]
+
+The same build as ``pipeline build``, on the Dask client you give, else the
+one ``distributed.get_client()`` finds, else the scheduler that
+``DASK_SCHEDULER_ADDRESS`` names, else an embedded cluster that lives for the
+call. Every future the build made is released before it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from .cluster import ENV_SCHEDULER, ClusterConfig, dask_client
+from .compose import BuildConfig, BuildResult
+from .errors import UserError
+from .graph import NodeSource
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _client(client) -> Iterator:
+    if client is not None:
+        yield client
+        return
+    try:
+        from distributed import get_client
+
+        yield get_client()
+        return
+    except ValueError:  # no client in this process
+        pass
+    with dask_client(ClusterConfig(scheduler=os.environ.get(ENV_SCHEDULER)), announce=log.info) as c:
+        yield c
+
+
+def _node_source(features, labels, masks) -> NodeSource | None:
+    if features is None and labels is None and masks is None:
+        return None
+    x = None if features is None else np.asarray(features)
+    if x is not None and (x.ndim != 2 or x.dtype.kind not in "fiub"):
+        raise UserError(f"features: expected an (n, D) array of numbers, got shape {x.shape} of {x.dtype}")
+    y = None if labels is None else np.asarray(labels)
+    if y is not None and (y.ndim != 1 or y.dtype.kind not in "iu"):
+        raise UserError(f"labels: expected an (n,) integer array, got shape {y.shape} of {y.dtype}")
+    if masks is not None and set(masks) != {"train", "val", "test"}:
+        raise UserError("masks: expected a dict with keys train, val, test")
+    return NodeSource(None if x is None else x.astype(np.float32), None if y is None else y.astype(np.int32),
+                      None if masks is None else {k: np.asarray(v, bool) for k, v in masks.items()})
+
+
+def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",), client=None,
+          features: Any = None, labels: Any = None, masks: dict | None = None, overwrite: bool = False,
+          echo=None, **options) -> BuildResult:
+    """Build a partitioned store.
+
+    Parameters
+    ----------
+    source : a dataset name, a file path, a generator spec (``rmat:...``), a
+        scipy.sparse matrix (n, n), or a (2, E) integer edge_index array
+    parts : number of parts (MPI ranks)
+    out : the store directory to create
+    models : partition models (see ``shgcn.pipeline.partition.REGISTRY``)
+    client : a ``distributed.Client``; default: the current one, else
+        ``$DASK_SCHEDULER_ADDRESS``, else an embedded cluster
+    features : (n, D) array of node features, optional
+    labels : (n,) integer labels (-1: unknown), optional
+    masks : {"train", "val", "test"} -> (n,) bool, optional (else a seeded split)
+    options : any other :class:`~.build.BuildConfig` field (``eps``, ``seed``,
+        ``directed``, ``layout_model``, ``split``, ``shp``...)
+
+    Returns
+    -------
+    BuildResult : ``path``, ``attrs`` (the store's attributes), ``table``
+        (quality of every model), ``timings``
+    """
+    from .compose import build as run
+
+    nodes = _node_source(features, labels, masks)
+    if nodes is not None and ("features" in options or "labels" in options):
+        raise UserError("give features/labels either as arrays or as specs (features='random:D'), not both")
+    cfg = BuildConfig(source=source, out=str(out), parts=parts, models=tuple(models), overwrite=overwrite,
+                      command=f"shgcn.pipeline.build({type(source).__name__}, parts={parts})", **options)
+    with _client(client) as c:
+        return run(cfg, c, echo=echo or (lambda *a: None), nodes=nodes)
