@@ -10,13 +10,17 @@ This package is the only code that knows the on-disk layout (see
     s.rank(r)                      # RankBlock of np.memmap views (checksum verified)
     s.quality()                    # xarray Dataset
     s.nodes()                      # xarray Dataset (features, labels, masks, ids)
+    store.to_pyg(s), store.to_pyg(s, rank=3)   # PyG Data (extra: pyg); to_dgl likewise (extra: dgl)
+    store.graph_arrays(s, rank=None)           # the same export as numpy arrays
 """
 
 from ._reader import Store, memmap_array, open_rank, open_store
 from ._schema import SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays
 from ._writer import StoreWriter, block_checksum, write_array, write_rank
+from .export import GraphArrays, graph_arrays, to_dgl, to_pyg
 
 __all__ = [
-    "SCHEMA_VERSION", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "block_arrays",
-    "block_checksum", "memmap_array", "open_rank", "open_store", "write_array", "write_rank",
+    "SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "block_arrays",
+    "block_checksum", "graph_arrays", "memmap_array", "open_rank", "open_store", "to_dgl", "to_pyg", "write_array",
+    "write_rank",
 ]
