@@ -86,13 +86,16 @@ def runs_table(runs: list[runlog.RunLog]):
     return out
 
 
+_NORMS = {"none": "not normalized", "row": "row-normalized"}
+
+
 def build_table(s: store_mod.Store) -> list[tuple[str, str]]:
     a = s.attrs
     rows = [("dataset", a["dataset"]), ("vertices", f"{a['n']:,}"),
             ("edges", f"{a['edges']:,} ({'directed' if a['directed'] else 'undirected'})"),
             ("nonzeros of Â", f"{a['nnz']:,}"), ("parts", str(a["parts"])), ("models", ", ".join(a["models"])),
             ("layout model", a["model"]), ("eps", str(a["eps"])), ("seed", str(a["seed"])),
-            ("features", f"{a['feature_dim']} ({a.get('feature_norm', 'none')} normalization)"),
+            ("features", f"{a['feature_dim']} ({_NORMS.get(a.get('feature_norm', 'none'), a.get('feature_norm'))})"),
             ("classes", str(a["classes"])), ("command", a["command"])]
     rows += [(f"version of {k}", v) for k, v in a.get("versions", {}).items()]
     return rows

@@ -49,6 +49,7 @@ original vertex index (its row in the whole-graph export and in
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -109,7 +110,9 @@ def require(module: str, extra: str, purpose: str) -> ModuleType:
     naming the extra to install (also when the package is installed but
     fails to import, as DGL does beside a torch it was not built for)."""
     try:
-        return importlib.import_module(module)
+        with warnings.catch_warnings():  # import-time deprecation banners (torchdata's, under DGL) are not ours to show
+            warnings.simplefilter("ignore")
+            return importlib.import_module(module)
     except ImportError as e:
         missing = (e.name or module).split(".")[0]
         raise UserError(f"{purpose} needs {missing}, which is not installed: pip install 'shgcn[{extra}]'") from None
