@@ -134,12 +134,43 @@ def _parser() -> argparse.ArgumentParser:
                                    "and write a self-contained HTML file, or the executed notebook.")
     r.add_argument("store", metavar="STORE")
     r.add_argument("--run", action="append", default=[], metavar="LOG", help="a run log of shgcn-train (repeatable)")
-    r.add_argument("--out", "-o", required=True, help="output file (report.html, or .ipynb with --format ipynb)")
-    r.add_argument("--format", choices=("html", "ipynb"), default="html")
+    r.add_argument("--out", "-o", required=True, help="output file: report.html, or report.ipynb for the executed notebook")
+    r.add_argument("--format", choices=("html", "ipynb"), default=None,
+                   help="output format (default: from --out's extension, .html or .ipynb)")
     r.add_argument("--timeout", type=int, default=600, help="seconds per cell")
 
     sub.add_parser("datasets", help="list the named datasets")
+
+    # ---- pipeline export (issue 15): a store's partition for other tools
+    x = sub.add_parser("export", parents=[common], help="write a store's partition for DistDGL or as an assignment file",
+                       description="Write a store's partition for other tools. distdgl: DistDGL's partition layout "
+                                   "(OUT/NAME.json and OUT/part{i}/ graph.dgl, node_feats.dgl, edge_feats.dgl, "
+                                   "orig_nids.dgl, orig_eids.dgl), which dgl.distributed.load_partition reads; needs "
+                                   "DGL (pip install 'shgcn[dgl]'). assignment: one part id per line in original "
+                                   "vertex order, the format --partition-file reads.")
+    x.add_argument("store", metavar="STORE")
+    x.add_argument("out", metavar="OUT", help="output directory (distdgl) or file (assignment)")
+    x.add_argument("--format", dest="export_format", choices=("distdgl", "assignment"), required=True,
+                   help="distdgl or assignment")
+    x.add_argument("--model", default=None, help="partition model to export (default: the store's layout model)")
+    x.add_argument("--graph-name", default=None,
+                   help="distdgl: the graph's name, NAME.json, DistGraph(NAME) (default: the store's directory name)")
+    x.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     return p
+
+
+def cmd_export(args) -> int:
+    """``pipeline export``: see :mod:`shgcn.pipeline.export`."""
+    from .export import export_assignment, export_distdgl
+
+    s = store.open_store(args.store)
+    if args.export_format == "assignment":
+        out = export_assignment(s, args.out, model=args.model, overwrite=args.overwrite)
+    else:
+        out = export_distdgl(s, args.out, model=args.model, graph_name=args.graph_name, overwrite=args.overwrite)
+    if not args.quiet:
+        print(f"wrote {out}")
+    return 0
 
 
 def _models(text: str) -> tuple[str, ...]:
@@ -308,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, handlers=[handler], force=True)
     if not args.quiet and args.verbose == 0:
         logging.getLogger("shgcn").setLevel(logging.INFO)
-    handlers = {"build": cmd_build, "info": cmd_info, "report": cmd_report, "datasets": cmd_datasets}
+    handlers = {"build": cmd_build, "info": cmd_info, "report": cmd_report, "datasets": cmd_datasets,
+                "export": cmd_export}
     try:
         return handlers[args.command](args)
     except UserError as e:

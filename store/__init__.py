@@ -11,6 +11,8 @@ This package is the only code that knows the on-disk layout (see
     s.quality()                    # xarray Dataset
     s.nodes()                      # xarray Dataset (features, labels, masks, ids)
     s.graph()                      # the input graph's pattern (csr), checksum verified
+    store.to_pyg(s), store.to_pyg(s, rank=3)   # PyG Data (extra: pyg); to_dgl likewise (extra: dgl)
+    store.graph_arrays(s, rank=None)           # the same export as numpy arrays
 
 Also here, because both the pipeline and the trainer use them: ``sample``
 (the samplers), ``runlog`` (run-log records), ``costs`` (what layer widths
@@ -20,20 +22,22 @@ imply for the bytes that travel), ``errors`` (``UserError``: exit code 2).
 from ._reader import Store, memmap_array, open_rank, open_store
 from ._schema import SCHEMA_VERSION, Plan, RankBlock, block_arrays
 from ._writer import (
-                      StoreWriter,
-                      abort_all,
-                      array_checksum,
-                      block_checksum,
-                      is_store_dir,
-                      write_array,
-                      write_graph_block,
-                      write_node_rows,
-                      write_rank,
+    StoreWriter,
+    abort_all,
+    array_checksum,
+    block_checksum,
+    is_store_dir,
+    write_array,
+    write_graph_block,
+    write_node_rows,
+    write_rank,
 )
 from .errors import StoreError, UserError
+from .export import GraphArrays, graph_arrays, to_dgl, to_pyg
 
 __all__ = [
-    "SCHEMA_VERSION", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "UserError", "abort_all", "array_checksum",
-    "block_arrays", "block_checksum", "is_store_dir", "memmap_array", "open_rank", "open_store", "write_array",
-    "write_graph_block", "write_node_rows", "write_rank",
+    "SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "UserError",
+    "abort_all", "array_checksum", "block_arrays", "block_checksum", "graph_arrays", "is_store_dir", "memmap_array",
+    "open_rank", "open_store", "to_dgl", "to_pyg", "write_array", "write_graph_block", "write_node_rows",
+    "write_rank",
 ]

@@ -39,12 +39,21 @@ class Header:
     type: ClassVar[str] = "header"
 
     @property
+    def mode_label(self) -> str:
+        """``full-batch``, or ``mini-batch, node sampler, B=40`` (from the
+        config when an older log lacks the sampler fields)."""
+        if self.mode != "minibatch":
+            return "full-batch"
+        sampler = self.sampler or self.config.get("sampler")
+        size = self.batch_size or self.config.get("batch_size") or None
+        text = "mini-batch" + (f", {sampler} sampler" if sampler else "")
+        return text + (f", B={size:,}" if isinstance(size, int) else "")
+
+    @property
     def label(self) -> str:
-        """A short name for plots: P, exchange, mode (and sampler, batch size)."""
-        base = f"P={self.parts} {self.exchange} {self.model}"
-        if self.mode == "minibatch":
-            return f"{base} mini-batch ({self.sampler}, B={self.batch_size:,})"
-        return f"{base} full-batch"
+        """A short name for plots: P, exchange, layout model, mode (and the
+        sampler and batch size of a mini-batch run)."""
+        return f"P={self.parts} {self.exchange} {self.model}, {self.mode_label}"
 
 
 @dataclass
