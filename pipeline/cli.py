@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 import time
+import warnings
 
 from shgcn import store
 
@@ -215,17 +216,19 @@ def cmd_build(args) -> int:
     from .compose import build
     from .partition import kill_children
 
-    cfg = build_config(args)
-    cfg.resolved().check()
+    cfg = build_config(args).resolved()
+    cfg.check()
     quiet = args.quiet or args.json
     # with --json, stdout holds the JSON only: everything else goes to stderr
     say = (lambda *a, **k: None) if args.quiet else (lambda msg: log.info("%s", msg))
     echo = (lambda *a, **k: None) if quiet else print
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,
                          dashboard_address=args.dashboard_address, processes=args.processes)
-    with dask_client(ccfg, announce=say) as client:
+    # the output is checked and locked before the cluster starts: a second build, or an output that must not be
+    # replaced, stops at once
+    with store.StoreWriter(cfg.out, overwrite=cfg.overwrite) as writer, dask_client(ccfg, announce=say) as client:
         try:
-            result = build(cfg, client, echo=echo)
+            result = build(cfg, client, echo=echo, writer=writer)
         except KeyboardInterrupt:
             with contextlib.suppress(Exception):  # partitioner children on the workers, too
                 client.run(kill_children)
@@ -330,6 +333,8 @@ class _JsonFormatter(logging.Formatter):
 
 
 def main(argv: list[str] | None = None) -> int:
+    # dependencies' deprecation notices are for their users, not ours (a command's stderr is for its own messages)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
     args = _parser().parse_args(argv)
     level = logging.WARNING if args.quiet else (logging.INFO if args.verbose == 1 else
                                                  logging.DEBUG if args.verbose > 1 else logging.WARNING)

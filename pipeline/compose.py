@@ -15,6 +15,7 @@ function of its inputs, so a lost worker costs a recompute, not the build.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -234,19 +235,25 @@ class Laid:
 
 # ------------------------------------------------------------------------ build
 
-def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None) -> BuildResult:
+def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
+          writer: store.StoreWriter | None = None) -> BuildResult:
     """Run the whole pipeline on ``client`` and write the store atomically.
-    ``nodes``: node data given in memory (the Python API)."""
+
+    ``nodes``: node data given in memory (the Python API). ``writer``: a
+    StoreWriter the caller has entered already (holding the output's lock);
+    else the build makes one."""
     cfg = cfg.resolved()
     cfg.check()
     tasks = Tasks(client)
     mon = Monitor(client, cfg.heartbeat, cfg.progress)
-    writer = store.StoreWriter(cfg.out, overwrite=cfg.overwrite)  # refuses an existing output at once
+    own_writer = writer is None
+    if writer is None:
+        writer = store.StoreWriter(cfg.out, overwrite=cfg.overwrite)  # refuses an existing output at once
     if not mon.embedded:  # the workers must see what the client sees
         check_paths(client, [p for p in _inputs(cfg) if os.path.exists(p)],
                     str(Path(cfg.out).parent) if Path(cfg.out).parent.exists() else "")
     try:
-        with writer:
+        with writer if own_writer else contextlib.nullcontext(writer):
             with mon.stage("ingest"):
                 given = None if nodes is None else tasks.submit("ingest-nodes", _given_nodes, nodes)
                 ing = ingest_stage(tasks, cfg, mon, given)

@@ -282,20 +282,24 @@ def bgzf_members(path: str, size: int) -> list[int] | None:
         return starts if len(starts) > 1 else None
 
 
-def parse_bgzf(path: str, start: int, stop: int, more: int, first: bool, max_line: int, kind: str,
+def parse_bgzf(path: str, prev: int, start: int, stop: int, more: int, max_line: int, kind: str,
                kwargs: dict) -> ParsedChunk:
     """``ingest-bgzf`` task: decompress members ``[start, stop)`` and parse the
-    lines that begin in them; the members up to ``more`` complete the last line."""
+    lines that begin in them; the member at ``prev`` (before ``start``) says
+    whether the first line began earlier, the members up to ``more`` complete
+    the last line."""
+    first = prev == start
     try:
         with open(path, "rb") as f:
-            f.seek(start)
+            f.seek(prev)
+            before = gzip.decompress(f.read(start - prev)) if start > prev else b""
             own = gzip.decompress(f.read(stop - start))
             extra = gzip.decompress(f.read(more - stop)) if more > stop else b""
     except EOFError:
         return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, "truncated gzip file (the compressed stream ends early)"))
     except (gzip.BadGzipFile, zlib.error) as e:
         return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"corrupt gzip file ({e})"))
-    if not first:  # the first partial line belongs to the previous group
+    if not first and before and not before.endswith(b"\n"):  # a line that began earlier is the previous group's
         nl = own.find(b"\n")
         own = b"" if nl < 0 else own[nl + 1:]
     if own and not own.endswith(b"\n"):

@@ -242,6 +242,11 @@ def _probe_metis(pb: Probe, lines: list[bytes]) -> Probe:
                                          "skip": ncon if fmt[1] == "1" else 0})
 
 
+def bgzf_members_of(path: str | Path) -> list[int] | None:
+    """Member offsets of a BGZF file, or None (for tests and diagnostics)."""
+    return ingest.bgzf_members(str(path), Path(path).stat().st_size)
+
+
 # -------------------------------------------------------- whole-file readers (tasks)
 
 @dataclass
@@ -347,8 +352,9 @@ def _submit_text(tasks, pb: Probe, opts: ReadOptions) -> list:
     per = max(1, opts.chunk_bytes // max(1, pb.size // max(1, len(pb.members))) // 4)  # ~4x compression
     reach = math.ceil(opts.max_line / 65536) + 1  # members that can hold the rest of a line
     groups = list(range(0, len(pb.members), per))
-    return [tasks.submit("ingest-bgzf", ingest.parse_bgzf, pb.path, starts[g], starts[min(g + per, len(starts) - 1)],
-                         starts[min(g + per + reach, len(starts) - 1)], g == 0, opts.max_line, kind, kw, index=i)
+    return [tasks.submit("ingest-bgzf", ingest.parse_bgzf, pb.path, starts[max(g - 1, 0)], starts[g],
+                         starts[min(g + per, len(starts) - 1)], starts[min(g + per + reach, len(starts) - 1)],
+                         opts.max_line, kind, kw, index=i)
             for i, g in enumerate(groups)]
 
 
