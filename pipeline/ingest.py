@@ -106,10 +106,12 @@ def _long_line(data: bytes, max_line: int) -> ChunkError:
 
 # ------------------------------------------------------------------ parsers
 
-def parse_pairs(data: bytes, max_id: int | None = None, base: int = 0) -> ParsedChunk:
+def parse_pairs(data: bytes, max_id: int | None = None, base: int = 0, mtx_field: str | None = None) -> ParsedChunk:
     """Lines ``u v [ignored...]`` -> two id arrays (shifted by ``base``).
-    Fast path: pyarrow; on any refusal, the tokenizer (which names the line)."""
-    fast = _fast_pairs(data, max_id, base)
+    Fast path: scipy's Matrix Market reader for the entries of a file with a
+    banner (``mtx_field``: its field, e.g. ``pattern`` or ``real``), pyarrow
+    for the rest; on any refusal, the tokenizer (which names the line)."""
+    fast = _fast_mtx(data, max_id, mtx_field) if mtx_field and max_id else _fast_pairs(data, max_id, base)
     if fast is not None:
         return fast
     t = tokenize(data, max_cols=2)
@@ -136,6 +138,30 @@ def _leading_comments(data: bytes) -> tuple[int, int]:
     return pos, lines
 
 
+def _fast_mtx(data: bytes, n: int, field: str) -> ParsedChunk | None:
+    """Entries of a Matrix Market file, parsed by ``scipy.io.mmread`` (its C++
+    reader) behind a banner and size line written for this chunk alone
+    ("general": the symmetry is the build's business). None when it refuses."""
+    import io
+
+    import scipy.io
+
+    lines = count_lines(data)
+    if lines == 0:
+        return ParsedChunk(_EMPTY, _EMPTY, 0, 0)
+    if b"%" in data:  # comments between entries: the tokenizer counts them
+        return None
+    head = f"%%MatrixMarket matrix coordinate {field} general\n{n} {n} {lines}\n".encode()
+    try:
+        m = scipy.io.mmread(io.BytesIO(head + data))
+    except Exception:  # noqa: BLE001 - any refusal (a bad token, an id out of range, blank lines): the slow path
+        return None
+    coo = m.tocoo() if hasattr(m, "tocoo") else None
+    if coo is None or coo.nnz != lines:
+        return None
+    return ParsedChunk(coo.row.astype(np.int64), coo.col.astype(np.int64), lines, 0)
+
+
 def _fast_pairs(data: bytes, max_id: int | None, base: int) -> ParsedChunk | None:
     """pyarrow's CSV reader on the common layouts (one tab or one space
     between fields, comments only at the top); None when it does not apply."""
@@ -146,18 +172,14 @@ def _fast_pairs(data: bytes, max_id: int | None, base: int) -> ParsedChunk | Non
     body = memoryview(data)[start:]
     if not body:
         return ParsedChunk(_EMPTY, _EMPTY, count_lines(data), comments)
-    raw = data[start:]
-    if b"\n#" in raw or b"\n%" in raw:
-        return None
-    first = raw[: raw.find(b"\n") if b"\n" in raw else len(raw)]
-    delim = "\t" if b"\t" in first else " "
-    if delim == " " and (b"  " in raw or b"\t" in raw or b"\n " in raw or raw.startswith(b" ")):
-        return None
+    nl = data.find(b"\n", start)
+    delim = "\t" if b"\t" in data[start:nl if nl >= 0 else len(data)] else " "
+    # no pre-scan for comments or odd spacing: pyarrow refuses those lines (a bad value, an empty field
+    # that becomes null, or a different number of columns), and the tokenizer then names them
     try:
         table = pacsv.read_csv(
             pa.py_buffer(body),
-            read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
-                                           block_size=len(body) + 1),
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False, block_size=1 << 20),
             parse_options=pacsv.ParseOptions(delimiter=delim, ignore_empty_lines=True),
             convert_options=pacsv.ConvertOptions(column_types={"f0": pa.int64(), "f1": pa.int64()},
                                                  include_columns=["f0", "f1"]))

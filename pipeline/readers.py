@@ -177,6 +177,7 @@ def _probe_mtx(pb: Probe, lines: list[bytes]) -> Probe:
     symmetric)."""
     path = pb.path
     symmetric: bool | None = None
+    banner_words: list[str] = []
     i = 0
     if lines and lines[0].startswith(b"%%MatrixMarket"):
         banner_words = lines[0].decode("latin-1").lower().split()
@@ -203,8 +204,12 @@ def _probe_mtx(pb: Probe, lines: list[bytes]) -> Probe:
             n, entries = rows, nnz
             header_bytes += len(lines[i])
             i += 1
+    field = banner_words[3] if banner and len(banner_words) > 3 else None
+    kwargs: dict = {"max_id": n, "base": 1}
+    if field in ("pattern", "real", "integer", "double"):  # scipy's reader parses the entries (complex: the tokenizer)
+        kwargs["mtx_field"] = field
     return Probe(pb.path, pb.fmt, pb.size, pb.gzip, pb.members, i, header_bytes, n, 1,
-                 None if symmetric is None else not symmetric, entries, "pairs", {"max_id": n, "base": 1})
+                 None if symmetric is None else not symmetric, entries, "pairs", kwargs)
 
 
 def _count_data_lines(path: str, gz: bool, offset: int) -> int:
