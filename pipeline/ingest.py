@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._tokens import ChunkError, Tokens, count_lines, tokenize
+from .blocks import lookup, sorted_unique
 from .errors import UserError
 from .graph import Graph, ParsedChunk, RawGraph
 
@@ -388,16 +389,16 @@ def shift_vertices(c: ParsedChunk, shift: int) -> ParsedChunk:
 
 def chunk_ids(c: ParsedChunk) -> np.ndarray:
     """Sorted distinct vertex labels of a chunk."""
-    return np.unique(np.concatenate([c.a, c.b]))
+    return sorted_unique(np.concatenate([c.a, c.b]))
 
 
 def union(*ids: np.ndarray) -> np.ndarray:
-    return np.unique(np.concatenate(ids)) if ids else _EMPTY
+    return sorted_unique(np.concatenate(ids)) if ids else _EMPTY
 
 
 def relabel(c: ParsedChunk, node_ids: np.ndarray) -> ParsedChunk:
     """File labels -> 0..n-1 (positions in the sorted ``node_ids``)."""
-    return ParsedChunk(np.searchsorted(node_ids, c.a), np.searchsorted(node_ids, c.b), c.n_lines, c.n_comments)
+    return ParsedChunk(lookup(node_ids, c.a), lookup(node_ids, c.b), c.n_lines, c.n_comments)
 
 
 def file_size(path: str) -> int:
