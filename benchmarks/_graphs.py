@@ -12,6 +12,8 @@ file, so that a change of those APIs is adapted here only.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import inspect
 import json
 import logging
 import time
@@ -73,6 +75,30 @@ def partition(name: str, model: str, parts: int, eps: float = EPS, seed: int = S
     tmp.rename(path)
     log.info("%s %s p=%d: %.1f s", name, model, parts, seconds)
     return part, seconds
+
+
+def refined_partition(name: str, base: str, parts: int, mti: float = 0.02, compute: bool = True
+                      ) -> tuple[np.ndarray, float, dict] | None:
+    """(part, seconds, info) of ``refine.volume_balance`` on the ``base`` partition, cached under a key
+    of the refine module's source and the options (None when the base is absent and ``compute`` is False)."""
+    from shgcn.pipeline import refine
+
+    src = hashlib.sha1(inspect.getsource(refine).encode()).hexdigest()[:10]
+    path = CACHE / f"{name}-{base}-vb-p{parts}-m{mti}-{src}.npz"
+    if path.exists():
+        z = np.load(path)
+        return z["part"], float(z["seconds"]), {"moves": int(z["moves"]), "passes": int(z["passes"])}
+    got = partition(name, base, parts, compute=compute)
+    if got is None:
+        return None
+    a, _ = adjacency(name)
+    t0 = time.perf_counter()
+    part, info = refine.volume_balance(a, got[0], parts, eps=EPS, max_total_increase=mti, seed=SEED)
+    seconds = time.perf_counter() - t0
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, part=part, seconds=seconds, moves=info["moves"], passes=info["passes"])
+    tmp.rename(path)
+    return part, seconds, info
 
 
 def main() -> None:

@@ -475,8 +475,8 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
     tbound = int(np.floor(pc.total * (1 + max_total_increase)))
     state = np.array([pc.total, pc.send.max(), pc.recv.max()], np.int64)
     rng = np.random.default_rng([seed, 0x5642])
-    phi = _phi(pc, power)
-    for it in range(max_passes):
+
+    def one_pass() -> int:
         tau = pc.total / parts
         ex = np.concatenate([pc.send - tau, pc.recv - tau])
         mu = total_weight * power * float((ex[ex > 0] ** (power - 1)).mean()) if (ex > 0).any() else 0.0
@@ -488,10 +488,15 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
                       start["total_volume"], float(power))
         pc.total = int(state[0])
         info["moves"] += int(moves)
-        info["passes"] = it + 1
+        info["passes"] += 1
+        log.debug("pass %d: %d moves, max send %d, max recv %d, total %d, max load %d", info["passes"], moves,
+                  pc.send.max(), pc.recv.max(), pc.total, pc.load.max())
+        return int(moves)
+
+    phi = _phi(pc, power)
+    for _ in range(max_passes):
+        moves = one_pass()
         new_phi = _phi(pc, power)
-        log.debug("pass %d: %d moves, max send %d, max recv %d, total %d", it, moves, pc.send.max(), pc.recv.max(),
-                  pc.total)
         if moves == 0 or phi - new_phi < min_gain * phi:
             break
         phi = new_phi

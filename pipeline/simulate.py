@@ -248,7 +248,6 @@ def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network
     send_msgs, recv_msgs = (v > 0).sum(1), (v > 0).sum(0)
     load = cost.load.astype(float)
     own = cost.own.astype(float) if cost.own is not None and exchange == "p2p" else np.zeros_like(load)
-    rows = cost.rows.astype(float)
     spmm_total = np.zeros(cost.parts)
     comm_total = np.zeros(cost.parts)
     for d, backward in [(d, False) for d in fwd] + [(d, True) for d in bwd]:
@@ -261,9 +260,7 @@ def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network
         step = np.maximum(comm, t_own) + t_rest  # own=0 without overlap: comm + whole SpMM
         spmm_total += t_own + t_rest
         comm_total += step - t_own - t_rest
-    flops = sum(a * b * (2 if k == 0 else 3) for k, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
-    elem = sum(dims[:-1]) + 2 * sum(dims[1:])
-    dense = compute.dense * rows * flops + compute.elem * rows * elem + compute.const
+    dense = compute_features(cost, dims)[:, 1:] @ np.array([compute.dense, compute.elem, compute.const])
     ar = allreduce_time(ITEMSIZE * sum(a * b for a, b in zip(dims[:-1], dims[1:])), cost.parts, net)
     comm_total += ar
     total = spmm_total + dense + comm_total
@@ -277,6 +274,32 @@ def network_of(network: str | Network) -> Network:
     if network not in NETWORKS:
         raise UserError(f"unknown network preset {network!r}; choose one of {', '.join(NETWORKS)}")
     return NETWORKS[network]
+
+
+def compute_features(cost: PartitionCost, dims: list[int]) -> np.ndarray:
+    """(P, 4) work of each rank in one training step, the regressors of
+    :class:`ComputeModel` in its order: nonzeros x SpMM columns (forward and
+    backward), rows x dense multiply-adds (X W forward; G^T X and G W^T
+    backward, the latter not for the first layer), rows x elementwise columns,
+    and 1."""
+    wf = [_w_first(dims, k) for k in range(len(dims) - 1)]
+    fwd, bwd = spmm_widths(dims, wf)
+    flops = sum(a * b * (2 if k == 0 else 3) for k, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
+    elem = sum(dims[:-1]) + 2 * sum(dims[1:])  # dropout on layer inputs; activation and its gradient on outputs
+    rows = cost.rows.astype(float)
+    return np.stack([cost.load * float(sum(fwd) + sum(bwd)), rows * flops, rows * elem, np.ones_like(rows)], axis=1)
+
+
+def fit_compute(features: np.ndarray, seconds: np.ndarray, source: str = "") -> ComputeModel:
+    """Non-negative least squares of measured compute ``seconds`` (k,) on
+    ``features`` (k, 4) (:func:`compute_features` rows), relative errors."""
+    from scipy.optimize import nnls
+
+    scale = features.max(0)
+    scale[scale == 0] = 1
+    coef, _ = nnls(features / scale / seconds[:, None], np.ones_like(seconds))
+    c = coef / scale
+    return ComputeModel(spmm=float(c[0]), dense=float(c[1]), elem=float(c[2]), const=float(c[3]), source=source)
 
 
 def predict(costs: list[PartitionCost], dims: list[int], network: str | Network = "infiniband",

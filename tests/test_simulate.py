@@ -130,3 +130,16 @@ def test_predicted_bytes_equal_measured(sim_stores, tmp_path, kind, ranks, excha
         assert e.bytes_recv == pred["bytes_recv"].tolist()
     rows = simulate.predict_store(s, network="shm", exchange=["p2p", "bcast"])
     assert {r["model"] for r in rows} == {"hp", "rp"} and all(r["epoch"] > 0 for r in rows)
+
+
+def test_fit_compute_recovers_coefficients():
+    true = simulate.ComputeModel(spmm=2e-9, dense=3e-10, elem=4e-9, const=1e-3)
+    feats, secs = [], []
+    for rows, load, dims in [(1000, 9000, [8, 16, 4]), (5000, 20000, [32, 8, 4]), (300, 9000, [64, 64, 2]),
+                             (20000, 50000, [16, 16, 16]), (7000, 7000, [128, 4, 4])]:
+        c = simulate.PartitionCost("x", np.zeros((1, 1), np.int64), np.array([load]), np.array([rows]), None, False)
+        f = simulate.compute_features(c, dims)
+        feats.append(f[0])
+        secs.append(simulate.rank_times(c, dims, "p2p", NET, true)["epoch"])
+    fit = simulate.fit_compute(np.array(feats), np.array(secs))
+    np.testing.assert_allclose([fit.spmm, fit.dense, fit.elem, fit.const], [2e-9, 3e-10, 4e-9, 1e-3], rtol=1e-6)
