@@ -226,9 +226,106 @@ def _pen(x, tau, power):
 # ------------------------------------------------------------------ a pass
 
 @_jit
-def _pass(order, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv, load, state,
-          lmax, tbound, tau, mu, cap, max_targets, extra, total0, power):
+def _targets(v, a, indptr, indices, spart, sptr, lam, cap, max_targets, extra, score_of, cand):
+    """Candidate target parts of v (in part a) into ``cand``: the parts holding
+    pins of v's nets (nets with at most ``cap`` parts), most shared nets
+    first, at most ``max_targets``, then the parts in ``extra``. Returns
+    (count, whether v is on the boundary)."""
+    parts = score_of.size
+    nc = 0
+    cut = lam[v] > 1
+    for p in range(indptr[v], indptr[v + 1]):
+        j = indices[p]
+        if lam[j] < 2:
+            continue
+        cut = True
+        if lam[j] > cap:
+            continue
+        for s in range(sptr[j], sptr[j] + lam[j]):
+            k = spart[s]
+            if k == a:
+                continue
+            if score_of[k] == 0:
+                cand[nc] = k
+                nc += 1
+            score_of[k] += 1
+    if nc > max_targets:
+        top = 0
+        for i in range(nc):
+            top = max(top, score_of[cand[i]])
+        keys = np.empty(nc, np.int64)
+        for i in range(nc):
+            keys[i] = (top - score_of[cand[i]]) * parts + cand[i]  # most shared nets first, ties by part id
+            score_of[cand[i]] = 0
+        keys.sort()
+        for i in range(max_targets):
+            cand[i] = keys[i] % parts
+        nc = max_targets
+    else:
+        for i in range(nc):
+            score_of[cand[i]] = 0
+    for t in range(extra.size):
+        k = extra[t]
+        if k == a:
+            continue
+        dup = False
+        for i in range(nc):
+            if cand[i] == k:
+                dup = True
+                break
+        if not dup:
+            cand[nc] = k
+            nc += 1
+    return nc, cut
+
+
+@_jit
+def _best_target(v, cand, nc, floor, blocked, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv, load,
+                 state, lmax, tbound, tau, mu_eff, power, ds, dr, mark, touched):
+    """Best move of v among ``cand[:nc]`` by score (above ``floor``) that keeps
+    the maxima, the total bound and the load bound; with ``blocked``, instead
+    the best one (score above 0) among those that only the load bound of
+    their target forbids.
+    Returns (part, score); -1 for none."""
+    best_b, best = -1, floor
+    wv = w[v]
+    for i in range(nc):
+        b = cand[i]
+        if (load[b] + wv > lmax) != blocked:
+            continue
+        nt, dtot = _move_deltas(v, b, indptr, indices, part, spart, scnt, sptr, lam, ds, dr, mark, touched, 0)
+        ok = state[0] + dtot <= tbound
+        dphi = 0.0
+        for t in range(nt):
+            k = touched[t]
+            if ok:
+                ns = send[k] + ds[k]
+                nr = recv[k] + dr[k]
+                if (ds[k] > 0 and ns > state[1]) or (dr[k] > 0 and nr > state[2]):
+                    ok = False
+                dphi += _pen(ns, tau, power) - _pen(send[k], tau, power) + _pen(nr, tau, power) - _pen(recv[k], tau, power)
+            ds[k] = 0
+            dr[k] = 0
+            mark[k] = 0
+        if not ok:
+            continue
+        score = -dphi - mu_eff * dtot
+        if score > best:
+            best, best_b = score, b
+    return best_b, best
+
+
+@_jit
+def _pass(order, indptr, indices, cptr, cidx, part, w, spart, scnt, sptr, lam, send, recv, load, state,
+          lmax, tbound, tau, mu, cap, max_targets, extra, total0, power, swap_tries):
     """One pass over ``order``; ``state`` = [total, smax, rmax] (int64, updated).
+
+    A vertex of a busy part (send or receive volume in the upper half between
+    the mean and the maximum) whose best move is forbidden only by its target's load bound may
+    still move if a vertex of that target sharing one of its nets (at most
+    ``swap_tries`` are tried) can then leave it, the pair scoring above 0;
+    otherwise the first move is undone (exactly, by the reverse move). The
+    second vertex goes to v's old part or to the lightest part.
     Returns the number of moves applied."""
     parts = send.size
     ds = np.zeros(parts, np.int64)
@@ -237,92 +334,72 @@ def _pass(order, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv, l
     touched = np.empty(parts, np.int64)
     score_of = np.zeros(parts, np.int64)
     cand = np.empty(parts, np.int64)
+    cand2 = np.empty(parts, np.int64)
     moves = 0
     for v in order:
         a = part[v]
-        # candidate targets: parts holding pins of v's nets (small nets only), by how many nets they touch
-        nc = 0
-        cut = lam[v] > 1
-        for p in range(indptr[v], indptr[v + 1]):
-            j = indices[p]
-            if lam[j] < 2:
-                continue
-            cut = True
-            if lam[j] > cap:
-                continue
-            for s in range(sptr[j], sptr[j] + lam[j]):
-                k = spart[s]
-                if k == a:
-                    continue
-                if score_of[k] == 0:
-                    cand[nc] = k
-                    nc += 1
-                score_of[k] += 1
+        nc, cut = _targets(v, a, indptr, indices, spart, sptr, lam, cap, max_targets, extra, score_of, cand)
         if not cut:  # interior vertex: every move only adds volume
             continue
-        if nc > max_targets:
-            top = 0
-            for i in range(nc):
-                top = max(top, score_of[cand[i]])
-            keys = np.empty(nc, np.int64)
-            for i in range(nc):
-                keys[i] = (top - score_of[cand[i]]) * parts + cand[i]  # most touched first, ties by part id
-                score_of[cand[i]] = 0
-            keys.sort()
-            for i in range(max_targets):
-                cand[i] = keys[i] % parts
-            nc = max_targets
-        else:
-            for i in range(nc):
-                score_of[cand[i]] = 0
-        for t in range(extra.size):  # the lightest parts: owners of wide nets may go anywhere
-            k = extra[t]
-            if k == a:
-                continue
-            dup = False
-            for i in range(nc):
-                if cand[i] == k:
-                    dup = True
-                    break
-            if not dup:
-                cand[nc] = k
-                nc += 1
-        best_b = -1
-        best = 0.0
-        wv = w[v]
         # the price of total volume rises as the budget is spent, so that it goes to the best moves
         left = (tbound - state[0]) / max(tbound - total0, 1)
         mu_eff = mu / max(left, 0.05)
-        for i in range(nc):
-            b = cand[i]
-            if load[b] + wv > lmax:
-                continue
-            nt, dtot = _move_deltas(v, b, indptr, indices, part, spart, scnt, sptr, lam, ds, dr, mark, touched, 0)
-            ok = state[0] + dtot <= tbound
-            dphi = 0.0
-            for t in range(nt):
-                k = touched[t]
-                if ok:
-                    ns = send[k] + ds[k]
-                    nr = recv[k] + dr[k]
-                    if (ds[k] > 0 and ns > state[1]) or (dr[k] > 0 and nr > state[2]):
-                        ok = False
-                    dphi += _pen(ns, tau, power) - _pen(send[k], tau, power) + _pen(nr, tau, power) - _pen(recv[k], tau, power)
-                ds[k] = 0
-                dr[k] = 0
-                mark[k] = 0
-            if not ok:
-                continue
-            score = -dphi - mu_eff * dtot
-            if score > best:
-                best = score
-                best_b = b
-        if best_b >= 0:
-            state[0] += _apply_move(v, best_b, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv, load)
+        b, _ = _best_target(v, cand, nc, 0.0, False, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv,
+                            load, state, lmax, tbound, tau, mu_eff, power, ds, dr, mark, touched)
+        if b >= 0:
+            state[0] += _apply_move(v, b, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv, load)
             moves += 1
             # the maxima never rise; they fall when the last part at the maximum drops
             state[1] = send.max()
             state[2] = recv.max()
+            continue
+        # pair moves only from the parts whose volume is in the upper half between the mean and the maximum
+        hot = 2 * send[a] >= tau + state[1] or 2 * recv[a] >= tau + state[2]
+        if swap_tries == 0 or not hot:
+            continue
+        bb, bsc = _best_target(v, cand, nc, 0.0, True, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv,
+                               load, state, lmax, tbound, tau, mu_eff, power, ds, dr, mark, touched)
+        if bb < 0:
+            continue
+        # make room in bb: move v there, then the best vertex of bb next to v out of it
+        state[0] += _apply_move(v, bb, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv, load)
+        state[1] = send.max()
+        state[2] = recv.max()
+        best_u, best_c, best2 = -1, -1, -np.inf
+        tried = 0
+        lightest_load = np.argmin(load)
+        scanned = 0
+        for p in range(indptr[v], indptr[v + 1]):
+            j = indices[p]
+            if cptr[j + 1] - cptr[j] > 4 * cap:  # a hub's pins would make this a scan of the graph
+                continue
+            for q in range(cptr[j], cptr[j + 1]):
+                u = cidx[q]
+                scanned += 1
+                if u == v or part[u] != bb or load[bb] - w[u] > lmax or tried >= swap_tries:
+                    continue
+                tried += 1
+                # u goes where v came from (a swap) or to the lightest part: two exact evaluations, not a search
+                cand2[0] = a
+                nc2 = 1
+                if lightest_load != a and lightest_load != bb:
+                    cand2[1] = lightest_load
+                    nc2 = 2
+                c, sc2 = _best_target(u, cand2, nc2, -np.inf, False, indptr, indices, part, w, spart, scnt, sptr,
+                                      lam, send, recv, load, state, lmax, tbound, tau, mu_eff, power, ds, dr, mark,
+                                      touched)
+                if c >= 0 and sc2 > best2:
+                    best_u, best_c, best2 = u, c, sc2
+            if tried >= swap_tries or scanned > 32 * swap_tries:
+                break
+        if best_u >= 0 and bsc + best2 > 0:
+            state[0] += _apply_move(best_u, best_c, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv,
+                                    load)
+            moves += 2
+        else:
+            state[0] += _apply_move(v, a, indptr, indices, part, w, spart, scnt, sptr, lam, send, recv, load)
+        state[1] = send.max()
+        state[2] = recv.max()
     return moves
 
 
@@ -352,6 +429,9 @@ class PinCounts:
         self.indptr = a.indptr.astype(np.int64)
         self.indices = a.indices.astype(np.int64)
         self.w = np.diff(self.indptr)
+        csc = sp.csc_matrix(a)
+        self.cptr = csc.indptr.astype(np.int64)  # pins of net j: cidx[cptr[j]:cptr[j+1]]
+        self.cidx = csc.indices.astype(np.int64)
         self.part = np.array(part, dtype=np.int64)
         rows = np.repeat(np.arange(n, dtype=np.int64), self.w)
         pairs = np.unique(self.indices * parts + self.part[rows])  # (net, part), sorted by net then part
@@ -412,7 +492,7 @@ def _check_matrix(a) -> sp.csr_matrix:
 def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 0.03,
                    max_total_increase: float = 0.02, seed: int = 0, max_passes: int = 40, min_gain: float = 1e-3,
                    total_weight: float = 0.1, power: float = 3.0, cap: int = 32, max_targets: int = 8,
-                   time_limit: float | None = None,
+                   swap_tries: int = 8, time_limit: float | None = None,
                    ) -> tuple[np.ndarray, dict]:
     """Lower the maximum send and receive volume of a row partition of Â.
 
@@ -443,6 +523,11 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
         net touches nearly every part; it would make every part a candidate).
     max_targets : int
         Targets evaluated per vertex, besides the lightest parts.
+    swap_tries : int
+        When a vertex's best move is forbidden only by the load of its
+        target, up to this many vertices of that target that share a net
+        with it are tried as the second half of a pair move that frees the
+        load (0: single moves only).
     time_limit : float or None
         Stop after the pass that crosses this many seconds.
 
@@ -483,9 +568,9 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
         lightest = np.unique(np.concatenate([np.argsort(pc.send, kind="stable")[:4],
                                              np.argsort(pc.recv, kind="stable")[:4]])).astype(np.int64)
         order = rng.permutation(n).astype(np.int64)
-        moves = _pass(order, pc.indptr, pc.indices, pc.part, pc.w, pc.spart, pc.scnt, pc.sptr, pc.lam, pc.send,
-                      pc.recv, pc.load, state, lmax, tbound, tau, mu, cap, max_targets, lightest,
-                      start["total_volume"], float(power))
+        moves = _pass(order, pc.indptr, pc.indices, pc.cptr, pc.cidx, pc.part, pc.w, pc.spart, pc.scnt, pc.sptr,
+                      pc.lam, pc.send, pc.recv, pc.load, state, lmax, tbound, tau, mu, cap, max_targets, lightest,
+                      start["total_volume"], float(power), swap_tries)
         pc.total = int(state[0])
         info["moves"] += int(moves)
         info["passes"] += 1
