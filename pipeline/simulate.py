@@ -117,9 +117,10 @@ class ComputeModel:
     source: str = ""
 
 
-# Fitted by benchmarks/simulate_bench.py on this machine (see benchmarks/RESULTS.md for the runs and the fit).
-THIS_MACHINE = ComputeModel(spmm=2.0e-9, dense=0.5e-9, elem=5e-9, const=1e-3,
-                            source="placeholder until benchmarks/simulate_bench.py writes its fit")
+# Fitted by benchmarks/simulate_bench.py on this machine, 2026-11-23 (benchmarks/RESULTS.md, "Epoch model: fit
+# and validation"): per-row work dominates; the per-nonzero and per-row terms are hard to separate on these graphs.
+THIS_MACHINE = ComputeModel(spmm=7.28e-11, dense=0.0, elem=9.49e-9, const=2.8e-4,
+                            source="benchmarks/simulate_bench.py on the 2-core development machine, 2026-11-23")
 
 
 @dataclass

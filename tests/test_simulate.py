@@ -143,3 +143,19 @@ def test_fit_compute_recovers_coefficients():
         secs.append(simulate.rank_times(c, dims, "p2p", NET, true)["epoch"])
     fit = simulate.fit_compute(np.array(feats), np.array(secs))
     np.testing.assert_allclose([fit.spmm, fit.dense, fit.elem, fit.const], [2e-9, 3e-10, 4e-9, 1e-3], rtol=1e-6)
+
+
+def test_predict_store_at_other_rank_counts(sim_stores):
+    s = store.open_store(sim_stores["undirected", 4])
+    with pytest.raises(UserError, match="partitioner"):
+        simulate.predict_store(s, ranks=[2])
+    calls = []
+
+    def round_robin(a, model, parts):
+        calls.append((model, parts))
+        return np.arange(a.shape[0]) % parts
+
+    rows = simulate.predict_store(s, ranks=[2, 4], partitioner=round_robin, exchange=["p2p", "bcast"])
+    assert sorted(calls) == [("hp", 2), ("rp", 2)]
+    assert [(r["parts"], r["exchange"]) for r in rows[:2]] == [(2, "p2p"), (2, "bcast")]
+    assert {r["parts"] for r in rows} == {2, 4} and len(rows) == 8
