@@ -91,6 +91,7 @@ class BuildConfig:
     block_nnz: int = BLOCK_NNZ
     shp: stochastic.SHPConfig = field(default_factory=stochastic.SHPConfig)
     shp_time_factor: float = 2.0  # with hp in the same build: shp's time budget, in units of hp's time
+    max_total_increase: float = 0.02  # the -vb refinements' budget on the total volume
     partition_files: tuple[str, ...] = ()
     progress: bool = False  # a progress bar per stage on the terminal
     heartbeat: float = 30.0  # seconds between "still running" log lines
@@ -156,6 +157,8 @@ class BuildConfig:
             raise UserError("--max-line must be at least 64")
         if self.header not in readers.HEADERS:
             raise UserError(f"--header {self.header!r}: choose from {', '.join(readers.HEADERS)}")
+        if not (math.isfinite(self.max_total_increase) and 0 <= self.max_total_increase < 10):
+            raise UserError(f"--max-total-increase {self.max_total_increase}: a finite fraction >= 0 (e.g. 0.02)")
         if not (math.isfinite(self.shp_time_factor) and self.shp_time_factor >= 0):
             raise UserError(f"--shp-time-factor {self.shp_time_factor}: must be a finite number >= 0")
 
@@ -497,13 +500,13 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
     imported assignments (``--partition-file``) checked and used as they are."""
     reg = partition.load_models()
     pcfg = partition.PartitionConfig(parts=cfg.parts, eps=cfg.eps, seed=cfg.seed, threads=cfg.threads,
-                                     hp_preset=cfg.hp_preset)
+                                     hp_preset=cfg.hp_preset, max_total_increase=cfg.max_total_increase)
     futures: dict[str, Any] = {}
     results: dict[str, partition.PartitionResult] = {}
-    for m in cfg.models:
+    for m in _base_first(cfg.models, reg):
         p = reg[m]
         options: dict[str, Any] = {}
-        if m == "shp":
+        if "shp" in (m, *p.starts_from):
             scfg = cfg.shp
             if "hp" in results and cfg.shp_time_factor > 0:
                 scfg = replace(scfg, time_budget=cfg.shp_time_factor * results["hp"].seconds)
@@ -518,7 +521,25 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
     for path, m in zip(cfg.partition_files, cfg.imported_models()):
         f = tasks.submit(f"partition-{m}", _imported, m, path, ing.n, cfg.parts)
         futures[m], results[m] = f, f.result()
-    return Partitioned(futures, results)
+    order = cfg.all_models  # tables and attributes list the models as asked
+    return Partitioned({m: futures[m] for m in order}, {m: results[m] for m in order})
+
+
+def _base_first(models: tuple[str, ...], reg: dict) -> list[str]:
+    """The requested models, each after the requested models it starts from."""
+    order: list[str] = []
+
+    def visit(m: str) -> None:
+        if m in order:
+            return
+        for s in reg[m].starts_from:
+            if s in models:
+                visit(s)
+        order.append(m)
+
+    for m in models:
+        visit(m)
+    return order
 
 
 def _partition(model: str, a, adj, starts: dict, options: dict, cfg: partition.PartitionConfig,
@@ -728,8 +749,9 @@ def _attrs(cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
         "timings": dict(mon.times),
         "peak_rss_mib_by_stage": {k: dict(v) for k, v in mon.peaks.items()},
         "peak_rss_mib": mon.peak_overall(),
-        "partitions": {m: {"seconds": round(r.seconds, 3), **({"child_peak_mib": r.child_peak_mib}
-                                                             if r.child_peak_mib else {})}
+        "partitions": {m: {"seconds": round(r.seconds, 3),
+                           **({"child_peak_mib": r.child_peak_mib} if r.child_peak_mib else {}),
+                           **({} if m == "shp" else r.info)}  # shp's long record is attribute "shp"
                        for m, r in parts.results.items()},
     }
     if "shp" in parts.results:

@@ -203,7 +203,7 @@ def table_from_dataset(ds) -> list[dict]:
     if "rp" in models:
         ref = rows[models.index("rp")]
         for row in rows:
-            for key in ("total_volume", "max_send", "avg_msgs", "max_msgs"):
+            for key in ("total_volume", "max_send", "max_recv", "avg_msgs", "max_msgs"):
                 row[f"{key}_vs_rp"] = row[key] / ref[key] if ref[key] else float("nan")
     return rows
 
@@ -218,6 +218,7 @@ def format_table(rows: list[dict]) -> str:
             ("km1", "km1", "{:,}"), ("seconds", "time s", "{:.2f}")]
     if rows and "total_volume_vs_rp" in rows[0]:
         cols += [("total_volume_vs_rp", "vol/rp", "{:.3f}"), ("max_send_vs_rp", "max/rp", "{:.3f}"),
+                 ("max_recv_vs_rp", "maxrecv/rp", "{:.3f}"),
                  ("avg_msgs_vs_rp", "msgs/rp", "{:.3f}")]
     cells = [[h for _, h, _ in cols]] + [[f.format(r[k]) for k, _, f in cols] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]

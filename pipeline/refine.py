@@ -615,3 +615,57 @@ def _metrics(pc: PinCounts) -> dict:
     mean = pc.load.mean()
     return {"max_send": int(pc.send.max()), "max_recv": int(pc.recv.max()), "total_volume": int(pc.total),
             "imbalance": float(pc.load.max() / mean - 1) if mean > 0 else 0.0}
+
+
+# ------------------------------------------------------------ registered models
+
+def _refined(base: str):
+    """The ``<base>-vb`` model: ``base``'s partition (the build's, or computed
+    here when the build has none) refined by :func:`volume_balance`."""
+
+    def run(inputs, cfg) -> tuple[np.ndarray, dict]:
+        import time
+
+        from .partition import REGISTRY
+
+        info: dict = {"base": base}
+        start = inputs.starts.get(base)
+        if start is None:
+            t0 = time.perf_counter()
+            start, base_info = REGISTRY[base].run(inputs, cfg)
+            info["base_seconds"] = round(time.perf_counter() - t0, 3)
+            if base_info:
+                info["base_info"] = base_info
+        t0 = time.perf_counter()
+        part, stats = volume_balance(inputs.a, start, cfg.parts, eps=cfg.eps,
+                                     max_total_increase=cfg.max_total_increase, seed=cfg.seed)
+        info["refine_seconds"] = round(time.perf_counter() - t0, 3)
+        info["refine"] = {k: (float(v) if isinstance(v, (int, float, np.number)) else v) for k, v in stats.items()
+                          if isinstance(v, (int, float, str, np.number))}
+        return part, info
+
+    return run
+
+
+def _needs_base(base: str):
+    """The refinement releases the GIL (numba, nogil); the base partitioner,
+    when it must run too, may not: then the model runs in a child process."""
+
+    def child(inputs) -> bool:
+        return base not in inputs.starts
+
+    return child
+
+
+def _register() -> None:
+    from .partition import Partitioner, register
+
+    for base, what in (("hp", "hp"), ("gp", "METIS's"), ("shp", "shp's")):
+        register(Partitioner(
+            f"{base}-vb", _refined(base),
+            f"{what} partition with boundary vertices moved to lower the maximum send and receive volume "
+            "(total within --max-total-increase, load within eps)",
+            child=_needs_base(base), starts_from=(base,), needs_graph=base == "shp"))
+
+
+_register()

@@ -28,8 +28,8 @@ from .errors import UserError
 log = logging.getLogger(__name__)
 
 NOTEBOOK = "quality_report.ipynb"  # package data of shgcn.notebooks
-SECTIONS = ("Dataset and build", "Partition quality", "Per-part volume", "Mini-batch partitioning",
-            "Training runs")
+SECTIONS = ("Dataset and build", "Partition quality", "Per-part volume", "Predicted epoch time",
+            "Mini-batch partitioning", "Training runs")
 
 
 # ------------------------------------------------------------------ data
@@ -135,6 +135,24 @@ def quality_display(s: store_mod.Store):
     """The quality table as shown in the report: grouped, human column names,
     formatted numbers (fits a 1400 px page)."""
     return _display_table(quality_table(s), QUALITY_COLUMNS)
+
+
+def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
+    """Predicted full-batch epoch time of every model at the store's P, per
+    exchange, on a network preset (:mod:`shgcn.pipeline.simulate`)."""
+    import pandas as pd
+
+    from . import simulate
+
+    rows = simulate.predict_store(s, None, network, ["p2p", "alltoallv", "bcast"], hidden)
+    raw = pd.DataFrame(rows).set_index(["model", "exchange"])
+    raw[["epoch", "compute", "comm"]] *= 1000  # seconds -> ms
+    return _display_table(raw, (
+        ("predicted epoch", "ms", "epoch", "{:,.3f}"), ("predicted epoch", "compute ms", "compute", "{:,.3f}"),
+        ("predicted epoch", "communication ms", "comm", "{:,.3f}"),
+        ("slowest rank", "bytes sent", "max_bytes", "{:,.0f}"),
+        ("speedup", "over rp", "vs_rp", "{:.2f}"), ("speedup", "over bcast", "vs_bcast", "{:.2f}"),
+    ))
 
 
 def minibatch_table(s: store_mod.Store):
