@@ -12,7 +12,9 @@ import json
 import logging
 import os
 import shlex
+import signal
 import sys
+import threading
 import time
 import warnings
 
@@ -402,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     # dependencies' deprecation notices are for their users, not ours (a command's stderr is for its own messages)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     args = _parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():  # a kill (SIGTERM) cleans up like Ctrl-C
+        signal.signal(signal.SIGTERM, _terminate)
     level = logging.WARNING if args.quiet else (logging.INFO if args.verbose == 1 else
                                                  logging.DEBUG if args.verbose > 1 else logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
@@ -420,6 +424,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _interrupted()
         return 130
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _interrupted() -> None:
