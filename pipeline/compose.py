@@ -199,15 +199,29 @@ class Ingested:
 
 @dataclass(frozen=True)
 class Normalized:
-    """Â (and Â^T) by row blocks, the row weights, and the whole Â for the
-    partitioners (a single future, assembled on a worker when needed)."""
+    """Â (and Â^T) by row blocks and the row weights; the whole Â (for the
+    partitioners) and A's pattern (for the samplers) are assembled on a
+    worker only when a stage asks for them (a build that imports its
+    partition never puts the whole graph on one worker)."""
 
     a: tuple
     at: tuple
+    pattern_blocks: tuple  # futures: A's pattern by row blocks
     weights: Any  # future: (n,) int64 nonzeros per row of Â
     nnz: int
-    full: Any  # future: Â as one csr_matrix
-    pattern: Any  # future: A's pattern as one csr_matrix (samplers)
+    _whole: dict = field(default_factory=dict, compare=False)
+
+    def full(self, tasks: Tasks):
+        """Future of Â as one csr_matrix."""
+        if "full" not in self._whole:
+            self._whole["full"] = tasks.submit("normalize-assemble", blocks.full_matrix, *self.a)
+        return self._whole["full"]
+
+    def pattern(self, tasks: Tasks):
+        """Future of A's pattern as one csr_matrix."""
+        if "pattern" not in self._whole:
+            self._whole["pattern"] = tasks.submit("normalize-pattern", blocks.full_matrix, *self.pattern_blocks)
+        return self._whole["pattern"]
 
 
 @dataclass(frozen=True)
@@ -481,9 +495,7 @@ def normalize_stage(tasks: Tasks, ing: Ingested, mon: Monitor) -> Normalized:
         if ing.directed else a
     mon.bar(a + (at if ing.directed else []), "normalize")
     nnz = ing.stats["edges"] * (1 if ing.directed else 2) + ing.n
-    full = tasks.submit("normalize-assemble", blocks.full_matrix, *a)
-    pattern = tasks.submit("normalize-pattern", blocks.full_matrix, *ing.a)
-    return Normalized(tuple(a), tuple(at), out_deg, nnz, full, pattern)
+    return Normalized(tuple(a), tuple(at), tuple(ing.a), out_deg, nnz)
 
 
 def _degrees(*counts: np.ndarray) -> np.ndarray:
@@ -512,7 +524,8 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
                 scfg = replace(scfg, time_budget=cfg.shp_time_factor * results["hp"].seconds)
             options["shp"] = asdict(scfg)
         starts = {s: futures[s] for s in p.starts_from if s in futures}
-        f = tasks.submit(f"partition-{m}", _partition, m, nrm.full, nrm.pattern if p.needs_graph else None, starts,
+        a = nrm.full(tasks) if m != "rp" else tasks.submit("partition-rp", _identity_of_size, ing.n)
+        f = tasks.submit(f"partition-{m}", _partition, m, a, nrm.pattern(tasks) if p.needs_graph else None, starts,
                          options, pcfg, tmp_root)
         mon.bar([f], f"partition: {m}")
         futures[m] = f
@@ -523,6 +536,13 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
         futures[m], results[m] = f, f.result()
     order = cfg.all_models  # tables and attributes list the models as asked
     return Partitioned({m: futures[m] for m in order}, {m: results[m] for m in order})
+
+
+def _identity_of_size(n: int):
+    """rp needs only n: an n x n identity stands in for Â (no need to assemble the graph)."""
+    import scipy.sparse as sp
+
+    return sp.identity(n, dtype=np.float32, format="csr")
 
 
 def _base_first(models: tuple[str, ...], reg: dict) -> list[str]:
@@ -595,7 +615,8 @@ def quality_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized
     minibatch = None
     if "shp" in parts.futures:
         scfg = cfg.shp.sampler_config(ing.n, cfg.seed)
-        mb = tasks.submit("quality-minibatch", _minibatch, nrm.full, nrm.pattern, scfg, parts.futures, cfg.parts,
+        mb = tasks.submit("quality-minibatch", _minibatch, nrm.full(tasks), nrm.pattern(tasks), scfg, parts.futures,
+                          cfg.parts,
                           cfg.shp.eval_batches, cfg.shp.theta, cfg.shp.delta)
         mon.bar([mb], "quality: mini-batch")
         minibatch = mb.result()
