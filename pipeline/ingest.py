@@ -25,6 +25,7 @@ import gzip
 import logging
 import os
 import struct
+import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -139,6 +140,10 @@ def _leading_comments(data: bytes) -> tuple[int, int]:
     return pos, lines
 
 
+_MMREAD = threading.Lock()  # one mmread at a time per process: it has its own thread pool, and two tasks calling it
+#                              at once crashed scipy 1.12 (a segfault in a threaded worker)
+
+
 def _fast_mtx(data: bytes, n: int, field: str) -> ParsedChunk | None:
     """Entries of a Matrix Market file, parsed by ``scipy.io.mmread`` (its C++
     reader) behind a banner and size line written for this chunk alone
@@ -154,7 +159,8 @@ def _fast_mtx(data: bytes, n: int, field: str) -> ParsedChunk | None:
         return None
     head = f"%%MatrixMarket matrix coordinate {field} general\n{n} {n} {lines}\n".encode()
     try:
-        m = scipy.io.mmread(io.BytesIO(head + data))
+        with _MMREAD:
+            m = scipy.io.mmread(io.BytesIO(head + data))
     except Exception:  # noqa: BLE001 - any refusal (a bad token, an id out of range, blank lines): the slow path
         return None
     coo = m.tocoo() if hasattr(m, "tocoo") else None
