@@ -242,6 +242,29 @@ def fig_quality(s: store_mod.Store):
     return fig
 
 
+def fig_simulation(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
+    """Predicted epoch time of every model, computation and communication of
+    the slowest rank stacked, one panel per exchange (what :func:`simulation_table` lists)."""
+    import pandas as pd
+
+    from . import simulate
+
+    t = pd.DataFrame(simulate.predict_store(s, None, network, ["p2p", "alltoallv", "bcast"], hidden))
+    exchanges = list(dict.fromkeys(t["exchange"]))
+    fig, axes = _figure(len(exchanges), width=2.6 * len(exchanges) + 1.2, height=3, sharey=True)
+    for ax, ex in zip(axes[0], exchanges):
+        sub = t[t["exchange"] == ex]
+        x = np.arange(len(sub))
+        compute, comm = sub["compute"].to_numpy() * 1000, sub["comm"].to_numpy() * 1000
+        ax.bar(x, compute, 0.6, label="computation")
+        ax.bar(x, comm, 0.6, bottom=compute, label="communication")
+        ax.set_xticks(x, sub["model"].tolist(), rotation=45 if len(sub) > 4 else 0)
+        ax.set_title(ex, fontsize=10)
+    axes[0][0].set_ylabel("predicted epoch, ms")
+    _legend(fig)
+    return fig
+
+
 def fig_parts(s: store_mod.Store):
     """Send and receive volume of every part, one panel per model."""
     q = s.quality()
