@@ -142,6 +142,16 @@ def _remove_pin(spart, scnt, sptr, lam, j, k):
 # ---------------------------------------------------------------- one move
 
 @_jit
+def _touch(mark, touched, nt, k):
+    """Append part k to ``touched`` unless it is marked already; returns the new length."""
+    if mark[k] == 0:
+        mark[k] = 1
+        touched[nt] = k
+        nt += 1
+    return nt
+
+
+@_jit
 def _move_deltas(v, b, indptr, indices, part, spart, scnt, sptr, lam, ds, dr, mark, touched, nt):
     """Add the change of every part's send (``ds``) and receive (``dr``)
     volume caused by moving v to part b; new parts are appended to
@@ -155,20 +165,12 @@ def _move_deltas(v, b, indptr, indices, part, spart, scnt, sptr, lam, ds, dr, ma
             continue
         o = part[j]
         if _count(spart, scnt, sptr, lam, j, a) == 1:  # a leaves net j (a != o: j itself is in o)
-            for k in (a, o):
-                if mark[k] == 0:
-                    mark[k] = 1
-                    touched[nt] = k
-                    nt += 1
+            nt = _touch(mark, touched, _touch(mark, touched, nt, a), o)
             dr[a] -= 1
             ds[o] -= 1
             dtot -= 1
         if _count(spart, scnt, sptr, lam, j, b) == 0:  # b joins net j
-            for k in (b, o):
-                if mark[k] == 0:
-                    mark[k] = 1
-                    touched[nt] = k
-                    nt += 1
+            nt = _touch(mark, touched, _touch(mark, touched, nt, b), o)
             dr[b] += 1
             ds[o] += 1
             dtot += 1
@@ -177,11 +179,7 @@ def _move_deltas(v, b, indptr, indices, part, spart, scnt, sptr, lam, ds, dr, ma
     ca = _count(spart, scnt, sptr, lam, v, a)
     cb = _count(spart, scnt, sptr, lam, v, b)
     lnew = lv - (1 if ca == 1 else 0) + (1 if cb == 0 else 0)
-    for k in (a, b):
-        if mark[k] == 0:
-            mark[k] = 1
-            touched[nt] = k
-            nt += 1
+    nt = _touch(mark, touched, _touch(mark, touched, nt, a), b)
     ds[a] -= lv - 1
     ds[b] += lnew - 1
     dtot += lnew - lv
