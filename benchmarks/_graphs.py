@@ -42,7 +42,7 @@ def adjacency(name: str) -> tuple[sp.csr_matrix, bool]:
 
     ds = datasets.lookup(name)
     src = datasets.locate(ds, SHARED, download=False)
-    with Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as client:
+    with Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address="127.0.0.1:0") as client:
         raw = readers.read(src, ds.format, client)
     g = ingest.to_graph(raw, ds.directed)
     a = normalize.normalized_adjacency(g.adj, g.directed).tocsr()

@@ -333,7 +333,7 @@ def _graph_a(name: str):
         g = to_graph(parse_spec(name), directed=True)
     else:
         ds = datasets.lookup(name)
-        with Client(processes=False, dashboard_address=None) as c:
+        with Client(processes=False, dashboard_address="127.0.0.1:0") as c:
             g = to_graph(readers.read(datasets.locate(ds, SHARED, download=False), ds.format, c), ds.directed)
     return normalized_adjacency(g.adj, g.directed)
 

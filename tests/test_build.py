@@ -220,7 +220,7 @@ def test_python_api_with_the_users_client_leaves_no_keys(tmp_path):
     m = sp.random(400, 400, density=0.02, random_state=rng, format="csr")
     x = rng.standard_normal((400, 5)).astype(np.float32)
     y = rng.integers(0, 3, 400)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cluster, \
             Client(cluster) as c:
         res = pl.build(m, parts=4, out=tmp_path / "m.zarr", models=("rp", "hp"), client=c, features=x, labels=y,
                        directed=False)
