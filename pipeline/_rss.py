@@ -1,4 +1,4 @@
-"""Peak resident memory, as the build reports it."""
+"""Peak resident memory of this process, as the shp record reports it."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import resource
 
 
 def peak_rss_mib() -> float:
-    """Peak resident memory of this process plus the largest of its
-    waited-for children (e.g. Mt-KaHyPar's child process), MiB. Linux
-    reports ``ru_maxrss`` in KiB."""
-    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return round(kib / 1024, 1)
+    """Peak resident memory of this process so far, MiB (Linux reports
+    ``ru_maxrss`` in KiB). Children are not counted: a library that runs a
+    helper program at import (ldconfig, say) must not inflate the figure;
+    each partitioner child reports its own peak."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -12,8 +12,11 @@ import json
 import logging
 import os
 import shlex
+import signal
 import sys
+import threading
 import time
+import warnings
 
 from shgcn import store
 
@@ -70,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--layout-model", default=None, help="model whose partition lays out the rank blocks "
                                                           "(default: hp if computed, else the first)")
     b.add_argument("--eps", type=float, default=0.03, help="allowed load imbalance")
+    b.add_argument("--max-total-increase", type=float, default=0.02,
+                   help="the -vb models: the total volume may grow by at most this fraction while the maximum send "
+                        "and receive volume fall")
     b.add_argument("--seed", type=int, default=0, help="seed of every random choice")
     b.add_argument("--threads", type=int, default=0, help="partitioner threads (0: all cores)")
     b.add_argument("--hp-preset", default="deterministic", choices=PRESETS,
@@ -141,6 +147,23 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("datasets", help="list the named datasets")
 
+    sim = sub.add_parser("simulate", parents=[common], formatter_class=_FMT,
+                         help="predict the epoch time of every model of a store on a network",
+                         description="Predict a full-batch epoch of every model of STORE: per rank, computation "
+                                     "from its rows and nonzeros (fitted on this machine), communication from its "
+                                     "exact send and receive rows and messages through a latency-bandwidth model "
+                                     "of the exchange; the epoch is the slowest rank. Prints the speedup over rp "
+                                     "and over bcast. See shgcn.pipeline.simulate.")
+    sim.add_argument("store", metavar="STORE")
+    sim.add_argument("--ranks", type=_ints, default=None,
+                     help="rank counts, e.g. 64,128,256 (default: the store's; others re-partition Â)")
+    sim.add_argument("--network", choices=("infiniband", "shm"), default="infiniband",
+                     help="preset: a typical InfiniBand cluster, or this machine's shared memory (ping-pong fit)")
+    sim.add_argument("--alpha", type=float, default=None, help="latency per message, seconds (overrides the preset)")
+    sim.add_argument("--beta", type=float, default=None, help="seconds per byte (overrides the preset)")
+    sim.add_argument("--exchange", default="p2p,alltoallv,bcast", help="exchanges to predict, a comma list")
+    sim.add_argument("--hidden", type=_ints, default=(16,), help="hidden widths of the GCN, as shgcn-train's")
+
     # ---- pipeline export (issue 15): a store's partition for other tools
     x = sub.add_parser("export", parents=[common], help="write a store's partition for DistDGL or as an assignment file",
                        description="Write a store's partition for other tools. distdgl: DistDGL's partition layout "
@@ -173,6 +196,16 @@ def cmd_export(args) -> int:
     return 0
 
 
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers like 64,128, got {text!r}") from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return out
+
+
 def _models(text: str) -> tuple[str, ...]:
     from .compose import model_names
     from .partition import DEFAULT_ALL
@@ -201,6 +234,7 @@ def build_config(args):
         directed=args.directed, features=args.features, labels=args.labels, feature_norm=args.feature_norm,
         split=args.split, overwrite=args.overwrite, chunk_bytes=args.chunk_bytes, max_line=args.max_line,
         header=args.header, block_nnz=args.block_nnz, partition_files=tuple(args.partition_file),
+        max_total_increase=args.max_total_increase,
         command="pipeline " + shlex.join(sys.argv[1:]),
         shp=SHPConfig(sampler=args.sampler, batch_size=args.batch_size, walk_length=args.walk_length,
                       theta=args.theta, delta=args.delta, batches=args.batches, eval_batches=args.eval_batches,
@@ -215,17 +249,19 @@ def cmd_build(args) -> int:
     from .compose import build
     from .partition import kill_children
 
-    cfg = build_config(args)
-    cfg.resolved().check()
+    cfg = build_config(args).resolved()
+    cfg.check()
     quiet = args.quiet or args.json
     # with --json, stdout holds the JSON only: everything else goes to stderr
     say = (lambda *a, **k: None) if args.quiet else (lambda msg: log.info("%s", msg))
     echo = (lambda *a, **k: None) if quiet else print
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,
                          dashboard_address=args.dashboard_address, processes=args.processes)
-    with dask_client(ccfg, announce=say) as client:
+    # the output is checked and locked before the cluster starts: a second build, or an output that must not be
+    # replaced, stops at once
+    with store.StoreWriter(cfg.out, overwrite=cfg.overwrite) as writer, dask_client(ccfg, announce=say) as client:
         try:
-            result = build(cfg, client, echo=echo)
+            result = build(cfg, client, echo=echo, writer=writer)
         except KeyboardInterrupt:
             with contextlib.suppress(Exception):  # partitioner children on the workers, too
                 client.run(kill_children)
@@ -314,6 +350,41 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_simulate(args) -> int:
+    import math
+
+    from . import simulate
+    from .partition import Inputs, PartitionConfig, run
+
+    s = store.open_store(args.store)
+    net = simulate.network_of(args.network)
+    if args.alpha is not None or args.beta is not None:
+        alpha = net.alpha if args.alpha is None else args.alpha
+        beta = net.beta if args.beta is None else args.beta
+        if not (math.isfinite(alpha) and math.isfinite(beta) and alpha >= 0 and beta >= 0):
+            raise UserError("--alpha and --beta must be finite and >= 0")
+        net = simulate.Network("custom", alpha, beta)
+    exchanges = [x.strip() for x in args.exchange.split(",") if x.strip()]
+    imported = [m for m in s.models if m not in models_known()]
+
+    def partitioner(a, model: str, parts: int):
+        if model in imported:
+            raise UserError(f"{model} was imported from a file for {s.parts} ranks; it cannot be re-partitioned "
+                            f"for {parts} (leave --ranks out, or give ranks the store has)")
+        cfg = PartitionConfig(parts=parts, eps=float(s.attrs["eps"]), seed=int(s.attrs["seed"]))
+        return run(model, Inputs(a, s.graph() if model.startswith("shp") else None), cfg).part
+
+    rows = simulate.predict_store(s, args.ranks, net, exchanges, args.hidden, partitioner=partitioner)
+    print(simulate.format_table(rows))
+    return 0
+
+
+def models_known() -> tuple[str, ...]:
+    from .compose import model_names
+
+    return model_names()
+
+
 def cmd_datasets(args) -> int:
     for name, ds in sorted(datasets.REGISTRY.items()):
         kind = "directed" if ds.directed else "undirected"
@@ -330,7 +401,11 @@ class _JsonFormatter(logging.Formatter):
 
 
 def main(argv: list[str] | None = None) -> int:
+    # dependencies' deprecation notices are for their users, not ours (a command's stderr is for its own messages)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
     args = _parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():  # a kill (SIGTERM) cleans up like Ctrl-C
+        signal.signal(signal.SIGTERM, _terminate)
     level = logging.WARNING if args.quiet else (logging.INFO if args.verbose == 1 else
                                                  logging.DEBUG if args.verbose > 1 else logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
@@ -340,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quiet and args.verbose == 0:
         logging.getLogger("shgcn").setLevel(logging.INFO)
     handlers = {"build": cmd_build, "info": cmd_info, "report": cmd_report, "datasets": cmd_datasets,
-                "export": cmd_export}
+                "export": cmd_export, "simulate": cmd_simulate}
     try:
         return handlers[args.command](args)
     except UserError as e:
@@ -349,6 +424,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _interrupted()
         return 130
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _interrupted() -> None:

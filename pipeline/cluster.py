@@ -71,7 +71,7 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
     if not log.isEnabledFor(logging.DEBUG):
         # a failing task is reported once, by the CLI; the workers' own
         # "Compute Failed" tracebacks would repeat it
-        for name in ("distributed", "bokeh", "tornado"):
+        for name in ("distributed", "bokeh", "tornado", "asyncio"):  # asyncio: shutdown noise after an error
             logging.getLogger(name).setLevel(logging.CRITICAL)
     address = cfg.address()
     cluster = None

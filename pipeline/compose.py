@@ -15,6 +15,7 @@ function of its inputs, so a lost worker costs a recompute, not the build.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -90,6 +91,7 @@ class BuildConfig:
     block_nnz: int = BLOCK_NNZ
     shp: stochastic.SHPConfig = field(default_factory=stochastic.SHPConfig)
     shp_time_factor: float = 2.0  # with hp in the same build: shp's time budget, in units of hp's time
+    max_total_increase: float = 0.02  # the -vb refinements' budget on the total volume
     partition_files: tuple[str, ...] = ()
     progress: bool = False  # a progress bar per stage on the terminal
     heartbeat: float = 30.0  # seconds between "still running" log lines
@@ -155,6 +157,8 @@ class BuildConfig:
             raise UserError("--max-line must be at least 64")
         if self.header not in readers.HEADERS:
             raise UserError(f"--header {self.header!r}: choose from {', '.join(readers.HEADERS)}")
+        if not (math.isfinite(self.max_total_increase) and 0 <= self.max_total_increase < 10):
+            raise UserError(f"--max-total-increase {self.max_total_increase}: a finite fraction >= 0 (e.g. 0.02)")
         if not (math.isfinite(self.shp_time_factor) and self.shp_time_factor >= 0):
             raise UserError(f"--shp-time-factor {self.shp_time_factor}: must be a finite number >= 0")
 
@@ -195,15 +199,29 @@ class Ingested:
 
 @dataclass(frozen=True)
 class Normalized:
-    """Â (and Â^T) by row blocks, the row weights, and the whole Â for the
-    partitioners (a single future, assembled on a worker when needed)."""
+    """Â (and Â^T) by row blocks and the row weights; the whole Â (for the
+    partitioners) and A's pattern (for the samplers) are assembled on a
+    worker only when a stage asks for them (a build that imports its
+    partition never puts the whole graph on one worker)."""
 
     a: tuple
     at: tuple
+    pattern_blocks: tuple  # futures: A's pattern by row blocks
     weights: Any  # future: (n,) int64 nonzeros per row of Â
     nnz: int
-    full: Any  # future: Â as one csr_matrix
-    pattern: Any  # future: A's pattern as one csr_matrix (samplers)
+    _whole: dict = field(default_factory=dict, compare=False)
+
+    def full(self, tasks: Tasks):
+        """Future of Â as one csr_matrix."""
+        if "full" not in self._whole:
+            self._whole["full"] = tasks.submit("normalize-assemble", blocks.full_matrix, *self.a)
+        return self._whole["full"]
+
+    def pattern(self, tasks: Tasks):
+        """Future of A's pattern as one csr_matrix."""
+        if "pattern" not in self._whole:
+            self._whole["pattern"] = tasks.submit("normalize-pattern", blocks.full_matrix, *self.pattern_blocks)
+        return self._whole["pattern"]
 
 
 @dataclass(frozen=True)
@@ -234,19 +252,25 @@ class Laid:
 
 # ------------------------------------------------------------------------ build
 
-def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None) -> BuildResult:
+def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
+          writer: store.StoreWriter | None = None) -> BuildResult:
     """Run the whole pipeline on ``client`` and write the store atomically.
-    ``nodes``: node data given in memory (the Python API)."""
+
+    ``nodes``: node data given in memory (the Python API). ``writer``: a
+    StoreWriter the caller has entered already (holding the output's lock);
+    else the build makes one."""
     cfg = cfg.resolved()
     cfg.check()
     tasks = Tasks(client)
     mon = Monitor(client, cfg.heartbeat, cfg.progress)
-    writer = store.StoreWriter(cfg.out, overwrite=cfg.overwrite)  # refuses an existing output at once
+    own_writer = writer is None
+    if writer is None:
+        writer = store.StoreWriter(cfg.out, overwrite=cfg.overwrite)  # refuses an existing output at once
     if not mon.embedded:  # the workers must see what the client sees
         check_paths(client, [p for p in _inputs(cfg) if os.path.exists(p)],
                     str(Path(cfg.out).parent) if Path(cfg.out).parent.exists() else "")
     try:
-        with writer:
+        with writer if own_writer else contextlib.nullcontext(writer):
             with mon.stage("ingest"):
                 given = None if nodes is None else tasks.submit("ingest-nodes", _given_nodes, nodes)
                 ing = ingest_stage(tasks, cfg, mon, given)
@@ -471,9 +495,7 @@ def normalize_stage(tasks: Tasks, ing: Ingested, mon: Monitor) -> Normalized:
         if ing.directed else a
     mon.bar(a + (at if ing.directed else []), "normalize")
     nnz = ing.stats["edges"] * (1 if ing.directed else 2) + ing.n
-    full = tasks.submit("normalize-assemble", blocks.full_matrix, *a)
-    pattern = tasks.submit("normalize-pattern", blocks.full_matrix, *ing.a)
-    return Normalized(tuple(a), tuple(at), out_deg, nnz, full, pattern)
+    return Normalized(tuple(a), tuple(at), tuple(ing.a), out_deg, nnz)
 
 
 def _degrees(*counts: np.ndarray) -> np.ndarray:
@@ -490,19 +512,20 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
     imported assignments (``--partition-file``) checked and used as they are."""
     reg = partition.load_models()
     pcfg = partition.PartitionConfig(parts=cfg.parts, eps=cfg.eps, seed=cfg.seed, threads=cfg.threads,
-                                     hp_preset=cfg.hp_preset)
+                                     hp_preset=cfg.hp_preset, max_total_increase=cfg.max_total_increase)
     futures: dict[str, Any] = {}
     results: dict[str, partition.PartitionResult] = {}
-    for m in cfg.models:
+    for m in _base_first(cfg.models, reg):
         p = reg[m]
         options: dict[str, Any] = {}
-        if m == "shp":
+        if "shp" in (m, *p.starts_from):
             scfg = cfg.shp
             if "hp" in results and cfg.shp_time_factor > 0:
                 scfg = replace(scfg, time_budget=cfg.shp_time_factor * results["hp"].seconds)
             options["shp"] = asdict(scfg)
         starts = {s: futures[s] for s in p.starts_from if s in futures}
-        f = tasks.submit(f"partition-{m}", _partition, m, nrm.full, nrm.pattern if p.needs_graph else None, starts,
+        a = nrm.full(tasks) if m != "rp" else tasks.submit("partition-rp", _identity_of_size, ing.n)
+        f = tasks.submit(f"partition-{m}", _partition, m, a, nrm.pattern(tasks) if p.needs_graph else None, starts,
                          options, pcfg, tmp_root)
         mon.bar([f], f"partition: {m}")
         futures[m] = f
@@ -511,7 +534,32 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
     for path, m in zip(cfg.partition_files, cfg.imported_models()):
         f = tasks.submit(f"partition-{m}", _imported, m, path, ing.n, cfg.parts)
         futures[m], results[m] = f, f.result()
-    return Partitioned(futures, results)
+    order = cfg.all_models  # tables and attributes list the models as asked
+    return Partitioned({m: futures[m] for m in order}, {m: results[m] for m in order})
+
+
+def _identity_of_size(n: int):
+    """rp needs only n: an n x n identity stands in for Â (no need to assemble the graph)."""
+    import scipy.sparse as sp
+
+    return sp.identity(n, dtype=np.float32, format="csr")
+
+
+def _base_first(models: tuple[str, ...], reg: dict) -> list[str]:
+    """The requested models, each after the requested models it starts from."""
+    order: list[str] = []
+
+    def visit(m: str) -> None:
+        if m in order:
+            return
+        for s in reg[m].starts_from:
+            if s in models:
+                visit(s)
+        order.append(m)
+
+    for m in models:
+        visit(m)
+    return order
 
 
 def _partition(model: str, a, adj, starts: dict, options: dict, cfg: partition.PartitionConfig,
@@ -567,7 +615,8 @@ def quality_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized
     minibatch = None
     if "shp" in parts.futures:
         scfg = cfg.shp.sampler_config(ing.n, cfg.seed)
-        mb = tasks.submit("quality-minibatch", _minibatch, nrm.full, nrm.pattern, scfg, parts.futures, cfg.parts,
+        mb = tasks.submit("quality-minibatch", _minibatch, nrm.full(tasks), nrm.pattern(tasks), scfg, parts.futures,
+                          cfg.parts,
                           cfg.shp.eval_batches, cfg.shp.theta, cfg.shp.delta)
         mon.bar([mb], "quality: mini-batch")
         minibatch = mb.result()
@@ -721,8 +770,9 @@ def _attrs(cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
         "timings": dict(mon.times),
         "peak_rss_mib_by_stage": {k: dict(v) for k, v in mon.peaks.items()},
         "peak_rss_mib": mon.peak_overall(),
-        "partitions": {m: {"seconds": round(r.seconds, 3), **({"child_peak_mib": r.child_peak_mib}
-                                                             if r.child_peak_mib else {})}
+        "partitions": {m: {"seconds": round(r.seconds, 3),
+                           **({"child_peak_mib": r.child_peak_mib} if r.child_peak_mib else {}),
+                           **({} if m == "shp" else r.info)}  # shp's long record is attribute "shp"
                        for m, r in parts.results.items()},
     }
     if "shp" in parts.results:

@@ -25,6 +25,7 @@ import gzip
 import logging
 import os
 import struct
+import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._tokens import ChunkError, Tokens, count_lines, tokenize
+from .blocks import lookup, sorted_unique
 from .errors import UserError
 from .graph import Graph, ParsedChunk, RawGraph
 
@@ -106,10 +108,12 @@ def _long_line(data: bytes, max_line: int) -> ChunkError:
 
 # ------------------------------------------------------------------ parsers
 
-def parse_pairs(data: bytes, max_id: int | None = None, base: int = 0) -> ParsedChunk:
+def parse_pairs(data: bytes, max_id: int | None = None, base: int = 0, mtx_field: str | None = None) -> ParsedChunk:
     """Lines ``u v [ignored...]`` -> two id arrays (shifted by ``base``).
-    Fast path: pyarrow; on any refusal, the tokenizer (which names the line)."""
-    fast = _fast_pairs(data, max_id, base)
+    Fast path: scipy's Matrix Market reader for the entries of a file with a
+    banner (``mtx_field``: its field, e.g. ``pattern`` or ``real``), pyarrow
+    for the rest; on any refusal, the tokenizer (which names the line)."""
+    fast = _fast_mtx(data, max_id, mtx_field) if mtx_field and max_id else _fast_pairs(data, max_id, base)
     if fast is not None:
         return fast
     t = tokenize(data, max_cols=2)
@@ -136,6 +140,35 @@ def _leading_comments(data: bytes) -> tuple[int, int]:
     return pos, lines
 
 
+_MMREAD = threading.Lock()  # one mmread at a time per process: it has its own thread pool, and two tasks calling it
+#                              at once crashed scipy 1.12 (a segfault in a threaded worker)
+
+
+def _fast_mtx(data: bytes, n: int, field: str) -> ParsedChunk | None:
+    """Entries of a Matrix Market file, parsed by ``scipy.io.mmread`` (its C++
+    reader) behind a banner and size line written for this chunk alone
+    ("general": the symmetry is the build's business). None when it refuses."""
+    import io
+
+    import scipy.io
+
+    lines = count_lines(data)
+    if lines == 0:
+        return ParsedChunk(_EMPTY, _EMPTY, 0, 0)
+    if b"%" in data:  # comments between entries: the tokenizer counts them
+        return None
+    head = f"%%MatrixMarket matrix coordinate {field} general\n{n} {n} {lines}\n".encode()
+    try:
+        with _MMREAD:
+            m = scipy.io.mmread(io.BytesIO(head + data))
+    except Exception:  # noqa: BLE001 - any refusal (a bad token, an id out of range, blank lines): the slow path
+        return None
+    coo = m.tocoo() if hasattr(m, "tocoo") else None
+    if coo is None or coo.nnz != lines:
+        return None
+    return ParsedChunk(coo.row.astype(np.int64), coo.col.astype(np.int64), lines, 0)
+
+
 def _fast_pairs(data: bytes, max_id: int | None, base: int) -> ParsedChunk | None:
     """pyarrow's CSV reader on the common layouts (one tab or one space
     between fields, comments only at the top); None when it does not apply."""
@@ -146,18 +179,14 @@ def _fast_pairs(data: bytes, max_id: int | None, base: int) -> ParsedChunk | Non
     body = memoryview(data)[start:]
     if not body:
         return ParsedChunk(_EMPTY, _EMPTY, count_lines(data), comments)
-    raw = data[start:]
-    if b"\n#" in raw or b"\n%" in raw:
-        return None
-    first = raw[: raw.find(b"\n") if b"\n" in raw else len(raw)]
-    delim = "\t" if b"\t" in first else " "
-    if delim == " " and (b"  " in raw or b"\t" in raw or b"\n " in raw or raw.startswith(b" ")):
-        return None
+    nl = data.find(b"\n", start)
+    delim = "\t" if b"\t" in data[start:nl if nl >= 0 else len(data)] else " "
+    # no pre-scan for comments or odd spacing: pyarrow refuses those lines (a bad value, an empty field
+    # that becomes null, or a different number of columns), and the tokenizer then names them
     try:
         table = pacsv.read_csv(
             pa.py_buffer(body),
-            read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False,
-                                           block_size=len(body) + 1),
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True, use_threads=False, block_size=1 << 20),
             parse_options=pacsv.ParseOptions(delimiter=delim, ignore_empty_lines=True),
             convert_options=pacsv.ConvertOptions(column_types={"f0": pa.int64(), "f1": pa.int64()},
                                                  include_columns=["f0", "f1"]))
@@ -282,20 +311,24 @@ def bgzf_members(path: str, size: int) -> list[int] | None:
         return starts if len(starts) > 1 else None
 
 
-def parse_bgzf(path: str, start: int, stop: int, more: int, first: bool, max_line: int, kind: str,
+def parse_bgzf(path: str, prev: int, start: int, stop: int, more: int, max_line: int, kind: str,
                kwargs: dict) -> ParsedChunk:
     """``ingest-bgzf`` task: decompress members ``[start, stop)`` and parse the
-    lines that begin in them; the members up to ``more`` complete the last line."""
+    lines that begin in them; the member at ``prev`` (before ``start``) says
+    whether the first line began earlier, the members up to ``more`` complete
+    the last line."""
+    first = prev == start
     try:
         with open(path, "rb") as f:
-            f.seek(start)
+            f.seek(prev)
+            before = gzip.decompress(f.read(start - prev)) if start > prev else b""
             own = gzip.decompress(f.read(stop - start))
             extra = gzip.decompress(f.read(more - stop)) if more > stop else b""
     except EOFError:
         return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, "truncated gzip file (the compressed stream ends early)"))
     except (gzip.BadGzipFile, zlib.error) as e:
         return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"corrupt gzip file ({e})"))
-    if not first:  # the first partial line belongs to the previous group
+    if not first and before and not before.endswith(b"\n"):  # a line that began earlier is the previous group's
         nl = own.find(b"\n")
         own = b"" if nl < 0 else own[nl + 1:]
     if own and not own.endswith(b"\n"):
@@ -362,16 +395,16 @@ def shift_vertices(c: ParsedChunk, shift: int) -> ParsedChunk:
 
 def chunk_ids(c: ParsedChunk) -> np.ndarray:
     """Sorted distinct vertex labels of a chunk."""
-    return np.unique(np.concatenate([c.a, c.b]))
+    return sorted_unique(np.concatenate([c.a, c.b]))
 
 
 def union(*ids: np.ndarray) -> np.ndarray:
-    return np.unique(np.concatenate(ids)) if ids else _EMPTY
+    return sorted_unique(np.concatenate(ids)) if ids else _EMPTY
 
 
 def relabel(c: ParsedChunk, node_ids: np.ndarray) -> ParsedChunk:
     """File labels -> 0..n-1 (positions in the sorted ``node_ids``)."""
-    return ParsedChunk(np.searchsorted(node_ids, c.a), np.searchsorted(node_ids, c.b), c.n_lines, c.n_comments)
+    return ParsedChunk(lookup(node_ids, c.a), lookup(node_ids, c.b), c.n_lines, c.n_comments)
 
 
 def file_size(path: str) -> int:

@@ -25,7 +25,7 @@ from dask.sizeof import sizeof
 
 from shgcn.store import Plan, RankBlock
 
-from .blocks import RowBlock, index_dtype
+from .blocks import RowBlock, index_dtype, lookup, sorted_unique
 from .nodedata import NodeBlock, NodeData
 
 
@@ -153,7 +153,7 @@ def _join(rows: list[Rows]) -> Rows:
 
 
 def _halo(rows: Rows, lo: int, hi: int) -> np.ndarray:
-    return np.unique(rows.cols[(rows.cols < lo) | (rows.cols >= hi)])
+    return sorted_unique(rows.cols[(rows.cols < lo) | (rows.cols >= hi)])
 
 
 def rank_rows(r: int, lo: int, hi: int, *pieces: RankPiece) -> RankRows:
@@ -199,7 +199,7 @@ def local_plan(lo: int, hi: int, rows: Rows, halo: np.ndarray, sends: tuple[np.n
     and its send / receive plan."""
     n_own = hi - lo
     own = (rows.cols >= lo) & (rows.cols < hi)
-    local = np.where(own, rows.cols - lo, n_own + np.searchsorted(halo, rows.cols))
+    local = np.where(own, rows.cols - lo, n_own + lookup(halo, np.where(own, halo[0] if halo.size else 0, rows.cols)))
     m = sp.csr_matrix((rows.data.astype(np.float32), local.astype(index_dtype(n_own + halo.size)), rows.indptr),
                       shape=(n_own, n_own + halo.size))
     m.sort_indices()

@@ -61,6 +61,7 @@ class Monitor:
         self.children: dict[str, float] = {}
         self._stage: str | None = None
         self._t0: float | None = None
+        self._bar = False
         self._futures: list = []
         self.embedded = _embedded(client)
 
@@ -127,6 +128,8 @@ class Monitor:
     def _beat(self, name: str, stop: threading.Event) -> None:
         t0 = time.perf_counter()
         while not stop.wait(self.heartbeat):
+            if self._bar:  # a progress bar is drawing: it shows the progress, a log line would break it
+                continue
             done = sum(f.done() for f in self._futures)
             log.info("stage %s: running for %.0f s (%d of %d tasks done)", name, time.perf_counter() - t0, done,
                      len(self._futures))
@@ -141,8 +144,12 @@ class Monitor:
         from distributed import progress
 
         print(f"{name}:", file=sys.stderr, flush=True)
-        with contextlib.redirect_stdout(sys.stderr):
-            progress(futures, notebook=False)
+        self._bar = True
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                progress(futures, notebook=False)
+        finally:
+            self._bar = False
         print(file=sys.stderr, flush=True)
 
     def peak_overall(self) -> float:

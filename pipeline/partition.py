@@ -51,13 +51,15 @@ METIS_CHILD_NNZ = 2_000_000  # METIS runs in a child from this size on (it can r
 @dataclass(frozen=True)
 class PartitionConfig:
     """Attributes: parts; eps (allowed imbalance of the load, e.g. 0.03);
-    seed; threads (0 = all cores); hp_preset (Mt-KaHyPar preset name)."""
+    seed; threads (0 = all cores); hp_preset (Mt-KaHyPar preset name);
+    max_total_increase (the ``-vb`` refinements' budget on total volume)."""
 
     parts: int
     eps: float = 0.03
     seed: int = 0
     threads: int = 0
     hp_preset: str = "deterministic"
+    max_total_increase: float = 0.02  # the -vb refinements: total volume at most this much above its start
 
 
 @dataclass
@@ -133,7 +135,7 @@ class Partitioner:
 
 REGISTRY: dict[str, Partitioner] = {}
 DEFAULT_ALL = ("rp", "gp", "hp", "shp")  # what ``--model all`` means
-_MODULES = (".stochastic",)  # modules that register more models
+_MODULES = (".stochastic", ".refine")  # modules that register more models
 
 
 def register(p: Partitioner) -> Partitioner:

@@ -54,8 +54,8 @@ def load_pickle(path: str | Path):
             return _RestrictedUnpickler(f, encoding="latin1").load()
     except FileNotFoundError:
         raise UserError(f"{path}: file not found") from None
-    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError) as e:
-        raise located(path, f"not a valid Planetoid pickle ({e})") from None
+    except Exception as e:  # noqa: BLE001 - untrusted bytes: any failure of the unpickler is a bad file
+        raise located(path, f"not a valid Planetoid pickle ({type(e).__name__}: {str(e)[:200]})") from None
 
 
 def _dense(x, path) -> np.ndarray:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .blocks import RowBlock
+from .blocks import RowBlock, sorted_unique
 from .hypergraph import column_net, connectivity_minus_one
 
 METRICS = ("total_volume", "avg_send", "max_send", "max_recv", "max_avg_send", "max_avg_recv", "avg_msgs",
@@ -148,7 +148,7 @@ def block_quality(a_block: RowBlock, at_block: RowBlock, part: np.ndarray, parts
     the neighbours of u in the symmetrized graph, for the edge cut (v > u).
     """
     j = at_block.row_ids()
-    pairs = np.unique(j * parts + part[at_block.indices])
+    pairs = sorted_unique(j * parts + part[at_block.indices])
     col, q = np.divmod(pairs, parts)
     sender = part[col].astype(np.int64)
     other = q != sender
@@ -157,7 +157,7 @@ def block_quality(a_block: RowBlock, at_block: RowBlock, part: np.ndarray, parts
     if directed:
         u, v = np.concatenate([u, at_block.row_ids()]), np.concatenate([v, at_block.indices.astype(np.int64)])
     cut = (v > u) & (part[u] != part[v])
-    n_cut = int(np.unique(u[cut] * a_block.n + v[cut]).size) if directed else int(cut.sum())
+    n_cut = int(sorted_unique(u[cut] * a_block.n + v[cut]).size) if directed else int(cut.sum())
     return Partial(volume.astype(np.int64), int(other.sum()), n_cut)
 
 
@@ -203,7 +203,7 @@ def table_from_dataset(ds) -> list[dict]:
     if "rp" in models:
         ref = rows[models.index("rp")]
         for row in rows:
-            for key in ("total_volume", "max_send", "avg_msgs", "max_msgs"):
+            for key in ("total_volume", "max_send", "max_recv", "avg_msgs", "max_msgs"):
                 row[f"{key}_vs_rp"] = row[key] / ref[key] if ref[key] else float("nan")
     return rows
 
@@ -218,6 +218,7 @@ def format_table(rows: list[dict]) -> str:
             ("km1", "km1", "{:,}"), ("seconds", "time s", "{:.2f}")]
     if rows and "total_volume_vs_rp" in rows[0]:
         cols += [("total_volume_vs_rp", "vol/rp", "{:.3f}"), ("max_send_vs_rp", "max/rp", "{:.3f}"),
+                 ("max_recv_vs_rp", "maxrecv/rp", "{:.3f}"),
                  ("avg_msgs_vs_rp", "msgs/rp", "{:.3f}")]
     cells = [[h for _, h, _ in cols]] + [[f.format(r[k]) for k, _, f in cols] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]

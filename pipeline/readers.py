@@ -177,6 +177,7 @@ def _probe_mtx(pb: Probe, lines: list[bytes]) -> Probe:
     symmetric)."""
     path = pb.path
     symmetric: bool | None = None
+    banner_words: list[str] = []
     i = 0
     if lines and lines[0].startswith(b"%%MatrixMarket"):
         banner_words = lines[0].decode("latin-1").lower().split()
@@ -203,8 +204,12 @@ def _probe_mtx(pb: Probe, lines: list[bytes]) -> Probe:
             n, entries = rows, nnz
             header_bytes += len(lines[i])
             i += 1
+    field = banner_words[3] if banner and len(banner_words) > 3 else None
+    kwargs: dict = {"max_id": n, "base": 1}
+    if field in ("pattern", "real", "integer", "double"):  # scipy's reader parses the entries (complex: the tokenizer)
+        kwargs["mtx_field"] = field
     return Probe(pb.path, pb.fmt, pb.size, pb.gzip, pb.members, i, header_bytes, n, 1,
-                 None if symmetric is None else not symmetric, entries, "pairs", {"max_id": n, "base": 1})
+                 None if symmetric is None else not symmetric, entries, "pairs", kwargs)
 
 
 def _count_data_lines(path: str, gz: bool, offset: int) -> int:
@@ -240,6 +245,11 @@ def _probe_metis(pb: Probe, lines: list[bytes]) -> Probe:
     return Probe(pb.path, pb.fmt, pb.size, pb.gzip, pb.members, i + 1, sum(len(x) for x in lines[: i + 1]), n, 1,
                  False, m, "adjacency", {"max_id": n, "base": 1, "stride": 2 if fmt[2] == "1" else 1,
                                          "skip": ncon if fmt[1] == "1" else 0})
+
+
+def bgzf_members_of(path: str | Path) -> list[int] | None:
+    """Member offsets of a BGZF file, or None (for tests and diagnostics)."""
+    return ingest.bgzf_members(str(path), Path(path).stat().st_size)
 
 
 # -------------------------------------------------------- whole-file readers (tasks)
@@ -347,8 +357,9 @@ def _submit_text(tasks, pb: Probe, opts: ReadOptions) -> list:
     per = max(1, opts.chunk_bytes // max(1, pb.size // max(1, len(pb.members))) // 4)  # ~4x compression
     reach = math.ceil(opts.max_line / 65536) + 1  # members that can hold the rest of a line
     groups = list(range(0, len(pb.members), per))
-    return [tasks.submit("ingest-bgzf", ingest.parse_bgzf, pb.path, starts[g], starts[min(g + per, len(starts) - 1)],
-                         starts[min(g + per + reach, len(starts) - 1)], g == 0, opts.max_line, kind, kw, index=i)
+    return [tasks.submit("ingest-bgzf", ingest.parse_bgzf, pb.path, starts[max(g - 1, 0)], starts[g],
+                         starts[min(g + per, len(starts) - 1)], starts[min(g + per + reach, len(starts) - 1)],
+                         opts.max_line, kind, kw, index=i)
             for i, g in enumerate(groups)]
 
 

@@ -28,8 +28,8 @@ from .errors import UserError
 log = logging.getLogger(__name__)
 
 NOTEBOOK = "quality_report.ipynb"  # package data of shgcn.notebooks
-SECTIONS = ("Dataset and build", "Partition quality", "Per-part volume", "Mini-batch partitioning",
-            "Training runs")
+SECTIONS = ("Dataset and build", "Partition quality", "Per-part volume", "Predicted epoch time",
+            "Mini-batch partitioning", "Training runs")
 
 
 # ------------------------------------------------------------------ data
@@ -137,6 +137,24 @@ def quality_display(s: store_mod.Store):
     return _display_table(quality_table(s), QUALITY_COLUMNS)
 
 
+def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
+    """Predicted full-batch epoch time of every model at the store's P, per
+    exchange, on a network preset (:mod:`shgcn.pipeline.simulate`)."""
+    import pandas as pd
+
+    from . import simulate
+
+    rows = simulate.predict_store(s, None, network, ["p2p", "alltoallv", "bcast"], hidden)
+    raw = pd.DataFrame(rows).set_index(["model", "exchange"])
+    raw[["epoch", "compute", "comm"]] *= 1000  # seconds -> ms
+    return _display_table(raw, (
+        ("predicted epoch", "ms", "epoch", "{:,.3f}"), ("predicted epoch", "compute ms", "compute", "{:,.3f}"),
+        ("predicted epoch", "communication ms", "comm", "{:,.3f}"),
+        ("slowest rank", "bytes sent", "max_bytes", "{:,.0f}"),
+        ("speedup", "over rp", "vs_rp", "{:.2f}"), ("speedup", "over bcast", "vs_bcast", "{:.2f}"),
+    ))
+
+
 def minibatch_table(s: store_mod.Store):
     """Held-out mini-batch quality of every model, as shown in the report (None without shp)."""
     import pandas as pd
@@ -220,6 +238,29 @@ def fig_quality(s: store_mod.Store):
     ax.set_xticks(x, t.index)
     ax.set_ylabel("relative to rp" if "rp" in t.index else "rows per SpMM")
     ax.set_title("communication per full-batch SpMM", fontsize=10)
+    _legend(fig)
+    return fig
+
+
+def fig_simulation(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
+    """Predicted epoch time of every model, computation and communication of
+    the slowest rank stacked, one panel per exchange (what :func:`simulation_table` lists)."""
+    import pandas as pd
+
+    from . import simulate
+
+    t = pd.DataFrame(simulate.predict_store(s, None, network, ["p2p", "alltoallv", "bcast"], hidden))
+    exchanges = list(dict.fromkeys(t["exchange"]))
+    fig, axes = _figure(len(exchanges), width=2.6 * len(exchanges) + 1.2, height=3, sharey=True)
+    for ax, ex in zip(axes[0], exchanges):
+        sub = t[t["exchange"] == ex]
+        x = np.arange(len(sub))
+        compute, comm = sub["compute"].to_numpy() * 1000, sub["comm"].to_numpy() * 1000
+        ax.bar(x, compute, 0.6, label="computation")
+        ax.bar(x, comm, 0.6, bottom=compute, label="communication")
+        ax.set_xticks(x, sub["model"].tolist(), rotation=45 if len(sub) > 4 else 0)
+        ax.set_title(ex, fontsize=10)
+    axes[0][0].set_ylabel("predicted epoch, ms")
     _legend(fig)
     return fig
 

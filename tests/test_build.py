@@ -236,3 +236,22 @@ def test_python_api_with_the_users_client_leaves_no_keys(tmp_path):
     np.testing.assert_array_equal(s.nodes()["features"].values, x)
     np.testing.assert_array_equal(s.nodes()["labels"].values, y)
     assert store.open_store(res2.path).attrs["n"] == 400
+
+
+def test_volume_balanced_models_in_the_store_and_simulate(tmp_path, client):
+    res = make(tmp_path / "vb.zarr", client, source="sbm:n=2000,classes=6,degree=10,features=4,seed=4", parts=6,
+               models=("rp", "hp", "hp-vb", "gp-vb"))
+    s = store.open_store(res.path)
+    assert s.models == ["rp", "hp", "hp-vb", "gp-vb"]
+    q = {r["model"]: r for r in res.table}
+    assert q["hp-vb"]["max_send"] <= q["hp"]["max_send"] and q["hp-vb"]["max_recv"] <= q["hp"]["max_recv"]
+    assert q["hp-vb"]["total_volume"] <= 1.02 * q["hp"]["total_volume"]
+    assert q["hp-vb"]["imbalance"] <= max(0.03, q["hp"]["imbalance"]) + 1e-9
+    info = s.attrs["partitions"]
+    assert info["hp-vb"]["base"] == "hp" and "base_seconds" not in info["hp-vb"]  # refined the build's hp
+    assert "base_seconds" in info["gp-vb"]  # gp was not asked for: computed inside the model
+    out = run_cli("simulate", str(res.path), "--network", "shm", "--hidden", "16")
+    assert out.returncode == 0, out.stderr
+    for m in ("rp", "hp", "hp-vb", "gp-vb"):
+        assert f" {m} " in out.stdout
+    assert "vs rp" in out.stdout and "bcast" in out.stdout

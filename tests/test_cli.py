@@ -25,6 +25,20 @@ def test_help_is_help():
     assert run_cli("-h").returncode == 0
 
 
+def test_build_json_puts_only_json_on_stdout(tmp_path):
+    res = run_cli("build", SBM, "--parts", "2", "--model", "rp", "--out", str(tmp_path / "j.zarr"), "--json")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)  # the whole of stdout is one JSON document
+    assert summary["parts"] == 2 and "Dask dashboard" in res.stderr
+
+
+def test_build_help_lists_every_model_and_default():
+    text = run_cli("build", "--help").stdout
+    for m in ("rp:", "gp:", "hp:", "shp:"):
+        assert m in text
+    assert "(default: 0.03)" in text and "(default: auto)" in text
+
+
 def test_build_info_json(tmp_path):
     out = tmp_path / "s.zarr"
     res = run_cli("build", SBM, "--parts", "3", "--model", "all", "--out", str(out))

@@ -147,3 +147,61 @@ def test_to_graph_dedupes_relabels_and_drops_self_loops():
     assert g.stats["self_loops"] == 1 and g.stats["duplicates"] == 1
     gu = to_graph(raw, directed=False)
     assert gu.edges == 2 and (gu.adj != gu.adj.T).nnz == 0
+
+
+def bgzf(data: bytes, block: int = 4000) -> bytes:
+    """BGZF: gzip members of at most ``block`` bytes, each naming its own size
+    in a ``BC`` extra field (what bgzip writes)."""
+    import struct
+    import zlib
+
+    out = []
+    for i in range(0, len(data), block):
+        chunk = data[i:i + block]
+        c = zlib.compressobj(6, zlib.DEFLATED, -15)
+        comp = c.compress(chunk) + c.flush()
+        head = (b"\x1f\x8b\x08\x04\0\0\0\0\0\xff" + struct.pack("<H", 6) + b"BC" + struct.pack("<H", 2)
+                + struct.pack("<H", 18 + len(comp) + 8 - 1))
+        out.append(head + comp + struct.pack("<II", zlib.crc32(chunk), len(chunk)))
+    return b"".join(out)
+
+
+def test_bgzf_members_are_parsed_in_parallel_and_equal_the_plain_file(tmp_path, client):
+    text = "".join(f"{i}\t{(i * 7919) % 30011}\n" for i in range(30000)).encode()
+    plain = write(tmp_path, "g.txt", text)
+    blocked = write(tmp_path, "g.txt.gz", bgzf(text))
+    assert readers.bgzf_members_of(blocked) is not None and len(readers.bgzf_members_of(blocked)) > 50
+    a = readers.read(plain, None, client, chunk_bytes=1 << 20)
+    b = readers.read(blocked, None, client, chunk_bytes=8192)  # many groups of members, lines cut across them
+    assert edges(a) == edges(b) and b.lines == 30000
+    bad = write(tmp_path, "bad.txt.gz", bgzf(text + b"12 x\n" + text))
+    with pytest.raises(UserError, match=r"bad.txt.gz:30001: non-numeric token 'x'"):
+        readers.read(bad, None, client, chunk_bytes=8192)
+
+
+def test_a_plain_gzip_is_streamed_by_a_worker(tmp_path, client):
+    text = "".join(f"{i} {i + 1}\n" for i in range(20000)).encode()
+    p = write(tmp_path, "g.txt.gz", gzip.compress(text))
+    assert readers.bgzf_members_of(p) is None
+    raw = readers.read(p, None, client, chunk_bytes=4096)
+    assert raw.lines == 20000 and edges(raw)[0] == (0, 1)
+
+
+@pytest.mark.parametrize("data", [
+    b"1 2\n3 4\n",                               # space
+    b"# c\n# d\n1\t2\n3\t4\n",                   # SNAP header, tabs
+    b"1 2 {}\r\n3 4 {}\r\n",                     # Network Repository, CRLF
+    b"%%MatrixMarket x\n% c\n1 2 0.5\n3 4 1e-3\n",  # comments and values
+])
+def test_fast_path_equals_the_tokenizer(data):
+    from shgcn.pipeline import ingest
+    from shgcn.pipeline._tokens import tokenize
+
+    fast = ingest._fast_pairs(data, None, 0)
+    if data.startswith(b"%%"):
+        fast = ingest._fast_pairs(data.split(b"\n", 2)[2], None, 0)
+        data = data.split(b"\n", 2)[2]
+    assert fast is not None
+    t = tokenize(data, max_cols=2)
+    assert fast.a.tolist() == t.values[t.col == 0].tolist() and fast.b.tolist() == t.values[t.col == 1].tolist()
+    assert fast.n_lines == t.n_lines
