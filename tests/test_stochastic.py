@@ -349,3 +349,36 @@ def test_batch_set_equals_batch_traffic():
         send, _, lam_sum, nets = batch_quality.batch_traffic(a, b, FIG2_PART, 3)
         assert (tot[i], mx[i]) == (send.sum(), send.max()) and lam[i] == pytest.approx(lam_sum / nets)
     assert tot[-1] == quality.partition_quality(a_hat(6, FIG2_EDGES), FIG2_PART, 3).total_volume == 9
+
+
+def _store_files(root) -> dict[str, bytes]:
+    """Every file of a store but its root metadata and the timings."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != "zarr.json" and "seconds" not in p.relative_to(root).as_posix()}
+
+
+@pytest.mark.slow
+def test_same_seed_gives_byte_identical_shp_store(tmp_path, client):
+    """A build with gp, hp and shp (no time budget, so no step depends on the
+    clock) twice with one seed: the same partitions and mini-batch table,
+    byte for byte; the table names its streams."""
+    from pathlib import Path
+
+    from shgcn import store
+    from shgcn.pipeline.compose import BuildConfig, build
+
+    def make(name):
+        cfg = BuildConfig(source="sbm:n=300,classes=3,degree=6,features=4,seed=2", out=str(tmp_path / name), parts=2,
+                          models=("gp", "hp", "shp"), shp_time_factor=0.0,
+                          shp=SHPConfig(sampler="rw", eval_batches=20, validation_batches=10, max_rounds=1,
+                                        tangent_passes=1))
+        return build(cfg, client, echo=lambda *a: None)
+
+    first, again = make("a.zarr"), make("b.zarr")
+    fa, fb = _store_files(Path(first.path)), _store_files(Path(again.path))
+    assert fa.keys() == fb.keys() and [k for k in fa if fa[k] != fb[k]] == []
+    s = store.open_store(first.path)
+    assert np.array_equal(s.partition("shp"), store.open_store(again.path).partition("shp"))
+    mb = s.minibatch()
+    assert (mb.attrs["heldout_stream"], mb.attrs["validation_stream"]) == (sample.HELDOUT, sample.VALIDATION)
+    assert "never used to build or choose" in mb.attrs["streams"]
