@@ -79,6 +79,28 @@ def load(results: Path) -> dict:
     return out
 
 
+def batch_counts(r: dict) -> tuple[int, str, str]:
+    """(Hoeffding count in batches, batches sampled by shp's last round,
+    batches it took to beat the better start on the validation objective)
+    of one result; round k samples ``first * 2**k`` units (see
+    :func:`shgcn.pipeline.stochastic.build_shp`)."""
+    n, req = r["n"], r["required_nets"]
+    batch = max(1, n // 10)
+    unit = n if r["sampler"] == "node" else batch  # node: one net per column per unit (the columns construction)
+    first = -(-req // unit)
+    per_unit = unit / batch  # batches' worth of nets in one unit
+
+    def batches(k: int) -> str:
+        return f"{first * 2**k * per_unit:,.0f}"
+
+    rounds = [int(name.split()[1]) for name, *_ in r["steps"] if name.startswith("round ")]
+    sampled = batches(max(rounds)) if rounds else "0"
+    low = min(v for name, v, *_ in r["steps"] if name.startswith("start"))
+    below = [int(name.split()[1]) for name, v, *_ in r["steps"] if name.startswith("round ") and v < low]
+    needed = batches(below[0]) if below else (f"> {sampled}" if rounds else "no round run")
+    return -(-req // batch), sampled, needed
+
+
 def section(done: list[dict]) -> str:
     rows, steps = [], []
     for r in done:
@@ -91,8 +113,11 @@ def section(done: list[dict]) -> str:
                      "not worse": "yes" if d - ci <= 0 else "NO",
                      "chosen": r["chosen"], "shp s": f"{r['shp_seconds']:.1f}",
                      "shp / hp time": f"{r['shp_seconds'] / r['hp_seconds']:.2f}" if r["hp_seconds"] else ""})
+        hoeff, sampled, needed = batch_counts(r)
         steps.append({"graph": r["graph"], "p": r["p"], "sampler": r["sampler"],
-                      "Hoeffding nets": f"{r['required_nets']:,}", "validation": r["validation"],
+                      "Hoeffding nets": f"{r['required_nets']:,}", "Hoeffding batches": f"{hoeff:,}",
+                      "batches sampled": sampled, "batches to beat min(gp, hp)": needed,
+                      "validation": r["validation"],
                       "steps (validation volume, s, kept*)": "; ".join(
                           f"{name}: {v:,.1f} ({t:.1f} s){'*' if k else ''}" for name, v, t, k in r["steps"])})
     body = table(rows, [(k, k) for k in ("graph", "p", "sampler", "gp", "hp", "shp", "shp / min", "shp - min (paired)",
@@ -104,8 +129,14 @@ def section(done: list[dict]) -> str:
              "steps. The machine is shared (2 cores, load 4-7 during these runs): times are inflated alike for hp "
              "and shp.\n\nSteps of each shp run (validation objective: the closed form for the node sampler, "
              "else the mean over 200 batches of the VALIDATION stream; * = kept):\n\n")
-    body += table(steps, [(k, k) for k in ("graph", "p", "sampler", "Hoeffding nets", "validation",
+    body += table(steps, [(k, k) for k in ("graph", "p", "sampler", "Hoeffding nets", "Hoeffding batches",
+                                            "batches sampled", "batches to beat min(gp, hp)", "validation",
                                             "steps (validation volume, s, kept*)")])
+    body += ("\nHoeffding batches: batches of B = 10% of n that hold the Hoeffding count of nets (a batch gives at "
+             "most B nets). batches sampled: by shp's last sampling round (node sampler: the per-column nets, in "
+             "batches' worth of nets). batches to beat min(gp, hp): the batches of the first sampling round whose "
+             "partition (the sampled hypergraph refining shp's incumbent) has a validation objective below the better "
+             "start's; the surrogate steps sample no batch (rw: its inclusion estimate uses BUILD walks).\n")
     return body
 
 
