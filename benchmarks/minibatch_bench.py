@@ -3,6 +3,7 @@ by rp, gp, hp and shp, against the pipeline's prediction; epoch time at P=2
 versus P=1, before and after a change.
 
     python benchmarks/minibatch_bench.py bytes [--graphs soc-slashdot0902 ca-astroph] [--parts 4] [--epochs 2]
+    python benchmarks/minibatch_bench.py phases [--epochs 6] [--nice -15]
     python benchmarks/minibatch_bench.py time [--before REV] [--repeats 5] [--epochs 6] [--nice -15] [--cache DIR]
 
 ``bytes``: for each graph one build with every model (its mini-batch table
@@ -124,14 +125,7 @@ def _export(rev: str, dest: Path) -> Path:
 
 
 def time_section(args) -> None:
-    cache = Path(args.cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    stores = {}
-    for p in (1, 2):
-        stores[p] = cache / f"slashdot-hp-p{p}-f128.zarr"
-        if not stores[p].exists():
-            build_store("soc-slashdot0902", stores[p], p, "--model", "hp", "--features", "random:128", "--labels",
-                        "random:16", "--data-dir", str(SHARED))
+    stores = _slashdot_stores(Path(args.cache))
     n = store_info(stores[1])["n"]
     batch = n // 10
     with tempfile.TemporaryDirectory() as tmp:
@@ -183,6 +177,70 @@ def time_section(args) -> None:
     write_section("Mini-batch training: epoch time P=1 and P=2", body)
 
 
+PHASES = ("plan (view)", "dropout", "spmm compute", "exchange wait", "dense (GEMM, ReLU)", "loss + adam",
+          "allreduce + other")
+
+
+def _slashdot_stores(cache: Path) -> dict[int, Path]:
+    cache.mkdir(parents=True, exist_ok=True)
+    stores = {}
+    for p in (1, 2):
+        stores[p] = cache / f"slashdot-hp-p{p}-f128.zarr"
+        if not stores[p].exists():
+            build_store("soc-slashdot0902", stores[p], p, "--model", "hp", "--features", "random:128", "--labels",
+                        "random:16", "--data-dir", str(SHARED))
+    return stores
+
+
+def phases(acc: dict, steps: int) -> dict[str, float]:
+    """Milliseconds per step of each phase from ``_phases.py``'s sums."""
+    g = acc.get
+    spmm = g("spmm", 0.0)
+    wait = g("exchange wait", 0.0)
+    sec = {"plan (view)": g("plan (view)", 0.0), "dropout": g("dropout", 0.0), "spmm compute": spmm - wait,
+           "exchange wait": wait, "dense (GEMM, ReLU)": g("forward", 0.0) + g("backward", 0.0) - spmm - g("dropout", 0.0),
+           "loss + adam": g("loss", 0.0) + g("adam", 0.0)}
+    sec["allreduce + other"] = g("epoch", 0.0) - sum(sec.values())
+    sec["step (total)"] = g("epoch", 0.0)
+    return {k: 1000 * v / max(steps, 1) for k, v in sec.items()}
+
+
+def phases_section(args) -> None:
+    stores = _slashdot_stores(Path(args.cache))
+    n = store_info(stores[1])["n"]
+    batch = n // 10
+    steps_per_epoch = -(-n // batch)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for ranks in (1, 2):
+            out = tmp / f"phases-{ranks}.json"
+            cmd = [sys.executable, str(REPO / "benchmarks" / "_phases.py"), str(out), str(stores[ranks]), "--mode",
+                   "minibatch", "--sampler", "node", "--batch-size", str(batch), "--epochs", str(args.epochs),
+                   "--hidden", "128", "--eval-every", str(args.epochs), "--log", str(tmp / f"p{ranks}.jsonl"),
+                   "--quiet"]
+            if ranks > 1:
+                cmd = [mpirun(), "-n", str(ranks), *cmd]
+            if args.nice:
+                cmd = ["nice", "-n", str(args.nice), *cmd]
+            env = dict(os.environ, **{v: "1" for v in BLAS})
+            subprocess.run(cmd, check=True, env=env, cwd=str(tmp))
+            for r, acc in enumerate(json.loads(out.read_text())):
+                ms = phases(acc, acc["epochs"] * steps_per_epoch)
+                rows.append({"P": ranks, "rank": r, **{k: f"{v:.1f}" for k, v in ms.items()}})
+    body = table(rows, [("P", "P"), ("rank", "rank"), ("step (total)", "step ms"),
+                        *[(k, k) for k in PHASES]])
+    body += (f"\nMilliseconds per optimizer step (wall), per rank, over epochs 2-{args.epochs} of one run; "
+             f"soc-slashdot0902, node sampler, B = {batch:,}, hidden 128, 128 random features, one BLAS thread "
+             "per rank. plan: the batch's plan and local matrix (the next batch's is made while the step's "
+             "allreduce completes); dropout: the counter-based masks; spmm compute: the SpMMs' local and halo "
+             "products and packing; exchange wait: waiting for halo rows; dense: the GEMMs, ReLU and the "
+             "dropout multiplications; allreduce + other: the gradient allreduce's wait and the step's "
+             "remaining Python."
+             + (f" Scheduling priority nice {args.nice}." if args.nice else "") + "\n")
+    write_section("Mini-batch training: where a step's time goes", body)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="what", required=True)
@@ -197,8 +255,12 @@ def main() -> None:
     t.add_argument("--nice", type=int, default=0,
                    help="run the trainers at this scheduling priority (negative: ahead of other work; needs root)")
     t.add_argument("--cache", default=str(REPO / "build" / "minibatch-bench"), help="where the stores are kept")
+    ph = sub.add_parser("phases", help="where a step's time goes at P=1 and P=2")
+    ph.add_argument("--epochs", type=int, default=6)
+    ph.add_argument("--nice", type=int, default=0)
+    ph.add_argument("--cache", default=str(REPO / "build" / "minibatch-bench"))
     args = ap.parse_args()
-    bytes_section(args) if args.what == "bytes" else time_section(args)
+    {"bytes": bytes_section, "time": time_section, "phases": phases_section}[args.what](args)
 
 
 if __name__ == "__main__":
