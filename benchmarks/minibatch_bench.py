@@ -3,8 +3,8 @@ by rp, gp, hp and shp, against the pipeline's prediction; epoch time at P=2
 versus P=1, before and after a change.
 
     python benchmarks/minibatch_bench.py bytes [--graphs soc-slashdot0902 ca-astroph] [--parts 4] [--epochs 2]
-    python benchmarks/minibatch_bench.py phases [--epochs 6] [--nice -15]
-    python benchmarks/minibatch_bench.py time [--before REV] [--repeats 5] [--epochs 6] [--nice -15] [--cache DIR]
+    python benchmarks/minibatch_bench.py phases [--epochs 6] [--nice -15] [--bind core]
+    python benchmarks/minibatch_bench.py time [--before REV] [--repeats 5] [--epochs 6] [--nice -15] [--bind core] [--cache DIR]
 
 ``bytes``: for each graph one build with every model (its mini-batch table
 is the prediction), then one store per layout model, then `train.py --mode
@@ -50,12 +50,12 @@ def build(graph: str, parts: int, out: Path, models: str, layout: str) -> None:
 
 
 def run(path: Path, ranks: int, batch: int, epochs: int, log: Path, hidden: str = "16", threads: int | None = None,
-        code: Path | None = None, nice: int = 0) -> tuple[list[dict], dict, list[dict]]:
+        code: Path | None = None, nice: int = 0, bind: str = "") -> tuple[list[dict], dict, list[dict]]:
     cmd = [sys.executable, "-m", "shgcn.trainer", str(path), "--mode", "minibatch", "--sampler", "node",
            "--batch-size", str(batch), "--epochs", str(epochs), "--hidden", hidden, "--eval-every", str(epochs),
            "--log", str(log), "--quiet"]
     if ranks > 1:
-        cmd = [mpirun(), "-n", str(ranks), *cmd]
+        cmd = [mpirun(), *(["-bind-to", bind] if bind else []), "-n", str(ranks), *cmd]
     if nice:
         cmd = ["nice", "-n", str(nice), *cmd]  # the ranks inherit it
     env = dict(os.environ)
@@ -145,7 +145,8 @@ def time_section(args) -> None:
                 key = (label, ranks, threads)
                 log = tmp / f"run-{r}-{len(times[key])}-{ranks}-{threads}.jsonl"
                 _, _, epochs = run(stores[ranks], ranks, batch, args.epochs, log, hidden="128",
-                                   threads=threads or None, code=code, nice=args.nice)
+                                   threads=threads or None, code=code, nice=args.nice,
+                                   bind=args.bind)
                 times[key].append(float(np.median([e["epoch_time"] for e in epochs[1:]])))
                 comm[key].append(float(np.median([max(e["comm_time"]) for e in epochs[1:]])))
                 step_bytes[key] = [float(b) for b in epochs[-1]["step_bytes_mean"]]
@@ -173,6 +174,7 @@ def time_section(args) -> None:
              f"{', '.join(f'{x:.1f}' for x in loads)}"
              + (f"; the runs had scheduling priority nice {args.nice}, so that the other work on the machine "
                 f"(tests, builds) takes little of their cores" if args.nice else "")
+             + (f"; P=2 ran with `mpirun -bind-to {args.bind}` (one core per rank)" if args.bind else "")
              + ". Target (issue 17): P=2 at least 1.6x faster than P=1.\n")
     write_section("Mini-batch training: epoch time P=1 and P=2", body)
 
@@ -220,7 +222,7 @@ def phases_section(args) -> None:
                    "--hidden", "128", "--eval-every", str(args.epochs), "--log", str(tmp / f"p{ranks}.jsonl"),
                    "--quiet"]
             if ranks > 1:
-                cmd = [mpirun(), "-n", str(ranks), *cmd]
+                cmd = [mpirun(), *(["-bind-to", args.bind] if args.bind else []), "-n", str(ranks), *cmd]
             if args.nice:
                 cmd = ["nice", "-n", str(args.nice), *cmd]
             env = dict(os.environ, **{v: "1" for v in BLAS})
@@ -237,7 +239,8 @@ def phases_section(args) -> None:
              "products and packing; exchange wait: waiting for halo rows; dense: the GEMMs, ReLU and the "
              "dropout multiplications; allreduce + other: the gradient allreduce's wait and the step's "
              "remaining Python."
-             + (f" Scheduling priority nice {args.nice}." if args.nice else "") + "\n")
+             + (f" Scheduling priority nice {args.nice}." if args.nice else "")
+             + (f" P=2 with `mpirun -bind-to {args.bind}`." if args.bind else "") + "\n")
     write_section("Mini-batch training: where a step's time goes", body)
 
 
@@ -252,11 +255,13 @@ def main() -> None:
     t.add_argument("--before", help="a git revision to compare with (e.g. HEAD~3)")
     t.add_argument("--repeats", type=int, default=5)
     t.add_argument("--epochs", type=int, default=6)
+    t.add_argument("--bind", default="", help="P=2: mpirun -bind-to this (core: one core per rank)")
     t.add_argument("--nice", type=int, default=0,
                    help="run the trainers at this scheduling priority (negative: ahead of other work; needs root)")
     t.add_argument("--cache", default=str(REPO / "build" / "minibatch-bench"), help="where the stores are kept")
     ph = sub.add_parser("phases", help="where a step's time goes at P=1 and P=2")
     ph.add_argument("--epochs", type=int, default=6)
+    ph.add_argument("--bind", default="", help="P=2: mpirun -bind-to this (core: one core per rank)")
     ph.add_argument("--nice", type=int, default=0)
     ph.add_argument("--cache", default=str(REPO / "build" / "minibatch-bench"))
     args = ap.parse_args()
