@@ -162,6 +162,9 @@ def main() -> None:
     if args.report_only:
         missing = [k for k in order if k not in done]
         body = section([done[k] for k in order if k in done])
+        body += ("\nThe configurations ran one by one (`python benchmarks/shp_bench.py --cache DIR --graphs G --parts P "
+                 "--samplers S`, each kept in DIR/results.jsonl) and this section was written from them with "
+                 "--report-only.\n")
         if missing:
             body += ("\nNot run (the grid was cut for time): " +
                      ", ".join(f"{g} p={p} {smp}" for g, p, smp in missing) + ".\n")
