@@ -9,6 +9,53 @@ import numpy as np
 import scipy.sparse as sp
 
 
+class BatchSet:
+    """The nets of a fixed list of mini-batches, built once, so that the
+    volume of many partitions on the same batches costs one pass over their
+    pins each (``shp`` compares its steps on one such set).
+
+    Parameters
+    ----------
+    a_csc : (n, n) csc_matrix, Â
+    batches : list of (B_i,) int64 sorted vertex ids
+    """
+
+    def __init__(self, a_csc: sp.csc_matrix, batches: list[np.ndarray]):
+        from .hypergraph import batch_nets
+
+        self.nets = batch_nets(a_csc, batches, keep_single=False)
+        self.sizes = np.array([b.size for b in batches], np.int64)
+        per_batch = self.nets.per_batch if self.nets.per_batch is not None else np.zeros(0, np.int64)
+        self.batch_of_net = np.repeat(np.arange(len(batches), dtype=np.int64), per_batch)
+
+    def __len__(self) -> int:
+        return self.sizes.size
+
+    def volumes(self, part: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Exact communication of each batch under ``part``: ``(total (b,)
+        int64, max_send (b,) int64, mean_lambda (b,) float64)`` as
+        :func:`batch_volumes`."""
+        from .hypergraph import net_connectivity
+
+        b = self.sizes.size
+        lam = net_connectivity(self.nets.ptr, self.nets.pins, part, parts)
+        cut = lam - 1
+        total = np.bincount(self.batch_of_net, weights=cut, minlength=b).astype(np.int64)
+        send = np.bincount(self.batch_of_net * max(parts, 1) + part[self.nets.columns], weights=cut,
+                           minlength=b * max(parts, 1)).reshape(b, max(parts, 1))
+        # nets with one pin (not kept) have connectivity 1
+        lam_sum = np.bincount(self.batch_of_net, weights=lam, minlength=b) + \
+            (self.sizes - np.bincount(self.batch_of_net, minlength=b))
+        return total, send.max(1).astype(np.int64), lam_sum / np.maximum(self.sizes, 1)
+
+    def mean_volume(self, part: np.ndarray, parts: int) -> float:
+        """Mean rows sent per SpMM over the batches."""
+        from .hypergraph import net_connectivity
+
+        lam = net_connectivity(self.nets.ptr, self.nets.pins, part, parts)
+        return float((lam - 1).sum()) / max(self.sizes.size, 1)
+
+
 def batch_volumes(a_csc: sp.csc_matrix, batches: list[np.ndarray], part: np.ndarray, parts: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact communication of each mini-batch under ``part``.
@@ -22,15 +69,7 @@ def batch_volumes(a_csc: sp.csc_matrix, batches: list[np.ndarray], part: np.ndar
     max_send : (b,) int64, the largest part's send volume for each batch
     mean_lambda : (b,) float64, mean connectivity of the batch's nets
     """
-    total = np.zeros(len(batches), np.int64)
-    max_send = np.zeros(len(batches), np.int64)
-    mean_lam = np.zeros(len(batches))
-    for i, b in enumerate(batches):  # a loop over batches, vectorized inside
-        send, _, lam_sum, nets_total = batch_traffic(a_csc, b, part, parts)
-        total[i] = int(send.sum())
-        max_send[i] = int(send.max()) if parts else 0
-        mean_lam[i] = lam_sum / max(nets_total, 1)
-    return total, max_send, mean_lam
+    return BatchSet(a_csc, batches).volumes(part, parts)
 
 
 def _batch_pairs(a_csc: sp.csc_matrix, batch: np.ndarray, part: np.ndarray, parts: int, keep_single: bool):
@@ -105,6 +144,12 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
                       eval_batches: int, theta: float, delta: float, convergence_model: str | None = None):
     """Mini-batch quality of every model, as an xarray Dataset.
 
+    The held-out batches are batches 0..eval_batches-1 of the HELDOUT stream,
+    which nothing builds or chooses with (``shp`` chooses its steps on the
+    VALIDATION stream, or the closed form for the node sampler); the
+    attributes name every stream used (``heldout_stream``,
+    ``validation_stream``, ``build_stream``, ``streams``).
+
     Variables (dim ``model``): ``heldout_volume_mean`` / ``_ci`` (95%),
     ``heldout_max_send_mean`` / ``_ci``, ``heldout_connectivity`` (mean λ of
     the held-out nets), ``expected_volume`` (closed form; node sampler only,
@@ -116,12 +161,12 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
     """
     import xarray as xr
 
-    from shgcn.store.sample import BUILD, HELDOUT
+    from shgcn.store.sample import BUILD, HELDOUT, VALIDATION
 
     from .hypergraph import hoeffding_nets
 
     a_csc = sp.csc_matrix(a)
-    held = sampler.batches(range(eval_batches), HELDOUT)
+    held = BatchSet(a_csc, sampler.batches(range(eval_batches), HELDOUT))
     required = hoeffding_nets(parts, theta, delta)
     # BUILD batches: twice the Hoeffding count of nets, and at least 20 batches, for the convergence record
     per_batch = max(1, sampler.cfg.size)
@@ -131,7 +176,7 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
     conv = None
     for m in models:
         part = parts_by_model[m]
-        tot, mx, lam = batch_volumes(a_csc, held, part, parts)
+        tot, mx, lam = held.volumes(part, parts)
         out["per_batch"].append(tot)
         for key, x in (("vol", tot), ("mx", mx)):
             mean, ci = mean_ci(x)
@@ -160,9 +205,17 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
         data["convergence_nets"] = (("point",), conv[0])
         data["convergence_mean_connectivity"] = (("point",), conv[1])
     ds = xr.Dataset(data, coords={"model": models})
+    node = sampler.cfg.kind == "node"
     ds.attrs.update({"sampler": sampler.cfg.kind, "batch_size": int(sampler.cfg.size), "theta": theta,
                      "delta": delta, "required_nets": int(required), "eval_batches": int(eval_batches),
-                     "convergence_model": convergence_model or ""})
+                     "convergence_model": convergence_model or "", "seed": int(sampler.cfg.seed),
+                     "heldout_stream": HELDOUT, "validation_stream": VALIDATION, "build_stream": BUILD,
+                     "streams": (f"heldout_*: batches 0..{eval_batches - 1} of stream {HELDOUT} (seed sequence "
+                                 f"[seed, {HELDOUT}, k]), never used to build or choose a partition; shp chose its "
+                                 + ("steps by the closed form (node sampler)" if node else
+                                    f"steps on stream {VALIDATION}") +
+                                 f"; estimated_connectivity and the convergence record: stream {BUILD}, "
+                                 "which shp builds from")})
     return ds
 
 

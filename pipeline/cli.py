@@ -109,12 +109,16 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--delta", type=float, default=0.5, help="Hoeffding: failure probability")
     m.add_argument("--batches", type=int, default=None,
                    help="use exactly this many sampled batches (overrides the Hoeffding floor and stopping rule)")
-    m.add_argument("--eval-batches", type=int, default=200, help="held-out batches for the mini-batch quality")
+    m.add_argument("--eval-batches", type=int, default=200,
+                   help="held-out batches (HELDOUT stream, never used to build or choose) for the mini-batch quality")
+    m.add_argument("--validation-batches", type=int, default=0,
+                   help="edge and rw samplers: batches of the VALIDATION stream shp chooses its steps by "
+                        "(0: as many as --eval-batches); the node sampler uses the exact expected volume")
     m.add_argument("--shp-construction", choices=("auto", "batches", "columns"), default="auto",
                    help="nets from whole sampled batches, or per column (node sampler; auto: columns for it)")
     m.add_argument("--shp-max-rounds", type=int, default=6, help="stopping rule: at most this many rounds")
     m.add_argument("--shp-min-gain", type=float, default=0.01,
-                   help="stopping rule: stop when a round improves the held-out volume by less")
+                   help="stopping rule: stop when a round improves the validation objective by less")
     m.add_argument("--shp-time-factor", type=float, default=2.0,
                    help="when hp is computed too, stop sampling rounds before shp would take longer than this "
                         "many times hp's partitioning time (0: no limit)")
@@ -239,7 +243,7 @@ def build_config(args):
         shp=SHPConfig(sampler=args.sampler, batch_size=args.batch_size, walk_length=args.walk_length,
                       theta=args.theta, delta=args.delta, batches=args.batches, eval_batches=args.eval_batches,
                       construction=args.shp_construction, max_rounds=args.shp_max_rounds,
-                      min_gain=args.shp_min_gain),
+                      min_gain=args.shp_min_gain, validation_batches=args.validation_batches),
         shp_time_factor=args.shp_time_factor, progress=not (args.quiet or args.json) and sys.stderr.isatty(),
         heartbeat=args.heartbeat)
 

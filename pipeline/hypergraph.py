@@ -70,9 +70,34 @@ def column_net(a: sp.spmatrix, drop_single_pin: bool = True) -> Hypergraph:
 
 def connectivity(hg: Hypergraph, part: np.ndarray, parts: int) -> np.ndarray:
     """(N,) int64: number of distinct parts among the pins of each net."""
-    net_of_pin = np.repeat(np.arange(hg.n_nets, dtype=np.int64), np.diff(hg.net_ptr))
-    pairs = np.unique(net_of_pin * parts + part[hg.pins])
-    return np.bincount(pairs // parts, minlength=hg.n_nets).astype(np.int64)
+    return net_connectivity(hg.net_ptr, hg.pins, part, parts)
+
+
+def net_connectivity(ptr: np.ndarray, pins: np.ndarray, part: np.ndarray, parts: int) -> np.ndarray:
+    """(N,) int64: distinct parts among the pins of each net (CSR ``ptr``,
+    ``pins``). Up to 64 parts, one bit per part OR-ed over each net's pins
+    (no sort); more parts sort (net, part) pairs."""
+    n_nets = ptr.size - 1
+    sizes = np.diff(ptr)
+    if parts <= 64:
+        bits = np.left_shift(np.uint64(1), part[pins].astype(np.uint64))
+        out = np.zeros(n_nets, np.uint64)
+        nonempty = sizes > 0
+        if pins.size:
+            out[nonempty] = np.bitwise_or.reduceat(bits, ptr[:-1][nonempty])
+        return popcount64(out)
+    net_of_pin = np.repeat(np.arange(n_nets, dtype=np.int64), sizes)
+    pairs = np.unique(net_of_pin * parts + part[pins])
+    return np.bincount(pairs // parts, minlength=n_nets).astype(np.int64)
+
+
+def popcount64(x: np.ndarray) -> np.ndarray:
+    """(N,) int64 set bits of each uint64 (SWAR; numpy < 2 has no bitwise_count)."""
+    x = x.astype(np.uint64, copy=True)
+    x -= (x >> np.uint64(1)) & np.uint64(0x5555555555555555)
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return ((x * np.uint64(0x0101010101010101)) >> np.uint64(56)).astype(np.int64)
 
 
 def connectivity_minus_one(hg: Hypergraph, part: np.ndarray, parts: int) -> int:
@@ -109,6 +134,7 @@ class BatchNets:
     ptr: np.ndarray
     pins: np.ndarray
     total: int
+    per_batch: np.ndarray | None = None  # (b,) int64 kept nets of each batch, when made from batches
 
     @property
     def n_nets(self) -> int:
@@ -138,15 +164,19 @@ def batch_nets(a_csc: sp.csc_matrix, batches: list[np.ndarray], keep_single: boo
     ptr = np.zeros(sizes.size + 1, np.int64)
     np.cumsum(sizes, out=ptr[1:])
     return BatchNets(columns=np.concatenate(cols_out) if cols_out else np.zeros(0, np.int64), ptr=ptr,
-                     pins=np.concatenate(pins_out) if pins_out else np.zeros(0, np.int64), total=total)
+                     pins=np.concatenate(pins_out) if pins_out else np.zeros(0, np.int64), total=total,
+                     per_batch=np.array([c.size for c in cols_out], np.int64))
 
 
 def concat_nets(parts: list[BatchNets]) -> BatchNets:
     sizes = np.concatenate([np.diff(p.ptr) for p in parts])
     ptr = np.zeros(sizes.size + 1, np.int64)
     np.cumsum(sizes, out=ptr[1:])
+    per_batch = np.concatenate([p.per_batch for p in parts]) \
+        if all(p.per_batch is not None for p in parts) else None
     return BatchNets(columns=np.concatenate([p.columns for p in parts]), ptr=ptr,
-                     pins=np.concatenate([p.pins for p in parts]), total=sum(p.total for p in parts))
+                     pins=np.concatenate([p.pins for p in parts]), total=sum(p.total for p in parts),
+                     per_batch=per_batch)
 
 
 def merge_identical(nets: BatchNets, n_vertices: int, weights: np.ndarray | None = None

@@ -1,10 +1,20 @@
 """Mini-batch samplers over a graph, seeded per batch.
 
 Batch k of stream s is drawn from ``numpy.random.default_rng([seed, s, k])``
-alone, so any Dask worker or MPI rank can re-draw it from its number. Stream
-:data:`BUILD` feeds the stochastic hypergraph; :data:`HELDOUT` is reserved for
-evaluating partitions on batches that were not used to build them; the
-trainer uses :data:`TRAIN`.
+alone, so any Dask worker or MPI rank can re-draw it from its number. The
+streams (:data:`STREAMS`):
+
+- :data:`BUILD` (0): what ``shp`` builds from (sampled nets, estimates of
+  inclusion probabilities) and the Hoeffding convergence record;
+- :data:`HELDOUT` (1): the reported mini-batch volume of every model; never
+  used to build or to choose anything;
+- :data:`TRAIN` (2): the trainer's batches; :data:`NORM` (3): the trainer's
+  pre-sampled GraphSAINT normalization counts;
+- :data:`VALIDATION` (4): what ``shp`` chooses among its steps with (edge and
+  rw samplers; the node sampler has an exact closed form instead).
+
+Distinct streams differ in the second word of the seed sequence, so their
+generators are independent whatever the batch numbers.
 
 Every sampler returns the sorted vertex ids of the batch; the batch's
 subgraph is the one induced on them. ``size`` is the target number of
@@ -21,7 +31,8 @@ import scipy.sparse as sp
 
 from .errors import UserError
 
-BUILD, HELDOUT, TRAIN, NORM = 0, 1, 2, 3  # seed streams
+BUILD, HELDOUT, TRAIN, NORM, VALIDATION = 0, 1, 2, 3, 4  # seed streams
+STREAMS = {"build": BUILD, "heldout": HELDOUT, "train": TRAIN, "norm": NORM, "validation": VALIDATION}
 SAMPLERS = ("node", "edge", "rw")
 
 
@@ -74,6 +85,12 @@ class Sampler:
             e = np.minimum(e, self._cum.size - 1)
             return np.unique(np.concatenate([self._rows[e], self.indices[e]]))
         roots = rng.integers(0, self.n, max(1, self.cfg.size // (self.cfg.walk_length + 1)))
+        return np.unique(self.walks(rng, roots))
+
+    def walks(self, rng: np.random.Generator, roots: np.ndarray) -> np.ndarray:
+        """(walk_length + 1, R) int64: the vertex of every walk at every step
+        (the rw sampler's walks from ``roots``; a vertex without out-neighbours
+        ends its walk in place)."""
         visited = [roots]
         cur = roots
         for _ in range(self.cfg.walk_length):  # a loop over steps, vectorized over walks
@@ -81,9 +98,23 @@ class Sampler:
             step = (rng.random(cur.size) * deg).astype(np.int64)
             nxt = self.indices[np.minimum(self.indptr[cur] + step, max(self.indices.size - 1, 0))] \
                 if self.indices.size else cur
-            cur = np.where(deg > 0, nxt, cur)  # a vertex without out-neighbours ends its walk in place
+            cur = np.where(deg > 0, nxt, cur)
             visited.append(cur)
-        return np.unique(np.concatenate(visited))
+        return np.stack(visited)
+
+    @property
+    def edge_draws(self) -> int:
+        """Edges (entries of ``adj``) the edge sampler draws, with replacement."""
+        return max(1, self.cfg.size // 2)
+
+    def edge_probabilities(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The edge sampler's distribution: ``(rows, cols, p)``, one (E,) array
+        each over the entries of ``adj``; p sums to 1 (GraphSAINT's
+        P(u, v) ∝ 1/deg u + 1/deg v)."""
+        if self.cfg.kind != "edge":
+            raise ValueError("edge_probabilities needs the edge sampler")
+        w = np.diff(self._cum, prepend=0.0)
+        return self._rows, self.indices, w / max(float(self._cum[-1]), 1e-300) if w.size else w
 
     def batches(self, ks, stream: int = BUILD) -> list[np.ndarray]:
         return [self.batch(int(k), stream) for k in ks]

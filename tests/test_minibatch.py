@@ -65,6 +65,53 @@ def test_losses_do_not_depend_on_ranks(stores, tmp_path, kind, sampler):
     np.testing.assert_allclose(losses[4], losses[1], rtol=1e-4)
 
 
+@pytest.mark.parametrize("directed", [False, True])
+def test_batch_plans_follow_the_definition(directed):
+    """Every rank's batch plan, by its definition on the whole matrix: row j
+    goes from its owner to q iff j and a row of q with a nonzero in column j
+    are in the batch; the local matrix is the batch rows' block of Â."""
+    from shgcn.pipeline.layout import in_memory
+    from shgcn.trainer.minibatch import MiniBatches
+    from shgcn.trainer.plan import comm_plan, full_local
+
+    rng = np.random.default_rng(5)
+    n, parts = 70, 3
+    m = sp.random(n, n, density=0.06, random_state=rng, format="csr", dtype=np.float32)
+    if not directed:
+        m = m + m.T
+    a = (m + sp.identity(n, dtype=np.float32, format="csr")).tocsr()
+    lay, blocks = in_memory(a, rng.integers(0, parts, n).astype(np.int32), parts, directed=directed)
+    ap = sp.csr_matrix(a)[lay.perm][:, lay.perm].toarray() != 0  # in new ids
+    off = lay.offsets
+    scfg = SamplerConfig(kind="node", size=25, seed=2)
+    for b in blocks:
+        cp = comm_plan(b.plan, b.rank, off)
+        tplan = b.transpose if b.transpose is not None else b.plan
+        ids = np.concatenate([np.arange(b.offset, b.offset + b.plan.n_own), np.asarray(tplan.recv_ids)])
+        columns = sp.csr_matrix((np.ones(len(tplan.indices), np.int8), ids[np.asarray(tplan.indices)],
+                                 np.asarray(tplan.indptr)), shape=(b.plan.n_own, n))
+        mb = MiniBatches(full_local(b.plan, cp), cp, lay.inverse, n, scfg, None, 5, False, 1, columns)
+        for step in range(5):
+            v = mb.view(1, step)
+            batch = np.sort(lay.inverse[Sampler(sp.csr_matrix((n, n)), scfg).batch(mb.batch_number(1, step), TRAIN)])
+            mine = batch[(batch >= off[b.rank]) & (batch < off[b.rank + 1])]
+            assert np.array_equal(v.rows + off[b.rank], mine) and v.vertices == batch.size
+            got_send = {q: mine[rows].tolist() for q, rows in v.cp.send_to}
+            got_recv = {q: batch[v.cp.recv_ids[v.cp.recv_start[q]:v.cp.recv_start[q + 1]]].tolist()
+                        for q, _ in v.cp.recv_from}
+            for q in range(parts):
+                theirs = batch[(batch >= off[q]) & (batch < off[q + 1])]
+                if q == b.rank:
+                    continue
+                send = [j for j in mine if ap[theirs, j].any()]
+                recv = [j for j in theirs if ap[mine, j].any()]
+                assert got_send.get(q, []) == send and got_recv.get(q, []) == recv
+                if recv:
+                    np.testing.assert_array_equal(v.lm.halo[q].toarray() != 0, ap[np.ix_(mine, recv)])
+            np.testing.assert_array_equal(v.lm.own.toarray() != 0, ap[np.ix_(mine, mine)])
+            np.testing.assert_array_equal(v.lm.own_t.toarray(), v.lm.own.toarray().T)
+
+
 def test_bad_minibatch_options(stores):
     res = train(1, stores["undirected", 1], "--mode", "minibatch", "--batch-size", -1, use_mpirun=False)
     assert res.returncode == 2 and "--batch-size" in res.stderr

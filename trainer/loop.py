@@ -98,28 +98,65 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
 
 def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total: int) -> EpochResult:
     """``mb.steps`` optimizer steps, each on batch (seed, epoch, step),
-    re-drawn by every rank; the exchange runs on the batch's plan."""
+    re-drawn by every rank; the exchange runs on the batch's plan.
+
+    One collective per step besides the SpMMs' exchanges: the weight
+    gradients travel with the step's loss, correct and training-vertex counts
+    in one non-blocking allreduce, and the next batch's plan is computed while
+    it completes (a rank that is ahead works instead of waiting). Gradients
+    are summed unnormalized and divided by the global count after it."""
+    steps: list[StepStats] = []
+    right, seen = 0, 0
+    view = mb.view(epoch, 0) if mb.steps else None
+    for step in range(mb.steps):
+        nxt = (lambda s=step + 1: mb.view(epoch, s)) if step + 1 < mb.steps else None
+        st, correct, count, view = _minibatch_step(ctx, comm, view, mb.batch_number(epoch, step), step,
+                                                   mb.loss_weight, train_total, nxt)
+        right, seen = right + correct, seen + count
+        steps.append(st)
+    losses = [st.loss for st in steps]
+    return EpochResult(float(np.mean(losses)) if losses else 0.0, right / max(seen, 1), steps)
+
+
+def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, train_total: int, prefetch):
+    """One optimizer step on batch view ``v``: forward and backward with the
+    batch's plan, one allreduce of [gradients, loss, correct, count] while
+    ``prefetch()`` makes the next view, Adam. Returns (StepStats, correct,
+    count, the next view)."""
     from mpi4py import MPI
 
-    d, ex = ctx.data, ctx.exchange
-    losses, steps, right, seen = [], [], 0, 0
-    for step in range(mb.steps):
-        v = mb.view(epoch, step)
-        train_b = d.train[v.rows]
-        count = np.array([train_b.sum()], np.int64)
-        comm.Allreduce(MPI.IN_PLACE, count, op=MPI.SUM)
-        weights = mb.loss_weight[v.rows] if mb.loss_weight is not None else None
-        total = train_total if weights is not None else int(count[0])
-        before = (ex.counters.bytes_sent, ex.counters.msgs_sent)
-        with ex.using(v.cp):
-            spmm = DistSpMM(v.lm, ex, symmetric=ctx.symmetric)
-            loss_sum, correct, l2 = _step(ctx, comm, spmm, d.x[v.rows], d.labels[v.rows], train_b, d.gids[v.rows],
-                                          total, mb.batch_number(epoch, step), weights)
-        losses.append(loss_sum / max(total, 1) + l2)
-        right, seen = right + correct, seen + int(count[0])
-        steps.append(StepStats(step, v.vertices, int(count[0]), losses[-1], ex.counters.bytes_sent - before[0],
-                               ex.counters.msgs_sent - before[1]))
-    return EpochResult(float(np.mean(losses)) if losses else 0.0, right / max(seen, 1), steps)
+    cfg, model, d, ex = ctx.cfg, ctx.model, ctx.data, ctx.exchange
+    rows = v.rows
+    train_b = d.train[rows]
+    weights = loss_weight[rows] if loss_weight is not None else None
+    before = (ex.counters.bytes_sent, ex.counters.msgs_sent)
+    with ex.using(v.cp):
+        spmm = DistSpMM(v.lm, ex, symmetric=ctx.symmetric)
+        logits, cache = model.forward(d.x[rows], spmm, dropout=cfg.dropout, seed=cfg.seed, epoch=key,
+                                      gids=d.gids[rows])
+        loss_sum, g, correct = masked_cross_entropy(logits, d.labels[rows], train_b, 1, weights)  # sums
+        grads = model.backward(cache, g, spmm)
+    sent = (ex.counters.bytes_sent - before[0], ex.counters.msgs_sent - before[1])
+    flat = np.concatenate([*(gr.ravel() for gr in grads), [loss_sum, correct, train_b.sum()]]).astype(np.float32)
+    t0 = time.perf_counter()
+    req = comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
+    waited = time.perf_counter() - t0
+    nxt = prefetch() if prefetch is not None else None
+    t0 = time.perf_counter()
+    req.Wait()
+    ex.counters.comm_time += waited + time.perf_counter() - t0
+    loss_sum, correct, count = float(flat[-3]), int(round(float(flat[-2]))), int(round(float(flat[-1])))
+    total = max(train_total if weights is not None else count, 1)
+    grads, pos = [], 0
+    for w in model.ws:
+        grads.append(flat[pos:pos + w.size].reshape(w.shape) / np.float32(total))
+        pos += w.size
+    # L2 on the first layer's weights, as Kipf & Welling (loss term taken before the step)
+    l2 = cfg.weight_decay / 2 * float((model.ws[0].astype(np.float64) ** 2).sum())
+    grads[0] = grads[0] + np.float32(cfg.weight_decay) * model.ws[0]
+    ctx.opt.step(grads)
+    loss = loss_sum / total + l2
+    return StepStats(step, v.vertices, count, loss, *sent), correct, count, nxt
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:

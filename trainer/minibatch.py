@@ -1,5 +1,5 @@
 """One rank's share of a mini-batch: the plan, local matrix and node data
-restricted to the batch, derived from the full-batch ones with masks.
+restricted to the batch, derived from the full-batch ones.
 
 Every rank re-draws batch (epoch, step) from the shared sampler (stream
 ``TRAIN``), so all ranks know every batch vertex. Row j goes from its owner
@@ -11,6 +11,11 @@ filter the same ordered lists of the full plan with the same rule, so the
 messages line up without any index exchange. Ids are renumbered compactly
 over the batch (new ids in order), which keeps the contiguous per-rank
 ranges that ``bcast`` needs.
+
+A step's plan costs O(what the batch touches), not O(n): the batch's own
+rows select their nonzeros and their send entries through CSR indexes built
+once (:func:`segments`), so the per-step work shrinks with the rank's share
+of the batch as ranks are added.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import scipy.sparse as sp
 
 from shgcn.store.sample import NORM, TRAIN, Sampler, SamplerConfig
 
-from .plan import CommPlan, LocalMatrix, split_local
+from .plan import CommPlan, LocalMatrix
 
 
 @dataclass
@@ -36,6 +41,23 @@ class BatchView:
     vertices: int
 
 
+def segments(ptr: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the CSR segments ``sel`` of ``ptr``, concatenated, and
+    the index into ``sel`` of each: ``(pos (k,), seg (k,))`` int64."""
+    starts = ptr[sel]
+    lengths = ptr[sel + 1] - starts
+    seg = np.repeat(np.arange(sel.size, dtype=np.int64), lengths)
+    first = np.cumsum(lengths) - lengths  # where each segment starts in the output
+    return np.arange(seg.size, dtype=np.int64) + (starts - first)[seg], seg
+
+
+def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """CSR from entries already in row order."""
+    indptr = np.zeros(shape[0] + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
+    return sp.csr_matrix((vals, cols, indptr), shape=shape)
+
+
 class MiniBatches:
     """Re-draws batches and restricts a rank's plan to them.
 
@@ -47,19 +69,24 @@ class MiniBatches:
     adj : csr_matrix or None, the graph the sampler walks on (edge, rw)
     saint : bool, apply GraphSAINT's aggregator normalization
     norm_batches : int, batches pre-sampled for the normalization counts
+    columns : (n_own, n) csr_matrix whose row j is column j of Â (global new ids)
     """
 
     def __init__(self, full: sp.csr_matrix, cp: CommPlan, inverse: np.ndarray, n: int, scfg: SamplerConfig,
                  adj: sp.csr_matrix | None, steps: int, saint: bool, norm_batches: int, columns: sp.csr_matrix):
         self.full, self.cp, self.inverse, self.n = full, cp, inverse, n
-        self._entries(columns)
         self.steps = steps
         graph = adj if adj is not None else sp.csr_matrix((n, n), dtype=np.float32)
         self.sampler = Sampler(graph, scfg)
         self.lo = int(cp.offsets[cp.rank])
         self.n_own = full.shape[0]
+        self._indptr = full.indptr.astype(np.int64)
+        self._indices = full.indices.astype(np.int64)
         self._row_of_nnz = np.repeat(np.arange(self.n_own), np.diff(full.indptr))
         self._sender = np.repeat(np.arange(cp.size), np.diff(cp.recv_start))  # of each received row
+        # local column -> global new id (own rows first, then the halo)
+        self._gcol = np.concatenate([np.arange(self.lo, self.lo + self.n_own), cp.recv_ids]).astype(np.int64)
+        self._entries(columns)
         self.saint = saint
         self.loss_weight = None
         self.edge_scale = None
@@ -67,21 +94,24 @@ class MiniBatches:
             self.loss_weight, self.edge_scale = self._saint_norm(norm_batches)
 
     def _entries(self, columns: sp.csr_matrix) -> None:
-        """For every send entry (q, j), the rows of rank q with a nonzero in
-        column j (global new ids), from ``columns``: (n_own, n) csr whose row j
-        is column j of Â."""
-        qs = np.concatenate([np.full(r.size, q) for q, r in self.cp.send_to] or [np.zeros(0, np.int64)])
+        """Index the send entries (q, j) of the full plan: for each, the rows
+        of rank q with a nonzero in column j (global new ids), and for each
+        own row j, its entries (CSR both ways)."""
+        sizes = [r.size for _, r in self.cp.send_to]
+        qs = np.repeat(np.array([q for q, _ in self.cp.send_to], np.int64), sizes)
         js = np.concatenate([r for _, r in self.cp.send_to] or [np.zeros(0, np.int64)]).astype(np.int64)
-        ptr = columns.indptr
-        lengths = ptr[js + 1] - ptr[js]
-        pos = np.repeat(ptr[js] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(lengths.sum())
+        pos, entry = segments(columns.indptr.astype(np.int64), js)
         cols = columns.indices[pos].astype(np.int64)
-        entry = np.repeat(np.arange(js.size), lengths)
         dest = qs[entry]
         keep = (cols >= self.cp.offsets[dest]) & (cols < self.cp.offsets[dest + 1])
-        self._ent_j = js + self.cp.offsets[self.cp.rank]  # global new id of the row sent
-        self._ent_of_pin, self._ent_pins = entry[keep], cols[keep]
-        self._ent_start = np.concatenate([[0], np.cumsum([r.size for _, r in self.cp.send_to])]).astype(np.int64)
+        self._ent_row = js  # local row sent by each entry
+        self._ent_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # entries of each send_to
+        self._pin_ptr = np.zeros(js.size + 1, np.int64)
+        np.cumsum(np.bincount(entry[keep], minlength=js.size), out=self._pin_ptr[1:])
+        self._pins = cols[keep]  # in entry order (segments keeps it)
+        self._row_ent = np.argsort(js, kind="stable")  # entries of own row j: _row_ent[_row_ptr[j]:_row_ptr[j+1]]
+        self._row_ptr = np.zeros(self.n_own + 1, np.int64)
+        np.cumsum(np.bincount(js, minlength=self.n_own), out=self._row_ptr[1:])
 
     def _mask(self, k: int, stream: int) -> np.ndarray:
         in_batch = np.zeros(self.n, bool)
@@ -110,39 +140,67 @@ class MiniBatches:
         return epoch * self.steps + step
 
     def view(self, epoch: int, step: int) -> BatchView:
+        """The batch (epoch, step) restricted to this rank: its own rows,
+        plan and local matrix."""
+        cp, n_own = self.cp, self.n_own
         in_batch = self._mask(self.batch_number(epoch, step), TRAIN)
-        own, cols = self._masks(in_batch)
-        rows = np.flatnonzero(own)
-        compact = np.cumsum(in_batch) - 1  # new id -> position among batch vertices
-        offsets = np.concatenate([[0], np.cumsum(in_batch)])[self.cp.offsets]
-        pos_own = np.cumsum(own) - 1
-        # sender: entry (q, j) is live when j and one of its rows in q are in the batch
-        live = np.bincount(self._ent_of_pin[in_batch[self._ent_pins]], minlength=self._ent_j.size) > 0
-        live &= in_batch[self._ent_j]
-        send_to = []
-        for i, (q, r) in enumerate(self.cp.send_to):  # a loop over neighbour ranks
-            sel = r[live[self._ent_start[i]:self._ent_start[i + 1]]]
-            if sel.size:
-                send_to.append((q, pos_own[sel]))
-        # receiver: halo column c is needed when c is in the batch and a batch row has a nonzero in it
-        sub = self.full[rows]
-        used = np.zeros(self.full.shape[1], bool)
-        used[sub.indices] = True
-        recv_in = in_batch[self.cp.recv_ids] & used[self.n_own:]
-        cols = np.concatenate([own, recv_in])
-        counts = np.bincount(self._sender[recv_in], minlength=self.cp.size)
-        recv_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        recv_from = [(q, int(counts[q])) for q in range(self.cp.size) if q != self.cp.rank and counts[q] > 0]
-        cp = CommPlan(self.cp.rank, self.cp.size, offsets.astype(np.int64), send_to, recv_from, recv_start,
-                      compact[self.cp.recv_ids[recv_in]].astype(np.int64))
-        if self.edge_scale is not None:
-            sub = sp.csr_matrix((sub.data * self.edge_scale[self._nnz_of_rows(rows)], sub.indices, sub.indptr),
-                                shape=sub.shape)
-        sub = sub[:, np.flatnonzero(cols)].tocsr()
-        return BatchView(rows=rows, cp=cp, lm=split_local(sub, cp), vertices=int(in_batch.sum()))
+        batch = np.flatnonzero(in_batch)  # new ids, sorted
+        offsets = np.searchsorted(batch, cp.offsets).astype(np.int64)
+        rows = batch[offsets[cp.rank]:offsets[cp.rank + 1]] - self.lo
+        b_own = rows.size
+        own_pos = np.full(n_own, -1, np.int64)
+        own_pos[rows] = np.arange(b_own)
+        send_to = self._send_lists(in_batch, rows, own_pos)
 
-    def _nnz_of_rows(self, rows: np.ndarray) -> np.ndarray:
-        ptr = self.full.indptr
-        lengths = ptr[rows + 1] - ptr[rows]
-        starts = np.repeat(ptr[rows] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-        return starts + np.arange(int(lengths.sum()))
+        # receiver: the batch rows' nonzeros whose column is in the batch
+        pos, r = segments(self._indptr, rows)
+        c = self._indices[pos]
+        keep = in_batch[self._gcol[c]]
+        pos, r, c = pos[keep], r[keep], c[keep]
+        halo = c >= n_own
+        recv_in = np.zeros(self._gcol.size - n_own, bool)
+        recv_in[c[halo] - n_own] = True
+        counts = np.bincount(self._sender[recv_in], minlength=cp.size)
+        recv_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        recv_from = [(q, int(counts[q])) for q in range(cp.size) if q != cp.rank and counts[q] > 0]
+        compact = np.searchsorted(batch, self._gcol[n_own:][recv_in])  # position among the batch's vertices
+        bcp = CommPlan(cp.rank, cp.size, offsets, send_to, recv_from, recv_start, compact.astype(np.int64))
+
+        # local columns of the batch: own batch rows, then the received rows by sender
+        new_col = np.empty(c.size, np.int64)
+        new_col[~halo] = own_pos[c[~halo]]
+        halo_pos = np.cumsum(recv_in) - 1
+        new_col[halo] = halo_pos[c[halo] - n_own]
+        vals = self.full.data[pos]
+        if self.edge_scale is not None:
+            vals = vals * self.edge_scale[pos]
+        lm = LocalMatrix(own=_csr(r[~halo], new_col[~halo], vals[~halo], (b_own, b_own)),
+                         halo={q: self._halo_block(r, new_col, vals, halo, recv_start, q, b_own)
+                               for q, _ in recv_from})
+        return BatchView(rows=rows, cp=bcp, lm=lm, vertices=int(offsets[-1]))
+
+    @staticmethod
+    def _halo_block(r, new_col, vals, halo, recv_start, q: int, b_own: int) -> sp.csr_matrix:
+        lo, hi = recv_start[q], recv_start[q + 1]
+        m = halo & (new_col >= lo) & (new_col < hi)
+        return _csr(r[m], new_col[m] - lo, vals[m], (b_own, int(hi - lo)))
+
+    def _send_lists(self, in_batch: np.ndarray, rows: np.ndarray, own_pos: np.ndarray
+                    ) -> list[tuple[int, np.ndarray]]:
+        """Rows to send per neighbour: entry (q, j) is live when j is in the
+        batch (``rows``, local ids) and one of its rows in q is too; the
+        stored order of each list is kept. Returns positions among ``rows``
+        (``own_pos``: local row -> position)."""
+        pos, _ = segments(self._row_ptr, rows)
+        ents = self._row_ent[pos]  # entries of the batch's own rows
+        ppos, which = segments(self._pin_ptr, ents)
+        live = np.zeros(ents.size, bool)
+        live[which[in_batch[self._pins[ppos]]]] = True
+        live_ents = np.sort(ents[live])
+        cuts = np.searchsorted(live_ents, self._ent_start)
+        out = []
+        for i, (q, _) in enumerate(self.cp.send_to):  # a loop over neighbour ranks
+            sel = live_ents[cuts[i]:cuts[i + 1]]
+            if sel.size:
+                out.append((q, own_pos[self._ent_row[sel]]))
+        return out

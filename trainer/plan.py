@@ -59,18 +59,31 @@ class LocalMatrix:
     """A rank's rows of a matrix, split by column block.
 
     ``own`` (n_own x n_own) multiplies own rows; ``halo[q]`` (n_own x R_q)
-    multiplies the rows received from q. The ``*_t`` fields are their
-    transposes, used to compute the rank's contribution to M^T G.
+    multiplies the rows received from q. ``own_t`` and ``halo_t`` are their
+    transposes, used to compute the rank's contribution to M^T G (directed
+    graphs only), formed on first use.
     """
 
     own: sp.csr_matrix
     halo: dict[int, sp.csr_matrix]
-    own_t: sp.csr_matrix
-    halo_t: dict[int, sp.csr_matrix]
+    _own_t: sp.csr_matrix | None = None
+    _halo_t: dict[int, sp.csr_matrix] | None = None
 
     @property
     def n_own(self) -> int:
         return self.own.shape[0]
+
+    @property
+    def own_t(self) -> sp.csr_matrix:
+        if self._own_t is None:
+            self._own_t = self.own.T.tocsr()
+        return self._own_t
+
+    @property
+    def halo_t(self) -> dict[int, sp.csr_matrix]:
+        if self._halo_t is None:
+            self._halo_t = {q: m.T.tocsr() for q, m in self.halo.items()}
+        return self._halo_t
 
 
 def full_local(plan: Plan, cp: CommPlan) -> sp.csr_matrix:
@@ -90,4 +103,4 @@ def split_local(full: sp.csr_matrix, cp: CommPlan) -> LocalMatrix:
     csc = full.tocsc()
     own = csc[:, :n].tocsr()
     halo = {q: csc[:, n + cp.recv_start[q]:n + cp.recv_start[q + 1]].tocsr() for q, _ in cp.recv_from}
-    return LocalMatrix(own=own, halo=halo, own_t=own.T.tocsr(), halo_t={q: m.T.tocsr() for q, m in halo.items()})
+    return LocalMatrix(own=own, halo=halo)

@@ -1,0 +1,82 @@
+"""Run the trainer (``python _phases.py OUT.json TRAINER-ARGS...``, under
+mpirun or not) with its mini-batch step's phases timed per rank: each
+phase's wall seconds summed over the epochs after the first, written by rank
+0 as JSON (one dict per rank) to OUT.json. Used by ``minibatch_bench.py
+phases``; the wrappers add a few microseconds per call."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import defaultdict
+
+from shgcn.trainer import cli
+
+cli.share_cores()  # before numpy loads, as the trainer's own entry point
+
+from shgcn.trainer import exchange, loop, minibatch, model, spmm  # noqa: E402
+
+ACC: dict[str, float] = defaultdict(float)
+ON = {"epochs": 0, "measure": False}
+
+
+def wrap(owner, name: str, key: str) -> None:
+    real = getattr(owner, name)
+
+    def timed(*args, **kwargs):
+        if not ON["measure"]:
+            return real(*args, **kwargs)
+        t0 = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            ACC[key] += time.perf_counter() - t0
+
+    setattr(owner, name, timed)
+
+
+def epoch_wrapper():
+    real = loop.minibatch_epoch
+
+    def timed(*args, **kwargs):
+        ON["measure"] = ON["epochs"] > 0  # the first epoch warms up
+        t0 = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            if ON["measure"]:
+                ACC["epoch"] += time.perf_counter() - t0
+            ON["epochs"] += 1
+            ON["measure"] = False
+
+    loop.minibatch_epoch = timed
+
+
+wrap(minibatch.MiniBatches, "view", "plan (view)")
+wrap(model, "_keep_scale", "dropout")
+wrap(spmm.DistSpMM, "forward", "spmm")
+wrap(exchange.Exchange, "_wait", "exchange wait")
+wrap(model.GCN, "forward", "forward")
+wrap(model.GCN, "backward", "backward")
+wrap(loop, "masked_cross_entropy", "loss")
+wrap(model.Adam, "step", "adam")
+wrap(loop, "_minibatch_step", "step")
+epoch_wrapper()
+
+
+def main() -> int:
+    out = sys.argv[1]
+    rc = cli.main(sys.argv[2:])
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    gathered = comm.gather({**ACC, "epochs": ON["epochs"] - 1}, root=0)
+    if comm.rank == 0:
+        with open(out, "w") as f:
+            json.dump(gathered, f)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
