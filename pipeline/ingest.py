@@ -156,7 +156,7 @@ class _Concat(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b) -> int:
         while self._i < len(self._parts):
             p = self._parts[self._i]
             n = min(len(b), len(p) - self._off)
