@@ -119,9 +119,10 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--shp-max-rounds", type=int, default=6, help="stopping rule: at most this many rounds")
     m.add_argument("--shp-min-gain", type=float, default=0.01,
                    help="stopping rule: stop when a round improves the validation objective by less")
-    m.add_argument("--shp-time-factor", type=float, default=2.0,
-                   help="when hp is computed too, stop sampling rounds before shp would take longer than this "
-                        "many times hp's partitioning time (0: no limit)")
+    m.add_argument("--shp-time-factor", type=float, default=0.0,
+                   help="when hp is computed too, stop shp's steps before shp would take longer than this many "
+                        "times hp's partitioning time; the steps then depend on the clock, so the store is no longer "
+                        "reproducible byte for byte (default: 0, no limit: the rounds and passes bound the work)")
     c = b.add_argument_group("Dask")
     c.add_argument("--scheduler", help="address of an existing Dask scheduler, tcp://HOST:PORT (default: "
                                        "$DASK_SCHEDULER_ADDRESS, else an embedded cluster)")

@@ -90,7 +90,7 @@ class BuildConfig:
     header: str = "auto"
     block_nnz: int = BLOCK_NNZ
     shp: stochastic.SHPConfig = field(default_factory=stochastic.SHPConfig)
-    shp_time_factor: float = 2.0  # with hp in the same build: shp's time budget, in units of hp's time
+    shp_time_factor: float = 0.0  # > 0 with hp in the same build: shp's time budget in units of hp's time (clock-dependent)
     max_total_increase: float = 0.02  # the -vb refinements' budget on the total volume
     partition_files: tuple[str, ...] = ()
     progress: bool = False  # a progress bar per stage on the terminal

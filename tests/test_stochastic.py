@@ -359,7 +359,7 @@ def _store_files(root) -> dict[str, bytes]:
 
 @pytest.mark.slow
 def test_same_seed_gives_byte_identical_shp_store(tmp_path, client):
-    """A build with gp, hp and shp (no time budget, so no step depends on the
+    """A build with gp, hp and shp (default options: no time budget, so no step depends on the
     clock) twice with one seed: the same partitions and mini-batch table,
     byte for byte; the table names its streams."""
     from pathlib import Path
@@ -369,7 +369,7 @@ def test_same_seed_gives_byte_identical_shp_store(tmp_path, client):
 
     def make(name):
         cfg = BuildConfig(source="sbm:n=300,classes=3,degree=6,features=4,seed=2", out=str(tmp_path / name), parts=2,
-                          models=("gp", "hp", "shp"), shp_time_factor=0.0,
+                          models=("gp", "hp", "shp"),  # the default: no time budget
                           shp=SHPConfig(sampler="rw", eval_batches=20, validation_batches=10, max_rounds=1,
                                         tangent_passes=1))
         return build(cfg, client, echo=lambda *a: None)
