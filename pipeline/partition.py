@@ -166,14 +166,18 @@ def metis_partition(a: sp.csr_matrix, cfg: PartitionConfig) -> np.ndarray:
     nonzeros of the row of Â; imbalance ``ufactor = 1000 eps``."""
     import pymetis
 
-    sym = (a + a.T).tocsr()
+    # the pattern only (one byte per entry, not Â's float64 values): on R-MAT 2^22 the values alone were gigabytes
+    pat = sp.csr_matrix((np.ones(a.nnz, dtype=np.int8), a.indices, a.indptr), shape=a.shape)
+    sym = (pat + pat.T).tocsr()
+    del pat
     sym.setdiag(0)
     sym.eliminate_zeros()
     sym.sort_indices()
+    xadj, adjncy = sym.indptr.astype(np.int64), sym.indices.astype(np.int64)
+    del sym
     vweights = np.diff(a.indptr).astype(np.int64)
     opts = pymetis.Options(seed=cfg.seed, ufactor=max(1, int(round(cfg.eps * 1000))))
-    graph = pymetis.CSRAdjacency(sym.indptr.astype(np.int64), sym.indices.astype(np.int64))
-    _, part = pymetis.part_graph(cfg.parts, graph, vweights=vweights, options=opts)
+    _, part = pymetis.part_graph(cfg.parts, pymetis.CSRAdjacency(xadj, adjncy), vweights=vweights, options=opts)
     return np.asarray(part, dtype=np.int32)
 
 
