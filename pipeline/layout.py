@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from dask.sizeof import sizeof
 
 from shgcn.store import Plan, RankBlock
+from shgcn.store.csr import segments
 
 from .blocks import RowBlock, index_dtype, lookup, sorted_unique
 from .nodedata import NodeBlock, NodeData
@@ -97,11 +98,9 @@ def _sizeof_piece(p: RankPiece) -> int:
 
 def _select(b: RowBlock, keep: np.ndarray, inverse: np.ndarray) -> Rows:
     """Rows ``keep`` (block-local) of ``b``, columns renamed to new ids."""
-    starts, stops = b.indptr[:-1][keep], b.indptr[1:][keep]
-    lengths = stops - starts
-    pos = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(int(lengths.sum()))
+    pos, _ = segments(b.indptr, keep)
     indptr = np.zeros(keep.size + 1, np.int64)
-    np.cumsum(lengths, out=indptr[1:])
+    np.cumsum(b.indptr[keep + 1] - b.indptr[keep], out=indptr[1:])
     data = b.data[pos] if b.data is not None else np.ones(pos.size, np.float32)
     return Rows(indptr, inverse[b.indices[pos]], data)
 

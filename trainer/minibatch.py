@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from shgcn.store.csr import segments
 from shgcn.store.sample import NORM, TRAIN, Sampler, SamplerConfig
 
 from .plan import CommPlan, LocalMatrix
@@ -39,16 +40,6 @@ class BatchView:
     cp: CommPlan
     lm: LocalMatrix
     vertices: int
-
-
-def segments(ptr: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of the CSR segments ``sel`` of ``ptr``, concatenated, and
-    the index into ``sel`` of each: ``(pos (k,), seg (k,))`` int64."""
-    starts = ptr[sel]
-    lengths = ptr[sel + 1] - starts
-    seg = np.repeat(np.arange(sel.size, dtype=np.int64), lengths)
-    first = np.cumsum(lengths) - lengths  # where each segment starts in the output
-    return np.arange(seg.size, dtype=np.int64) + (starts - first)[seg], seg
 
 
 def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
