@@ -137,15 +137,19 @@ def quality_display(s: store_mod.Store):
     return _display_table(quality_table(s), QUALITY_COLUMNS)
 
 
-def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
-    """Predicted full-batch epoch time of every model at the store's P, per
-    exchange, on a network preset (:mod:`shgcn.pipeline.simulate`)."""
+def _simulation(s: store_mod.Store, network: str, hidden: tuple[int, ...]):
+    """Predicted epoch of every model under each exchange, one row each (a DataFrame)."""
     import pandas as pd
 
     from . import simulate
 
-    rows = simulate.predict_store(s, None, network, ["p2p", "alltoallv", "bcast"], hidden)
-    raw = pd.DataFrame(rows).set_index(["model", "exchange"])
+    return pd.DataFrame(simulate.predict_store(s, None, network, ["p2p", "alltoallv", "bcast"], hidden))
+
+
+def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
+    """Predicted full-batch epoch time of every model at the store's P, per
+    exchange, on a network preset (:mod:`shgcn.pipeline.simulate`)."""
+    raw = _simulation(s, network, hidden).set_index(["model", "exchange"])
     raw[["epoch", "compute", "comm"]] *= 1000  # seconds -> ms
     return _display_table(raw, (
         ("predicted epoch", "ms", "epoch", "{:,.3f}"), ("predicted epoch", "compute ms", "compute", "{:,.3f}"),
@@ -245,11 +249,7 @@ def fig_quality(s: store_mod.Store):
 def fig_simulation(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
     """Predicted epoch time of every model, computation and communication of
     the slowest rank stacked, one panel per exchange (what :func:`simulation_table` lists)."""
-    import pandas as pd
-
-    from . import simulate
-
-    t = pd.DataFrame(simulate.predict_store(s, None, network, ["p2p", "alltoallv", "bcast"], hidden))
+    t = _simulation(s, network, hidden)
     exchanges = list(dict.fromkeys(t["exchange"]))
     fig, axes = _figure(len(exchanges), width=2.6 * len(exchanges) + 1.2, height=3, sharey=True)
     for ax, ex in zip(axes[0], exchanges):
