@@ -145,29 +145,6 @@ _MMREAD = threading.Lock()  # one mmread at a time per process: it has its own t
 #                              at once crashed scipy 1.12 (a segfault in a threaded worker)
 
 
-class _Concat(io.RawIOBase):
-    """A read-only stream of ``parts`` one after another, without joining
-    them (a chunk is 16 MiB: its copy behind a header costs as much as a tenth of the parse)."""
-
-    def __init__(self, *parts: bytes):
-        self._parts = [memoryview(p) for p in parts]
-        self._i = self._off = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        while self._i < len(self._parts):
-            p = self._parts[self._i]
-            n = min(len(b), len(p) - self._off)
-            if n > 0:
-                b[:n] = p[self._off:self._off + n]
-                self._off += n
-                return n
-            self._i, self._off = self._i + 1, 0
-        return 0
-
-
 def _fast_mtx(data: bytes, n: int, field: str) -> ParsedChunk | None:
     """Entries of a Matrix Market file, parsed by ``scipy.io.mmread`` (its C++
     reader) behind a banner and size line written for this chunk alone
@@ -182,7 +159,8 @@ def _fast_mtx(data: bytes, n: int, field: str) -> ParsedChunk | None:
     head = f"%%MatrixMarket matrix coordinate {field} general\n{n} {n} {lines}\n".encode()
     try:
         with _MMREAD:
-            m = scipy.io.mmread(io.BufferedReader(_Concat(head, data), 1 << 20))
+            m = scipy.io.mmread(io.BytesIO(head + data))  # BytesIO: a Python stream read from
+            #   mmread's reader threads crashed it (segfault under the fuzz test)
     except Exception:  # noqa: BLE001 - any refusal (a bad token, an id out of range, blank lines): the slow path
         return None
     coo = m.tocoo() if hasattr(m, "tocoo") else None
