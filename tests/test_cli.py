@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from helpers import run_cli
 
 SBM = "sbm:n=300,classes=3,degree=6,features=4,seed=0"
 

@@ -1,7 +1,7 @@
 """Using an existing Dask scheduler instead of the embedded cluster."""
 
 import pytest
-from conftest import run_cli
+from helpers import run_cli
 
 from shgcn import store
 

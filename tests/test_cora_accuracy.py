@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from mpi import read_log, train
+from helpers.mpi import read_log, train
 
 from shgcn.pipeline.compose import BuildConfig, build
 

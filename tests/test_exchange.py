@@ -9,12 +9,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
-from mpi import mpirun
+from helpers import REPO
+from helpers.mpi import mpirun
 
 pytestmark = pytest.mark.mpi
 
-SCRIPT = REPO / "tests" / "exchange_check.py"
+SCRIPT = REPO / "tests" / "helpers" / "exchange_check.py"
 
 
 class ExchangeTests:

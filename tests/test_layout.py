@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from graphs import FIG2_EDGES, FIG2_PART, a_hat
+from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat
 
 from shgcn.pipeline import layout, quality
 from shgcn.pipeline.nodedata import NodeData

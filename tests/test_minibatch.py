@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from mpi import GRAPHS, build_stores, read_log, train
+from helpers.mpi import GRAPHS, build_stores, read_log, train
 
 from shgcn import store
 from shgcn.pipeline import batch_quality

@@ -1,5 +1,5 @@
 import numpy as np
-from graphs import a_hat
+from helpers.graphs import a_hat
 
 
 def test_undirected_symmetric_normalization():

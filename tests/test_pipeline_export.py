@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import run_cli
+from helpers import run_cli
 from test_export import RMAT, SBM, import_dgl, make
 
 from shgcn.pipeline.export import (

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from graphs import FIG2_EDGES, FIG2_PART, FIG2_VOLUME, a_hat, graph
+from helpers.graphs import FIG2_EDGES, FIG2_PART, FIG2_VOLUME, a_hat, graph
 
 from shgcn.pipeline import quality
 from shgcn.pipeline.hypergraph import column_net, connectivity, connectivity_minus_one

@@ -6,7 +6,7 @@ within their bounds) on random graphs and partitions."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from graphs import FIG2_EDGES, FIG2_PART, a_hat
+from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -11,8 +11,8 @@ import urllib.request
 
 import numpy as np
 import pytest
-from conftest import run_cli
-from mpi import train
+from helpers import run_cli
+from helpers.mpi import train
 
 from shgcn import store
 from shgcn.pipeline import report

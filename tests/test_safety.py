@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
-from mpi import build_stores, mpirun, train
+from helpers import run_cli
+from helpers.mpi import build_stores, mpirun, train
 
 from shgcn import store
 

@@ -3,9 +3,9 @@ model's bytes per rank against the trainer's counters on real MPI runs."""
 
 import numpy as np
 import pytest
-from conftest import run_cli
-from graphs import FIG2_EDGES, FIG2_PART, a_hat
-from mpi import read_log, train
+from helpers import run_cli
+from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat
+from helpers.mpi import read_log, train
 
 from shgcn import store
 from shgcn.pipeline import simulate

@@ -5,7 +5,7 @@ import multiprocessing as mp
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from graphs import FIG2_EDGES, FIG2_PART, a_hat, graph
+from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat, graph
 
 from shgcn.pipeline import batch_quality, quality, stochastic
 from shgcn.pipeline.errors import UserError

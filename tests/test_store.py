@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import run_cli
+from helpers import run_cli
 
 from shgcn import store
 from shgcn.pipeline.compose import BuildConfig, build

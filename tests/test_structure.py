@@ -8,7 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 # what each subpackage may import from shgcn: store at the bottom; pipeline and
 # trainer beside each other above it (what both need lives in store)

@@ -3,8 +3,8 @@ accounting, faults, checkpoints. MPI runs go through mpirun in subprocesses."""
 
 import numpy as np
 import pytest
-from mpi import GRAPHS, build_stores, read_log, train
-from reference_gcn import reference_losses
+from helpers.mpi import GRAPHS, build_stores, read_log, train
+from helpers.reference_gcn import reference_losses
 
 from shgcn import store
 from shgcn.pipeline.ingest import to_graph

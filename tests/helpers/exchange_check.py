@@ -1,7 +1,7 @@
 """Run under mpirun by tests/test_exchange.py: one exchange strategy on a
 random matrix and row partition, checked against a dense reference.
 
-    mpirun -n P python tests/exchange_check.py STRATEGY SEED
+    mpirun -n P python tests/helpers/exchange_check.py STRATEGY SEED
 
 Rank 0 prints a JSON list with one object per rank: whether expand and fold equal the dense
 reference, and the counters next to what the plan says they must be.
