@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 from helpers import REPO
-
 from shgcn.store.runlog import read_run_log
 
 TRAIN = REPO / "trainer" / "train.py"
