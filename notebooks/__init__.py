@@ -1,2 +1,3 @@
-"""Report notebooks, shipped as package data of ``shgcn.notebooks``
-(``pipeline report`` executes ``quality_report.ipynb`` from here)."""
+"""The quality report: the notebook (package data: ``quality_report.ipynb``,
+executed by ``pipeline report``), its tables and figures (:mod:`.report`),
+and the renderer (:mod:`.render`). It reads stores and run logs only."""

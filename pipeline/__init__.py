@@ -1,23 +1,40 @@
 """shgcn preprocessing: turn a graph into a partitioned, training-ready store.
 
-The stages live in one module each (``datasets``, ``readers``, ``ingest``,
-``blocks``, ``nodedata``, ``partition``, ``quality``, ``layout``...) and are
-composed by :mod:`shgcn.pipeline.compose`, which the ``pipeline`` command
-and the Python API run on Dask::
+The build reads as its data flow (see the README's architecture section)::
+
+    sources/  -> stages/ingest -> stages/normalize -> stages/partition (models/) -> stages/quality
+              -> stages/layout -> stages/write -> store
+
+:mod:`.builder` composes the stages on Dask; the ``pipeline`` command and the
+Python API run it::
 
     import shgcn.pipeline as pl
     result = pl.build("cora", parts=4, out="cora.zarr", models=("hp", "gp"))
     result = pl.build(scipy_matrix, parts=4, out="g.zarr", client=my_client, features=x, labels=y)
+
+Attributes are imported on first use, so ``import shgcn.pipeline`` (and the
+command's ``--help`` and ``--version``) loads neither Dask nor numba.
 """
 
-from importlib import metadata as _md
+from __future__ import annotations
 
-try:
-    __version__ = _md.version("shgcn")
-except _md.PackageNotFoundError:  # a checkout that is not installed
-    __version__ = "0+unknown"
+from typing import TYPE_CHECKING, Any
 
-from .api import build  # noqa: E402
-from .compose import BuildConfig, BuildResult, model_names  # noqa: E402
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from .api import build
+    from .config import BuildConfig, BuildResult
+    from .models import model_names
 
 __all__ = ["BuildConfig", "BuildResult", "__version__", "build", "model_names"]
+
+_LAZY = {"build": ".api", "BuildConfig": ".config", "BuildResult": ".config", "model_names": ".models"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from .cluster import ENV_SCHEDULER, ClusterConfig, dask_client
-from .compose import BuildConfig, BuildResult
+from .config import BuildConfig, BuildResult
 from .errors import UserError
-from .graph import NodeSource
+from .runtime.client import ENV_SCHEDULER, ClusterConfig, dask_client
+from .sources.records import NodeSource
 
 log = logging.getLogger(__name__)
 
@@ -70,26 +70,37 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
         scipy.sparse matrix (n, n), or a (2, E) integer edge_index array
     parts : number of parts (MPI ranks)
     out : the store directory to create
-    models : partition models (see ``shgcn.pipeline.partition.REGISTRY``)
+    models : partition models (see ``shgcn.pipeline.models.REGISTRY``)
     client : a ``distributed.Client``; default: the current one, else
         ``$DASK_SCHEDULER_ADDRESS``, else an embedded cluster
     features : (n, D) array of node features, optional
     labels : (n,) integer labels (-1: unknown), optional
     masks : {"train", "val", "test"} -> (n,) bool, optional (else a seeded split)
-    options : any other :class:`~.build.BuildConfig` field (``eps``, ``seed``,
-        ``directed``, ``layout_model``, ``split``, ``shp``...)
+    options : any other :class:`~.config.BuildConfig` field (``eps``, ``seed``,
+        ``directed``, ``layout_model``, ``split``...) or model option by its
+        ``dest`` (``hp_preset``, ``sampler``, ``max_total_increase``...: the
+        long options of ``pipeline build --help``)
 
     Returns
     -------
     BuildResult : ``path``, ``attrs`` (the store's attributes), ``table``
         (quality of every model), ``timings``
     """
-    from .compose import build as run
+    import dataclasses
+
+    from .builder import build as run
+    from .models import default_options
 
     nodes = _node_source(features, labels, masks)
     if nodes is not None and ("features" in options or "labels" in options):
         raise UserError("give features/labels either as arrays or as specs (features='random:D'), not both")
+    fields = {f.name for f in dataclasses.fields(BuildConfig)}
+    model_options = {k: options.pop(k) for k in list(options) if k not in fields and k in default_options()}
+    unknown = sorted(set(options) - fields)
+    if unknown:
+        raise UserError(f"build(): unknown option {unknown[0]!r}")
     cfg = BuildConfig(source=source, out=str(out), parts=parts, models=tuple(models), overwrite=overwrite,
-                      command=f"shgcn.pipeline.build({type(source).__name__}, parts={parts})", **options)
+                      command=f"shgcn.pipeline.build({type(source).__name__}, parts={parts})",
+                      options={**options.pop("options", {}), **model_options}, **options)
     with _client(client) as c:
         return run(cfg, c, echo=echo or (lambda *a: None), nodes=nodes)

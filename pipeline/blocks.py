@@ -19,7 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from dask.sizeof import sizeof
 
-from .graph import ParsedChunk
+from .arrays import index_dtype, sorted_unique
+from .sources.records import ParsedChunk
 
 
 @dataclass(frozen=True)
@@ -83,37 +84,6 @@ def _sizeof_chunk(c: ParsedChunk) -> int:
     return int(c.a.nbytes + c.b.nbytes)
 
 
-def sorted_unique(x: np.ndarray) -> np.ndarray:
-    """``np.unique(x)`` by sorting: numpy 2.4's hash-based ``np.unique`` is
-    7-25x slower on 8M int64 keys here (measured), and these keys are sorted
-    anyway for CSR order."""
-    s = np.sort(x, kind="stable" if x.dtype.itemsize <= 2 else "quicksort")
-    if s.size == 0:
-        return s
-    keep = np.empty(s.size, bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
-
-
-def lookup(sorted_ids: np.ndarray, x: np.ndarray, limit: int = 1 << 27) -> np.ndarray:
-    """Positions of ``x``'s values in ``sorted_ids`` (all present): a dense
-    table when the largest id allows (a gather is far faster than
-    ``searchsorted``'s random binary searches), else ``searchsorted``."""
-    if sorted_ids.size == 0:
-        return np.zeros(x.shape, np.int64)
-    top = int(sorted_ids[-1])
-    if 0 <= int(sorted_ids[0]) and top < limit:
-        table = np.zeros(top + 1, np.int64)
-        table[sorted_ids] = np.arange(sorted_ids.size, dtype=np.int64)
-        return table[x]
-    return np.searchsorted(sorted_ids, x)
-
-
-def index_dtype(n: int, nnz: int = 0) -> type:
-    return np.int32 if max(n, nnz) < 2**31 else np.int64
-
-
 def block_bounds(n: int, blocks: int) -> np.ndarray:
     """(R+1,) int64 row bounds of ``blocks`` equal ranges (at least one row each)."""
     blocks = max(1, min(blocks, n))
@@ -165,10 +135,6 @@ def assemble(lo: int, hi: int, n: int, *pieces: tuple[np.ndarray, np.ndarray]) -
 def row_counts(b: RowBlock) -> np.ndarray:
     """(rows,) int64 nonzeros of each row."""
     return np.diff(b.indptr)
-
-
-def concat(*arrays: np.ndarray) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
 
 
 def normalize(b: RowBlock, row_deg: np.ndarray, col_deg: np.ndarray, transpose: bool = False) -> RowBlock:

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from mpi4py import MPI
 
-from shgcn.pipeline.layout import in_memory
+from shgcn.pipeline.stages.layout import in_memory
 from shgcn.trainer.exchange import STRATEGIES
 from shgcn.trainer.plan import comm_plan
 

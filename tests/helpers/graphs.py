@@ -3,9 +3,9 @@
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.pipeline.graph import RawGraph
-from shgcn.pipeline.ingest import to_graph
-from shgcn.pipeline.normalize import normalized_adjacency
+from shgcn.pipeline.sources.records import RawGraph
+from shgcn.pipeline.stages.ingest import to_graph
+from shgcn.pipeline.stages.normalize import normalized_adjacency
 
 
 def graph(n, edges, directed=False):

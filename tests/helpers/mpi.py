@@ -39,7 +39,8 @@ GRAPHS = {
 
 def build_stores(root: Path, client, parts=(1, 2, 4), graphs=GRAPHS) -> dict:
     """One hp store per (graph kind, P) for the MPI tests."""
-    from shgcn.pipeline.compose import BuildConfig, build
+    from shgcn.pipeline.builder import build
+    from shgcn.pipeline.config import BuildConfig
 
     out = {}
     for kind, (spec, directed) in graphs.items():

@@ -1,0 +1,249 @@
+"""The report's figures: each ``fig_*`` returns a matplotlib Figure (or None
+when the store or the logs lack what it shows)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+
+from shgcn import store as store_mod
+from shgcn.store import runlog
+
+from .tables import _simulation, predicted_bytes, quality_table, run_labels
+
+# --------------------------------------------------------------- figures
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _figure(ncols: int = 1, width: float = 6.0, height: float = 3.2, **kw):
+    """A figure with constrained layout, so that legends placed "outside" get room of their own."""
+    plt = _plt()
+    return plt.subplots(1, ncols, figsize=(width, height), squeeze=False, layout="constrained", **kw)
+
+
+def _legend(fig, handles=None, labels=None, where: str = "right upper", **kw):
+    """A figure legend outside every axes: it never covers data."""
+    if handles is None:
+        handles, labels = [], []
+        for ax in fig.axes:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc=f"outside {where}", fontsize=8, frameon=False, **kw)
+
+
+def _integer_ticks(axis, n: int) -> None:
+    """Ticks at whole numbers only (parts, ranks): every one up to 8, else a few."""
+    from matplotlib.ticker import MaxNLocator
+    if n <= 8:
+        axis.set_ticks(np.arange(n))
+    else:
+        axis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+
+
+def fig_degrees(s: store_mod.Store):
+    """Degree distribution of the input graph (log-log)."""
+    deg = np.diff(s.graph().indptr)
+    fig, axes = _figure(width=5)
+    ax = axes[0][0]
+    values, counts = np.unique(deg[deg > 0], return_counts=True)
+    ax.loglog(values, counts, ".", ms=3)
+    ax.set_xlabel("degree")
+    ax.set_ylabel("vertices")
+    ax.set_title(f"{s.attrs['dataset']}: out-degree distribution", fontsize=10)
+    return fig
+
+
+def fig_quality(s: store_mod.Store):
+    """Total volume, max send and messages of every model, relative to rp (Table 2)."""
+    t = quality_table(s)
+    names = {"total_volume_vs_rp": "total volume", "max_send_vs_rp": "max send", "avg_msgs_vs_rp": "avg messages"}
+    cols = [c for c in names if c in t] or ["total_volume"]
+    fig, axes = _figure(width=6.5)
+    ax = axes[0][0]
+    x = np.arange(len(t.index))
+    w = 0.8 / len(cols)
+    for i, c in enumerate(cols):
+        ax.bar(x + (i - (len(cols) - 1) / 2) * w, t[c].values, w, label=names.get(c, "total volume"))
+    ax.set_xticks(x, t.index)
+    ax.set_ylabel("relative to rp" if "rp" in t.index else "rows per SpMM")
+    ax.set_title("communication per full-batch SpMM", fontsize=10)
+    _legend(fig)
+    return fig
+
+
+def fig_simulation(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
+    """Predicted epoch time of every model, computation and communication of
+    the slowest rank stacked, one panel per exchange (what :func:`simulation_table` lists)."""
+    t = _simulation(s, network, hidden)
+    exchanges = list(dict.fromkeys(t["exchange"]))
+    fig, axes = _figure(len(exchanges), width=2.6 * len(exchanges) + 1.2, height=3, sharey=True)
+    for ax, ex in zip(axes[0], exchanges):
+        sub = t[t["exchange"] == ex]
+        x = np.arange(len(sub))
+        compute, comm = sub["compute"].to_numpy() * 1000, sub["comm"].to_numpy() * 1000
+        ax.bar(x, compute, 0.6, label="computation")
+        ax.bar(x, comm, 0.6, bottom=compute, label="communication")
+        ax.set_xticks(x, sub["model"].tolist(), rotation=45 if len(sub) > 4 else 0)
+        ax.set_title(ex, fontsize=10)
+    axes[0][0].set_ylabel("predicted epoch, ms")
+    _legend(fig)
+    return fig
+
+
+def fig_parts(s: store_mod.Store):
+    """Send and receive volume of every part, one panel per model."""
+    q = s.quality()
+    models = [str(m) for m in q["model"].values]
+    fig, axes = _figure(len(models), width=2.6 * len(models) + 1.2, height=3, sharey=True)
+    for ax, m in zip(axes[0], models):
+        send, recv = q["send_volume"].sel(model=m).values, q["recv_volume"].sel(model=m).values
+        x = np.arange(send.size)
+        ax.bar(x - 0.2, send, 0.4, label="send")
+        ax.bar(x + 0.2, recv, 0.4, label="receive")
+        _integer_ticks(ax.xaxis, send.size)
+        ax.set_title(m, fontsize=10)
+        ax.set_xlabel("part")
+    axes[0][0].set_ylabel("rows per SpMM")
+    _legend(fig)
+    return fig
+
+
+def fig_volume_matrix(s: store_mod.Store):
+    """The P x P volume matrix of the layout model as a heat map (values written in for P <= 8)."""
+    v = s.quality()["volume"].sel(model=s.attrs["model"]).values
+    fig, axes = _figure(width=4.6, height=3.8)
+    ax = axes[0][0]
+    im = ax.imshow(v, cmap="viridis")
+    fig.colorbar(im, ax=ax, label="rows sent per SpMM")
+    _integer_ticks(ax.xaxis, v.shape[1])
+    _integer_ticks(ax.yaxis, v.shape[0])
+    if v.shape[0] <= 8:
+        top = v.max() or 1
+        for (i, j), val in np.ndenumerate(v):
+            ax.text(j, i, f"{val:,}", ha="center", va="center", fontsize=8, color="white" if val < top / 2 else "black")
+    ax.set_xlabel("receiver")
+    ax.set_ylabel("sender")
+    ax.set_title(f"volume matrix ({s.attrs['model']})", fontsize=10)
+    return fig
+
+
+def fig_convergence(s: store_mod.Store):
+    """Running mean connectivity of the sampled nets against nets sampled,
+    with the ±theta band at the Hoeffding count."""
+    mb = s.minibatch()
+    if mb is None or "convergence_nets" not in mb:
+        return None
+    nets, mean = mb["convergence_nets"].values, mb["convergence_mean_connectivity"].values
+    theta, req = mb.attrs["theta"], mb.attrs["required_nets"]
+    held = float(mb["heldout_connectivity"].sel(model=mb.attrs["convergence_model"]))
+    fig, axes = _figure(width=7.5)
+    ax = axes[0][0]
+    ax.plot(nets, mean, label="running mean λ (sampled nets)")
+    ax.axhline(held, color="k", lw=0.8, ls="--", label="held-out mean λ")
+    est = float(mb["estimated_connectivity"].sel(model=mb.attrs["convergence_model"]))
+    ax.fill_between([max(req, nets[0]), nets[-1]], est - theta, est + theta, alpha=0.15,
+                    label=f"estimate ±θ = {theta}\n(1-δ = {1 - mb.attrs['delta']:.2f})")
+    ax.axvline(req, color="r", lw=0.8, label=f"Hoeffding count {req:,}")
+    ax.set_xlabel("nets sampled")
+    ax.set_ylabel("mean connectivity λ")
+    ax.set_title(f"convergence ({mb.attrs['convergence_model']})", fontsize=10)
+    _legend(fig)
+    return fig
+
+
+def fig_minibatch(s: store_mod.Store):
+    """Held-out expected mini-batch volume of every model with 95% CIs."""
+    mb = s.minibatch()
+    if mb is None:
+        return None
+    models = [str(m) for m in mb["model"].values]
+    fig, axes = _figure(width=6.5)
+    ax = axes[0][0]
+    ax.bar(models, mb["heldout_volume_mean"].values, yerr=mb["heldout_volume_ci"].values, capsize=4,
+           label="held-out mean ± 95% CI")
+    closed = mb["expected_volume"].values
+    if np.isfinite(closed).all():
+        ax.plot(models, closed, "k_", ms=20, mew=2, label="closed form")
+    ax.set_ylabel("rows per mini-batch SpMM")
+    ax.set_title(f"expected mini-batch volume ({mb.attrs['sampler']}, B = {mb.attrs['batch_size']:,})", fontsize=10)
+    _legend(fig)
+    return fig
+
+
+def fig_training(runs: list[runlog.RunLog]):
+    """Loss and accuracy against epochs for every run: one colour per run;
+    test accuracy solid, validation dotted. The legend names the runs."""
+    if not runs:
+        return None
+    from matplotlib.lines import Line2D
+    fig, axes = _figure(2, width=10, height=3.6 + 0.22 * len(runs))
+    a1, a2 = axes[0]
+    for k, (r, label) in enumerate(zip(runs, run_labels(runs))):
+        ep, color = r.epochs, f"C{k % 10}"
+        a1.plot([e.epoch for e in ep], [e.loss for e in ep], color=color, label=label)
+        ev = [e for e in ep if e.test_acc is not None]
+        a2.plot([e.epoch for e in ev], [e.test_acc for e in ev], color=color)
+        a2.plot([e.epoch for e in ev], [e.val_acc for e in ev], color=color, ls=":")
+    a1.set_xlabel("epoch")
+    a1.set_ylabel("training loss")
+    a1.set_title("loss", fontsize=10)
+    a2.set_xlabel("epoch")
+    a2.set_ylabel("accuracy")
+    a2.set_title("accuracy", fontsize=10)
+    handles, labels = a1.get_legend_handles_labels()
+    handles += [Line2D([], [], color="0.3"), Line2D([], [], color="0.3", ls=":")]
+    labels += ["test accuracy", "validation accuracy"]
+    _legend(fig, handles, labels, where="lower center", ncols=1 if len(runs) > 2 else 2)
+    return fig
+
+
+def fig_time_split(runs: list[runlog.RunLog]):
+    """Mean epoch time per rank, split into computation and communication wait."""
+    if not runs:
+        return None
+    fig, axes = _figure(len(runs), width=3.8 * len(runs) + 1.6, height=3.4)
+    for ax, r, label in zip(axes[0], runs, run_labels(runs)):
+        comp = np.mean([e.compute_time for e in r.epochs], axis=0)
+        comm = np.mean([e.comm_time for e in r.epochs], axis=0)
+        x = np.arange(comp.size)
+        ax.bar(x, comp * 1000, label="compute")
+        ax.bar(x, comm * 1000, bottom=comp * 1000, label="communication wait")
+        _integer_ticks(ax.xaxis, comp.size)
+        ax.set_xlabel("rank")
+        ax.set_ylabel("ms per epoch")
+        ax.set_title(textwrap.fill(label, 34), fontsize=8)
+    _legend(fig)
+    return fig
+
+
+def fig_bytes(s: store_mod.Store, runs: list[runlog.RunLog]):
+    """Measured bytes per rank against the store's prediction (the diagonal)."""
+    from matplotlib.ticker import EngFormatter, MaxNLocator
+    pairs = [(r, lab, p) for r, lab in zip(runs, run_labels(runs))
+             if r.epochs and (p := predicted_bytes(s, r.header)) is not None]
+    if not pairs:
+        return None
+    fig, axes = _figure(width=7, height=4)
+    ax = axes[0][0]
+    top = 0.0
+    for r, label, p in pairs:
+        measured = np.array(r.epochs[-1].bytes_sent)
+        ax.plot(p, measured, "o", label=label)
+        top = max(top, p.max(), measured.max())
+    ax.plot([0, top], [0, top], "k--", lw=0.8, label="measured = predicted")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(EngFormatter(unit="B"))
+        axis.set_major_locator(MaxNLocator(5))
+    ax.set_xlabel("predicted bytes per epoch (store)")
+    ax.set_ylabel("measured bytes per epoch (trainer)")
+    _legend(fig)
+    return fig

@@ -1,0 +1,110 @@
+"""``pipeline report``: execute the report notebook headless with papermill
+(its parameters cell takes the store and the run logs) and write HTML with
+every figure embedded (nbconvert), or the executed notebook."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from shgcn import store as store_mod
+from shgcn.store.errors import UserError
+
+from .tables import check_runs, load_runs
+
+log = logging.getLogger(__name__)
+
+NOTEBOOK = "quality_report.ipynb"  # package data of shgcn.notebooks
+
+
+class ReportCellError(RuntimeError):
+    """A notebook cell failed; the message holds the cell's error."""
+
+
+# ---------------------------------------------------------------- render
+
+FORMATS = {".html": "html", ".htm": "html", ".ipynb": "ipynb"}
+
+
+def output_format(out: str | Path, fmt: str | None = None) -> str:
+    """``html`` or ``ipynb``: ``fmt`` when given (an override), else from
+    ``out``'s extension; :class:`UserError` (one line) for anything else."""
+    if fmt is not None:
+        if fmt not in ("html", "ipynb"):
+            raise UserError(f"--format {fmt!r}: choose html or ipynb")
+        return fmt
+    ext = Path(out).suffix.lower()
+    if ext not in FORMATS:
+        raise UserError(f"{out}: unknown report format {ext or '(no extension)'!r}: "
+                        "name the output .html or .ipynb (or pass --format html|ipynb)")
+    return FORMATS[ext]
+
+
+def _kernel_config(tmp: str):
+    """Run the kernel over Unix sockets in ``tmp`` where the platform has them:
+    over TCP, ipykernel warns on stderr that the traffic is not encrypted."""
+    from traitlets.config import Config
+    c = Config()
+    if os.name == "posix":
+        c.KernelManager.transport = "ipc"
+        c.KernelManager.ip = str(Path(tmp) / "kernel")
+    return c
+
+
+def render(store_path: str, runs: list[str], out: str, fmt: str | None = None, timeout: int = 600) -> Path:
+    """Execute the report notebook for ``store_path`` (and run logs) and
+    write ``out``: HTML with embedded figures, or the executed notebook;
+    ``fmt`` overrides the format that ``out``'s extension names.
+
+    Raises :class:`UserError` for a missing store or log or an unknown
+    format, :class:`ReportCellError` for a failing cell. Run logs of another
+    store (part count, dataset) are left out of the report with a warning in
+    it, and logged here.
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    s = store_mod.open_store(store_path)  # fail early, with the store's own message
+    _, refused = check_runs(s, load_runs(runs))  # and with the run logs' own messages
+    fmt = output_format(out, fmt)
+    out_path = Path(out)
+    if not out_path.parent.exists():
+        raise UserError(f"{out_path.parent}: directory does not exist")
+    for message in refused:
+        log.warning("%s", message)
+    params = {"store_path": str(Path(store_path).resolve()), "run_logs": [str(Path(r).resolve()) for r in runs]}
+    with resources.as_file(resources.files("shgcn.notebooks") / NOTEBOOK) as source, \
+            tempfile.TemporaryDirectory(prefix="shgcn-kernel-") as tmp:
+        try:
+            nb = papermill.execute_notebook(str(source), None, parameters=params, kernel_name="python3",
+                                            progress_bar=False, execution_timeout=timeout, cwd=str(Path.cwd()),
+                                            config=_kernel_config(tmp))
+        except PapermillExecutionError as e:
+            raise ReportCellError(f"{e.ename}: {e.evalue}\n" + "".join(e.traceback[-3:])) from None
+    _write(nb, out_path, fmt)
+    return out_path
+
+
+def _write(nb, out_path: Path, fmt: str) -> None:
+    """The executed notebook, or HTML without its code, atomically."""
+    import nbformat
+
+    if fmt == "ipynb":
+        text = nbformat.writes(nb)
+    else:
+        from nbconvert import HTMLExporter
+
+        exporter = HTMLExporter()
+        exporter.exclude_input = True
+        exporter.exclude_input_prompt = True
+        exporter.exclude_output_prompt = True
+        text, _ = exporter.from_notebook_node(nb)
+        # self-contained: the report needs no require.js or MathJax from a CDN
+        text = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", text)
+    tmp_out = out_path.with_name(f".{out_path.name}.partial-{os.getpid()}")
+    tmp_out.write_text(text, encoding="utf-8")
+    os.replace(tmp_out, out_path)

@@ -1,0 +1,90 @@
+"""``pipeline build``: the stages composed on Dask.
+
+The build is a composition of stages (:mod:`.stages`), each a function from
+the previous stages' typed results (frozen dataclasses of futures and small
+numbers) to its own::
+
+    source -> Ingested -> Normalized -> Partitioned -> Measured -> Laid -> store
+
+The graph lives on the workers as row blocks (:mod:`.blocks`); the client
+only receives what it shows or decides on: counts, partition vectors and the
+quality tables, O(n) at most. Every task's key names its stage, so the
+dashboard's task stream reads like the pipeline, and every task is a pure
+function of its inputs, so a lost worker costs a recompute, not the build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from shgcn import store
+from shgcn.store.tables import format_minibatch, format_table
+
+from .config import BuildConfig, BuildResult
+from .runtime.client import Tasks, check_paths
+from .runtime.monitor import Monitor
+from .sources.probe import detect_format
+from .sources.records import NodeSource
+from .sources.resolve import is_path
+from .stages.ingest import ingest_stage
+from .stages.layout import layout_stage
+from .stages.normalize import normalize_stage
+from .stages.partition import partition_stage
+from .stages.quality import quality_stage
+from .stages.write import write_stage
+
+
+def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
+          writer: store.StoreWriter | None = None) -> BuildResult:
+    """Run the whole pipeline on ``client`` and write the store atomically.
+
+    ``nodes``: node data given in memory (the Python API). ``writer``: a
+    StoreWriter the caller has entered already (holding the output's lock);
+    else the build makes one."""
+    cfg = cfg.resolved()
+    cfg.check()
+    tasks = Tasks(client)
+    mon = Monitor(client, cfg.heartbeat, cfg.progress)
+    own_writer = writer is None
+    if writer is None:
+        writer = store.StoreWriter(cfg.out, overwrite=cfg.overwrite)  # refuses an existing output at once
+    if not mon.embedded:  # the workers must see what the client sees
+        check_paths(client, [p for p in _inputs(cfg) if os.path.exists(p)],
+                    str(Path(cfg.out).parent) if Path(cfg.out).parent.exists() else "")
+    try:
+        with writer if own_writer else contextlib.nullcontext(writer):
+            with mon.stage("ingest"):
+                given = None if nodes is None else tasks.submit("ingest-nodes", _given_nodes, nodes)
+                ing = ingest_stage(tasks, cfg, mon, given)
+            with mon.stage("normalize"):
+                nrm = normalize_stage(tasks, ing, mon)
+            with mon.stage("partition"):
+                parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir)
+            with mon.stage("quality"):
+                meas = quality_stage(tasks, cfg, ing, nrm, parts, mon)
+            with mon.stage("layout"):
+                laid = layout_stage(tasks, cfg, ing, nrm, parts, mon)
+            with mon.stage("write"):
+                attrs = write_stage(tasks, cfg, ing, nrm, parts, meas, laid, writer, mon)
+    finally:
+        tasks.release()
+    echo(format_table(meas.table))
+    if meas.minibatch is not None:
+        echo("\n" + format_minibatch(meas.minibatch))
+    return BuildResult(Path(cfg.out), attrs, meas.table, dict(mon.times))
+
+
+def _given_nodes(nodes: NodeSource) -> NodeSource:
+    return nodes
+
+
+def _inputs(cfg: BuildConfig) -> list[str]:
+    """The files the workers must be able to read."""
+    paths = [p for p in cfg.partition_files]
+    if cfg.features.endswith(".npy"):
+        paths.append(cfg.features)
+    if isinstance(cfg.source, str) and is_path(cfg.source) and not detect_format(cfg.source) == "planetoid":
+        paths.append(cfg.source)
+    return paths

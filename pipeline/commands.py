@@ -1,0 +1,231 @@
+"""What each ``pipeline`` sub-command does (the parser is :mod:`.cli`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shlex
+import sys
+import time
+
+from shgcn import store
+from shgcn.store import tables
+
+from .errors import UserError
+
+log = logging.getLogger("shgcn.pipeline")
+
+
+def _models(text: str) -> tuple[str, ...]:
+    from .models import DEFAULT_ALL, model_names
+
+    if text == "all":
+        return DEFAULT_ALL
+    models = tuple(m.strip() for m in text.split(",") if m.strip())
+    known = model_names()
+    for m in models:
+        if m not in known:
+            raise UserError(f"--model {m!r}: choose from {', '.join(known)} or all")
+    if len(set(models)) != len(models):
+        raise UserError(f"--model {text!r}: a model is listed twice")
+    return models
+
+
+def build_config(args):
+    """The BuildConfig of ``pipeline build``'s arguments."""
+    from .config import BuildConfig
+    from .models import options
+
+    return BuildConfig(
+        source=args.source, out=args.out, parts=args.parts,
+        models=_models(args.model) if args.model else (), layout_model=args.layout_model, eps=args.eps,
+        seed=args.seed, threads=args.threads, fmt=args.fmt, data_dir=args.data_dir,
+        directed=args.directed, features=args.features, labels=args.labels, feature_norm=args.feature_norm,
+        split=args.split, overwrite=args.overwrite, chunk_bytes=args.chunk_bytes, max_line=args.max_line,
+        header=args.header, block_nnz=args.block_nnz, partition_files=tuple(args.partition_file),
+        options={o.dest: getattr(args, o.dest) for o in options()},
+        command="pipeline " + shlex.join(sys.argv[1:]),
+        progress=not (args.quiet or args.json) and sys.stderr.isatty(), heartbeat=args.heartbeat)
+
+
+def cmd_build(args) -> int:
+    from .builder import build
+    from .runtime.child import kill_children
+    from .runtime.client import ClusterConfig, dask_client
+
+    cfg = build_config(args).resolved()
+    cfg.check()
+    quiet = args.quiet or args.json
+    # with --json, stdout holds the JSON only: everything else goes to stderr
+    say = (lambda *a, **k: None) if args.quiet else (lambda msg: log.info("%s", msg))
+    echo = (lambda *a, **k: None) if quiet else print
+    ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,
+                         dashboard_address=args.dashboard_address, processes=args.processes)
+    # the output is checked and locked before the cluster starts: a second build, or an output that must not be
+    # replaced, stops at once
+    with store.StoreWriter(cfg.out, overwrite=cfg.overwrite) as writer, dask_client(ccfg, announce=say) as client:
+        try:
+            result = build(cfg, client, echo=echo, writer=writer)
+        except KeyboardInterrupt:
+            with contextlib.suppress(Exception):  # partitioner children on the workers, too
+                client.run(kill_children)
+            raise
+        if args.keep_dashboard:
+            _keep_dashboard(client, say)
+    if args.json:
+        print(json.dumps(summary(result.attrs, result.table), indent=2, default=float))
+    else:
+        echo(f"wrote {result.path} ({', '.join(f'{k} {v:.2f}s' for k, v in result.timings.items())})")
+    return 0
+
+
+def _keep_dashboard(client, say) -> None:
+    from .runtime.client import dashboard_link
+
+    say(f"build done; the dashboard stays up at {dashboard_link(client)} until Ctrl-C")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+
+
+def summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
+    """The JSON summary of a store (``build --json``, ``info --json``)."""
+    keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed",
+            "feature_dim", "classes", "command", "versions", "timings", "peak_rss_mib", "peak_rss_mib_by_stage",
+            "partitions", "stats", "notes", *_record_attributes(attrs))
+    out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}
+    if minibatch is not None:
+        out["minibatch"] = {"attrs": dict(minibatch.attrs),
+                            "models": {r["model"]: r for r in tables.minibatch_rows(minibatch)}}
+    return out
+
+
+def _record_attributes(attrs: dict) -> list[str]:
+    """Models of the store whose long record is an attribute of their name."""
+    return [m for m in attrs.get("models", []) if isinstance(attrs.get(m), dict)]
+
+
+def cmd_info(args) -> int:
+    s = store.open_store(args.store)
+    table = tables.table_from_dataset(s.quality())
+    if args.json:
+        print(json.dumps(summary(s.attrs, table, s.minibatch()), indent=2, default=float))
+        return 0
+    a = s.attrs
+    print(f"store      {s.path}")
+    kind = "directed" if a["directed"] else "undirected"
+    print(f"dataset    {a['dataset']}  ({a['n']:,} vertices, {a['edges']:,} {kind} edges, nnz(Â) {a['nnz']:,})")
+    print(f"parts      {a['parts']}  layout model {a['model']}  models {', '.join(a['models'])}  "
+          f"eps {a['eps']}  seed {a['seed']}")
+    print(f"features   {a['feature_dim']}  classes {a['classes']}")
+    print(f"built by   {a['command']}")
+    print("stages     " + ", ".join(f"{k} {v:.1f} s" for k, v in a.get("timings", {}).items()))
+    for stage, peaks in a.get("peak_rss_mib_by_stage", {}).items():
+        print(f"memory     {stage:9s} " + ", ".join(f"{p} {v:,.0f} MiB" for p, v in peaks.items()))
+    for note in a.get("notes", []):
+        print(f"note       {note}")
+    print()
+    print(tables.format_table(table))
+    mb = s.minibatch()
+    if mb is not None:
+        print()
+        print(tables.format_minibatch(mb))
+        for m in _record_attributes(a):
+            rec = a[m]
+            if "nets_sampled" in rec:
+                print(f"{m}: {rec['construction']} construction, {rec['nets_sampled']:,} nets sampled "
+                      f"({rec['nets_after_merging']:,} after merging identical nets, Hoeffding floor "
+                      f"{rec['required_nets']:,}), {len(rec['rounds'])} rounds, {rec['seconds']:.1f} s")
+    return 0
+
+
+def cmd_report(args) -> int:
+    try:
+        import ipykernel  # noqa: F401
+        import matplotlib  # noqa: F401
+        import nbconvert  # noqa: F401
+        import nbformat  # noqa: F401
+        import papermill  # noqa: F401
+
+        from shgcn.notebooks.render import ReportCellError, render
+    except ImportError as e:
+        raise UserError(f"pipeline report needs the report extra ({e.name} is missing): "
+                        "pip install 'shgcn[report]'") from None
+
+    logging.getLogger("traitlets").setLevel(logging.ERROR)  # nbconvert's alt-text notices
+    try:
+        out = render(args.store, args.run, args.out, args.format, args.timeout)
+    except ReportCellError as e:
+        print(f"pipeline: report: a notebook cell failed:\n{e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(f"wrote {out}")
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    import math
+
+    from shgcn.store import epoch
+
+    from .simulate import model_partitioner, predict_ranks
+
+    s = store.open_store(args.store)
+    net = epoch.network_of(args.network)
+    if args.alpha is not None or args.beta is not None:
+        alpha = net.alpha if args.alpha is None else args.alpha
+        beta = net.beta if args.beta is None else args.beta
+        if not (math.isfinite(alpha) and math.isfinite(beta) and alpha >= 0 and beta >= 0):
+            raise UserError("--alpha and --beta must be finite and >= 0")
+        net = epoch.Network("custom", alpha, beta)
+    exchanges = [x.strip() for x in args.exchange.split(",") if x.strip()]
+    rows = predict_ranks(s, args.ranks, net, exchanges, args.hidden, partitioner=model_partitioner(s))
+    print(tables.format_epochs(rows))
+    return 0
+
+
+def cmd_export(args) -> int:
+    """``pipeline export``: see :mod:`.exports`."""
+    from .exports.assignment import export_assignment
+    from .exports.distdgl import export_distdgl
+
+    s = store.open_store(args.store)
+    if args.export_format == "assignment":
+        out = export_assignment(s, args.out, model=args.model, overwrite=args.overwrite)
+    else:
+        out = export_distdgl(s, args.out, model=args.model, graph_name=args.graph_name, overwrite=args.overwrite)
+    if not args.quiet:
+        print(f"wrote {out}")
+    return 0
+
+
+def cmd_datasets(args) -> int:
+    from .sources.datasets import REGISTRY
+
+    for name, ds in sorted(REGISTRY.items()):
+        kind = "directed" if ds.directed else "undirected"
+        print(f"{name:18s} {ds.nodes:>9,} nodes {ds.edges:>9,} {kind} edges  {ds.description}")
+    return 0
+
+
+COMMANDS = {"build": cmd_build, "info": cmd_info, "report": cmd_report, "datasets": cmd_datasets,
+            "export": cmd_export, "simulate": cmd_simulate}
+
+
+def interrupted() -> None:
+    """Ctrl-C: kill partitioner children, stop writers, remove the partial
+    store, and leave at once (worker threads still inside numpy would
+    otherwise be waited for)."""
+    from .runtime.child import kill_children
+
+    kill_children()
+    store.abort_all()
+    time.sleep(0.3)  # a write already inside zarr finishes; then its files go too
+    store.abort_all()
+    print("pipeline: interrupted; nothing was written", file=sys.stderr, flush=True)
+    logging.shutdown()
+    os._exit(130)

@@ -1,0 +1,153 @@
+"""The build's configuration: one typed object, no globals.
+
+Same configuration (and inputs) -> the same store, byte for byte (only the
+timing attributes differ). Model options live in ``options`` by their
+``dest`` (``hp_preset``, ``sampler``...): the models declare them
+(:mod:`.models`), so this module names no model.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .nodes import NodeSpec
+from .sources.parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES
+from .sources.readers import HEADERS
+
+BLOCK_NNZ = 1 << 22  # nonzeros per row block (the unit of parallel work)
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Everything a build depends on.
+
+    ``source`` is a dataset name, a file path, a generator spec (``rmat:...``,
+    ``sbm:...``), or in memory (the Python API): a scipy.sparse matrix or a
+    (2, E) edge_index array. ``partition_files`` import assignments made
+    elsewhere (one part per line, or .npy) as models named by their stems.
+    ``options``: the models' options by ``dest`` (missing ones take their
+    defaults).
+    """
+
+    source: Any
+    out: str
+    parts: int
+    models: tuple[str, ...] = ("hp",)
+    layout_model: str | None = None
+    eps: float = 0.03
+    seed: int = 0
+    threads: int = 0
+    fmt: str | None = None
+    data_dir: str | None = None
+    directed: bool | None = None
+    features: str = "auto"
+    labels: str = "auto"
+    feature_norm: str | None = None  # None: the dataset's default
+    split: tuple[float, float, float] = (0.6, 0.2, 0.2)
+    overwrite: bool = False
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    max_line: int = MAX_LINE_BYTES
+    header: str = "auto"
+    block_nnz: int = BLOCK_NNZ
+    options: Mapping[str, Any] = field(default_factory=dict)
+    partition_files: tuple[str, ...] = ()
+    progress: bool = False  # a progress bar per stage on the terminal
+    heartbeat: float = 30.0  # seconds between "still running" log lines
+    command: str = ""
+
+    @property
+    def source_name(self) -> str:
+        return self.source if isinstance(self.source, str) else type(self.source).__name__
+
+    def imported_models(self) -> tuple[str, ...]:
+        return tuple(Path(p).name.split(".")[0] for p in self.partition_files)
+
+    @property
+    def all_models(self) -> tuple[str, ...]:
+        return (*self.models, *self.imported_models())
+
+    @property
+    def layout(self) -> str:
+        models = self.all_models
+        return self.layout_model or ("hp" if "hp" in models else models[0])
+
+    def partition_config(self, parts: int | None = None):
+        """The :class:`~.models.PartitionConfig` every model of the build gets."""
+        from .models import PartitionConfig, default_options
+
+        return PartitionConfig(parts=self.parts if parts is None else parts, eps=self.eps, seed=self.seed,
+                               threads=self.threads, options={**default_options(), **self.options})
+
+    def resolved(self) -> BuildConfig:
+        """Paths made absolute, here, before they travel to the workers."""
+        if self.out.strip() in ("", ".", "..", "/") or Path(self.out).name in ("", ".", ".."):
+            raise UserError(f"--out {self.out!r}: name a new directory for the store, e.g. stores/graph.zarr")
+
+        def absolute(p: str | None) -> str | None:
+            return None if p is None else os.path.abspath(os.path.expanduser(p))
+
+        from .sources.resolve import is_path
+
+        source = self.source
+        if isinstance(source, str) and is_path(source):
+            source = absolute(source)
+        return replace(self, source=source, out=absolute(self.out) or self.out, data_dir=absolute(self.data_dir),
+                       features=os.path.abspath(self.features) if self.features.endswith(".npy") else self.features,
+                       partition_files=tuple(absolute(p) or p for p in self.partition_files))
+
+    def check(self) -> None:
+        """Raise :class:`UserError` for values no build can use."""
+        if self.parts < 1:
+            raise UserError(f"--parts {self.parts}: must be at least 1")
+        if not (math.isfinite(self.eps) and 0 < self.eps < 100):
+            raise UserError(f"--eps {self.eps}: must be a finite number above 0 (e.g. 0.03)")
+        self._check_models()
+        NodeSpec(self.features, self.labels, self.split, self.seed, self.feature_norm or "none").check()
+        if self.chunk_bytes < 1024:
+            raise UserError("--chunk-bytes must be at least 1024")
+        if self.max_line < 64:
+            raise UserError("--max-line must be at least 64")
+        if self.header not in HEADERS:
+            raise UserError(f"--header {self.header!r}: choose from {', '.join(HEADERS)}")
+
+    def _check_models(self) -> None:
+        from .models import default_options, get, model_names
+
+        known = model_names()
+        if not self.all_models:
+            raise UserError("no model: give --model or --partition-file")
+        for m in self.models:
+            if m not in known:
+                raise UserError(f"--model {m!r}: choose from {', '.join(known)} or all")
+        for p, m in zip(self.partition_files, self.imported_models()):
+            if m in known or not m or self.imported_models().count(m) > 1:
+                raise UserError(f"--partition-file {p}: its name {m!r} must differ from the models "
+                                f"({', '.join(known)}) and from the other files")
+        if len(set(self.models)) != len(self.models):
+            raise UserError("--model: a model is listed twice")
+        if self.layout not in self.all_models:
+            raise UserError(f"--layout-model {self.layout!r} is not among the models {', '.join(self.all_models)}")
+        unknown = sorted(set(self.options) - set(default_options()))
+        if unknown:
+            raise UserError(f"unknown model option {unknown[0]!r}; the models' options are "
+                            f"{', '.join(sorted(default_options()))}")
+        pcfg = self.partition_config()
+        for m in self.models:
+            get(m).check(pcfg)
+
+
+@dataclass
+class BuildResult:
+    """What a build returns: the store's ``path``, its ``attrs``, the quality
+    ``table`` (one row per model) and the stage ``timings`` (s)."""
+
+    path: Path
+    attrs: dict
+    table: list[dict]
+    timings: dict[str, float] = field(default_factory=dict)

@@ -1,0 +1,66 @@
+"""A store's partition as an assignment file: the part of every vertex, one
+per line, in original vertex order; the format ``pipeline build
+--partition-file`` reads and DGL's partition assignment files
+(``tools/partition_algo``) use."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from shgcn.store import Store
+
+from ..errors import UserError
+
+
+def assignment_bytes(part: np.ndarray, chunk: int = 1 << 20) -> bytes:
+    """The text of an assignment file: ``part[v]`` on line v.
+
+    Parameters
+    ----------
+    part : (n,) int
+        Part of every vertex, original order.
+    """
+    part = np.asarray(part)
+    if part.size == 0:
+        return b""
+    table = np.array([f"{p}\n".encode() for p in range(int(part.max()) + 1)], dtype=object)  # one per part
+    return b"".join(b"".join(table[part[i:i + chunk]]) for i in range(0, part.size, chunk))
+
+
+def export_assignment(s: Store, out: str | Path, model: str | None = None, overwrite: bool = False) -> Path:
+    """Write ``model``'s partition (default: the store's layout model) to ``out``."""
+    model = model or s.attrs["model"]
+    out = Path(out)
+    check_out(out, overwrite, directory=False)
+    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    tmp.write_bytes(assignment_bytes(s.partition(model)))
+    os.replace(tmp, out)
+    return out
+
+
+def is_export(d: Path) -> bool:
+    """A directory this command wrote: a DistDGL config that names shgcn."""
+    for f in d.glob("*.json"):
+        try:
+            if "shgcn" in json.loads(f.read_text()):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def check_out(out: Path, overwrite: bool, directory: bool) -> None:
+    if not out.parent.exists():
+        raise UserError(f"{out.parent}: directory does not exist")
+    if out.exists():
+        if not overwrite:
+            raise UserError(f"{out}: already exists (use --overwrite to replace it)")
+        if out.is_dir() != directory:
+            raise UserError(f"{out}: exists and is {'not ' if directory else ''}a directory")
+        if directory and any(out.iterdir()) and not is_export(out):
+            raise UserError(f"{out}: a directory that is not an export of ours and is not empty; --overwrite replaces "
+                            "only those, so it is left as it is")

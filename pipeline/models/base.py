@@ -1,0 +1,202 @@
+"""The protocol every partition model implements, and what flows through it.
+
+A model is a small object that says what it is (``name``, ``description``),
+which command-line options it adds (``options``: :class:`Option`), what it
+needs from the build (``needs``: Â, the graph's pattern for samplers, the
+partitions of other models it starts from), whether it runs in a child
+process (native code that holds the GIL), and how to turn :class:`Inputs`
+into an :class:`Assignment`. The build, the CLI, ``simulate`` and the report
+never name a model: they ask the registry (:mod:`shgcn.pipeline.models`).
+
+This module imports nothing heavy: ``pipeline build --help`` lists every
+model and its options from these descriptions alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    import scipy.sparse as sp
+
+# what a model may need from the build
+MATRIX = "matrix"  # Â (nonzero diagonal; row nonzeros = the default vertex weights)
+GRAPH = "graph"  # the input graph's pattern (what mini-batch samplers walk on)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A command-line option a model adds to ``pipeline build``.
+
+    ``flag`` is the option (``--hp-preset``); its value reaches the model as
+    ``cfg.options[dest]`` (``hp_preset``). ``type`` converts the text;
+    ``choices`` limits it. Several models may share an option (the same
+    ``flag``): the CLI adds it once.
+    """
+
+    flag: str
+    default: Any
+    help: str
+    type: Callable[[str], Any] = str
+    choices: tuple | None = None
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class PartitionConfig:
+    """What every model is given.
+
+    Attributes
+    ----------
+    parts : number of parts
+    eps : allowed load imbalance (max / mean - 1) of the vertex weights
+    seed : seeds every random choice
+    threads : partitioner threads (0: all cores)
+    options : every model option by ``dest`` (JSON-able values); missing
+        ones take their :class:`Option` default
+    """
+
+    parts: int
+    eps: float = 0.03
+    seed: int = 0
+    threads: int = 0
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def option(self, opt: Option) -> Any:
+        """The value of ``opt`` in this configuration."""
+        return self.options.get(opt.dest, opt.default)
+
+
+@dataclass
+class Inputs:
+    """What a model is given to partition.
+
+    Attributes
+    ----------
+    n : number of vertices (rows of Â)
+    a : (n, n) csr_matrix Â, or None for a model that needs only ``n``
+    graph : (n, n) csr_matrix, the input graph's pattern, or None
+    starts : (n,) int32 partitions of the models this one starts from, by name
+    seconds : partitioning wall time of the models computed earlier in the build
+    """
+
+    n: int
+    a: sp.csr_matrix | None = None
+    graph: sp.csr_matrix | None = None
+    starts: dict[str, np.ndarray] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Assignment:
+    """A model's result: ``part`` (n,) int32 in 0..P-1 and ``info``, its
+    record (JSON-able; stored in the ``partitions`` attribute, or as an
+    attribute of the model's name when the model's ``record`` says so)."""
+
+    part: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PartitionResult:
+    """An assignment as the build keeps it: ``model``, ``part`` (n,) int32,
+    ``seconds`` (partitioning wall time), ``info`` (the model's record) and
+    ``peak_rss_mib`` (the peak memory of its child process; 0 when it ran in
+    the worker)."""
+
+    model: str
+    part: np.ndarray
+    seconds: float
+    info: dict[str, Any] = field(default_factory=dict)
+    peak_rss_mib: float = 0.0
+
+
+class Partitioner(Protocol):
+    """A partition model.
+
+    Attributes
+    ----------
+    name : the model's name (``--model``)
+    description : one line for ``--help`` and the README
+    options : command-line options the model adds
+    needs : what it needs from the build: :data:`MATRIX`, :data:`GRAPH`
+    starts_from : models whose partitions it uses when the build has them
+        (the build computes those first)
+    balance : what its balance bound limits: ``weight`` (the vertex weights,
+        within ``eps``) or ``rows`` (row counts differ by at most one)
+    record : ``partitions`` (its ``info`` joins the partitions table) or
+        ``attribute`` (a long record: a root attribute of the model's name)
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def options(self) -> tuple[Option, ...]: ...
+
+    @property
+    def needs(self) -> frozenset[str]: ...
+
+    @property
+    def starts_from(self) -> tuple[str, ...]: ...
+
+    @property
+    def balance(self) -> str: ...
+
+    @property
+    def record(self) -> str: ...
+
+    def check(self, cfg: PartitionConfig) -> None:
+        """Raise :class:`~shgcn.store.UserError` for option values it cannot use."""
+
+    def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
+        """Run in a child process (native code that holds the GIL)?"""
+
+    def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
+        """Partition the rows of Â into ``cfg.parts`` parts."""
+
+    def extra_quality(self, cfg: PartitionConfig, n: int) -> Any:
+        """A quality report the build adds for every model when this one is
+        built (e.g. :class:`~shgcn.pipeline.metrics.batches.MinibatchReport`),
+        or None."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """Defaults for the protocol's attributes and methods: a model subclasses
+    it and overrides what differs."""
+
+    name: str
+    description: str
+    options: tuple[Option, ...] = ()
+    needs: frozenset[str] = frozenset({MATRIX})
+    starts_from: tuple[str, ...] = ()
+    balance: str = "weight"
+    record: str = "partitions"
+
+    def check(self, cfg: PartitionConfig) -> None:
+        for opt in self.options:
+            value = cfg.option(opt)
+            if opt.choices is not None and value not in opt.choices:
+                from ..errors import UserError
+
+                raise UserError(f"{opt.flag} {value!r}: choose one of {', '.join(map(str, opt.choices))}")
+
+    def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
+        return False
+
+    def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
+        raise NotImplementedError
+
+    def extra_quality(self, cfg: PartitionConfig, n: int) -> Any:
+        return None

@@ -1,0 +1,279 @@
+"""Exact pin counts of the column-net hypergraph of Â under a row partition,
+kept up to date move by move (numba kernels), and the per-part send and
+receive volumes and loads that follow from them.
+
+Net j (column j of Â) has as pins the rows with a nonzero in column j; its
+owner is part[j] (Â has a nonzero diagonal, so the owner always holds a
+pin). With λ_j the number of parts holding a pin, part[j] sends row j of H to
+the λ_j - 1 other parts. For every net the counts keep the exact number of
+pins in each part that holds one (a sorted list of (part, count) slots per
+net, at most min(P, pins) long).
+
+The kernels take their arrays in three tuples, so that a kernel's signature
+says what it reads:
+
+- ``g = (indptr, indices, cptr, cidx, w)``: Â's rows (a vertex's nets), Â's
+  columns (a net's pins) and the vertex weights;
+- ``pc = (spart, scnt, sptr, lam)``: the pin-count slots;
+- ``vol = (part, send, recv, load)``: the partition and its per-part volumes
+  and loads.
+
+Compiled with numba (serial, so results do not depend on threads).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import UserError
+
+jit = numba.njit(cache=True, nogil=True)
+
+
+@jit
+def _find(pc, j, k):
+    """Slot index of part k among net j's parts (sorted), or -1."""
+    spart, _, sptr, lam = pc
+    lo = sptr[j]
+    hi = lo + lam[j]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        pk = spart[mid]
+        if pk < k:
+            lo = mid + 1
+        elif pk > k:
+            hi = mid
+        else:
+            return mid
+    return -1
+
+
+@jit
+def count(pc, j, k):
+    """Pins of net j in part k."""
+    i = _find(pc, j, k)
+    return 0 if i < 0 else pc[1][i]
+
+
+@jit
+def _add_pin(pc, j, k):
+    """One more pin of net j in part k; True when k is new to the net."""
+    spart, scnt, sptr, lam = pc
+    lo = sptr[j]
+    hi = lo + lam[j]
+    pos = lo
+    while pos < hi and spart[pos] < k:
+        pos += 1
+    if pos < hi and spart[pos] == k:
+        scnt[pos] += 1
+        return False
+    for i in range(hi, pos, -1):  # shift right to keep the slots sorted
+        spart[i] = spart[i - 1]
+        scnt[i] = scnt[i - 1]
+    spart[pos] = k
+    scnt[pos] = 1
+    lam[j] += 1
+    return True
+
+
+@jit
+def _remove_pin(pc, j, k):
+    """One pin of net j fewer in part k; True when k leaves the net."""
+    spart, scnt, sptr, lam = pc
+    i = _find(pc, j, k)
+    scnt[i] -= 1
+    if scnt[i] > 0:
+        return False
+    hi = sptr[j] + lam[j]
+    for t in range(i, hi - 1):
+        spart[t] = spart[t + 1]
+        scnt[t] = scnt[t + 1]
+    lam[j] -= 1
+    return True
+
+
+@jit
+def touch(mark, touched, nt, k):
+    """Append part k to ``touched`` unless it is marked already; returns the new length."""
+    if mark[k] == 0:
+        mark[k] = 1
+        touched[nt] = k
+        nt += 1
+    return nt
+
+
+@jit
+def move_deltas(v, b, g, pc, part, ds, dr, mark, touched, nt):
+    """Add the change of every part's send (``ds``) and receive (``dr``)
+    volume caused by moving v to part b; new parts are appended to
+    ``touched``. Returns the new length of ``touched`` and the change of the
+    total volume."""
+    indptr, indices = g[0], g[1]
+    lam = pc[3]
+    a = part[v]
+    dtot = 0
+    for p in range(indptr[v], indptr[v + 1]):
+        j = indices[p]
+        if j == v:
+            continue
+        o = part[j]
+        if count(pc, j, a) == 1:  # a leaves net j (a != o: j itself is in o)
+            nt = touch(mark, touched, touch(mark, touched, nt, a), o)
+            dr[a] -= 1
+            ds[o] -= 1
+            dtot -= 1
+        if count(pc, j, b) == 0:  # b joins net j
+            nt = touch(mark, touched, touch(mark, touched, nt, b), o)
+            dr[b] += 1
+            ds[o] += 1
+            dtot += 1
+    # net v changes owner from a to b
+    lv = lam[v]
+    ca = count(pc, v, a)
+    cb = count(pc, v, b)
+    lnew = lv - (1 if ca == 1 else 0) + (1 if cb == 0 else 0)
+    nt = touch(mark, touched, touch(mark, touched, nt, a), b)
+    ds[a] -= lv - 1
+    ds[b] += lnew - 1
+    dtot += lnew - lv
+    if cb > 0:
+        dr[b] -= 1  # b held a pin of v: it received row v, now owns it
+    if ca >= 2:
+        dr[a] += 1  # a keeps a pin of v: it now receives row v
+    return nt, dtot
+
+
+@jit
+def apply_move(v, b, g, pc, vol):
+    """Move v to part b, updating pin counts, volumes and loads exactly.
+    Returns the change of the total volume."""
+    indptr, indices, w = g[0], g[1], g[4]
+    lam = pc[3]
+    part, send, recv, load = vol
+    a = part[v]
+    dtot = 0
+    for p in range(indptr[v], indptr[v + 1]):
+        j = indices[p]
+        if j == v:
+            continue
+        o = part[j]
+        if _remove_pin(pc, j, a):
+            recv[a] -= 1
+            send[o] -= 1
+            dtot -= 1
+        if _add_pin(pc, j, b):
+            recv[b] += 1
+            send[o] += 1
+            dtot += 1
+    lv = lam[v]
+    cb = count(pc, v, b)
+    send[a] -= lv - 1
+    _remove_pin(pc, v, a)
+    _add_pin(pc, v, b)
+    send[b] += lam[v] - 1
+    dtot += lam[v] - lv
+    if cb > 0:
+        recv[b] -= 1
+    if count(pc, v, a) > 0:
+        recv[a] += 1
+    part[v] = b
+    load[a] -= w[v]
+    load[b] += w[v]
+    return dtot
+
+
+class PinCounts:
+    """Exact pins of each net (column of Â) per part, and the per-part send
+    and receive volumes and loads that follow from them.
+
+    Attributes
+    ----------
+    sptr : (n+1,) int64
+        Net j's slots are ``sptr[j] : sptr[j] + lam[j]`` (capacity
+        ``min(P, pins of j)``).
+    spart, scnt : (sptr[-1],) int64
+        Part and pin count of each used slot, sorted by part within a net.
+    lam : (n,) int64
+        Connectivity λ_j of each net.
+    send, recv, load : (P,) int64
+    total : int
+    """
+
+    def __init__(self, a: sp.csr_matrix, part: np.ndarray, parts: int, weights: np.ndarray | None = None):
+        a = check_matrix(a)
+        n = a.shape[0]
+        self.parts = parts
+        self.indptr = a.indptr.astype(np.int64)
+        self.indices = a.indices.astype(np.int64)
+        self.w = np.diff(self.indptr) if weights is None else np.asarray(weights, np.int64)
+        csc = sp.csc_matrix(a)
+        self.cptr = csc.indptr.astype(np.int64)  # pins of net j: cidx[cptr[j]:cptr[j+1]]
+        self.cidx = csc.indices.astype(np.int64)
+        self.part = np.array(part, dtype=np.int64)
+        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr))
+        pairs = np.unique(self.indices * parts + self.part[rows])  # (net, part), sorted by net then part
+        net, prt = np.divmod(pairs, parts)
+        cnt = np.bincount(np.searchsorted(pairs, self.indices * parts + self.part[rows]), minlength=pairs.size)
+        size = np.bincount(self.indices, minlength=n)
+        self.sptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.minimum(size, parts), out=self.sptr[1:])
+        self.lam = np.bincount(net, minlength=n).astype(np.int64)
+        first = np.zeros(n + 1, np.int64)
+        np.cumsum(self.lam, out=first[1:])
+        slot = self.sptr[net] + (np.arange(pairs.size) - first[net])
+        self.spart = np.zeros(self.sptr[-1], np.int64)
+        self.scnt = np.zeros(self.sptr[-1], np.int64)
+        self.spart[slot] = prt
+        self.scnt[slot] = cnt
+        self.send = np.bincount(self.part, weights=self.lam - 1, minlength=parts).astype(np.int64)
+        self.recv = np.bincount(prt[prt != self.part[net]], minlength=parts).astype(np.int64)
+        self.load = np.bincount(self.part, weights=self.w, minlength=parts).astype(np.int64)
+        self.total = int(self.send.sum())
+
+    @property
+    def g(self) -> tuple:
+        return self.indptr, self.indices, self.cptr, self.cidx, self.w
+
+    @property
+    def pc(self) -> tuple:
+        return self.spart, self.scnt, self.sptr, self.lam
+
+    @property
+    def vol(self) -> tuple:
+        return self.part, self.send, self.recv, self.load
+
+    def counts(self, j: int) -> dict[int, int]:
+        """{part: pins of net j in it}."""
+        s = slice(self.sptr[j], self.sptr[j] + self.lam[j])
+        return dict(zip(self.spart[s].tolist(), self.scnt[s].tolist()))
+
+    def move(self, v: int, b: int) -> int:
+        """Move vertex v to part b; returns the change of the total volume."""
+        if not 0 <= b < self.parts:
+            raise UserError(f"part {b} out of range 0..{self.parts - 1}")
+        if self.part[v] == b:
+            return 0
+        d = int(apply_move(v, b, self.g, self.pc, self.vol))
+        self.total += d
+        return d
+
+    def deltas(self, v: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """(P,) changes of send and receive volume if v moved to b (nothing is moved)."""
+        p = self.parts
+        ds, dr = np.zeros(p, np.int64), np.zeros(p, np.int64)
+        if self.part[v] == b:
+            return ds, dr
+        move_deltas(v, b, self.g, self.pc, self.part, ds, dr, np.zeros(p, np.int8), np.empty(p, np.int64), 0)
+        return ds, dr
+
+
+def check_matrix(a) -> sp.csr_matrix:
+    """Â as a csr_matrix; :class:`UserError` unless square with a nonzero diagonal."""
+    if not sp.issparse(a) or a.shape[0] != a.shape[1]:
+        raise UserError("volume balancing needs a square sparse matrix Â")
+    a = sp.csr_matrix(a)
+    if np.any(a.diagonal() == 0):
+        raise UserError("volume balancing needs Â with a nonzero diagonal (every vertex is a pin of its own net)")
+    return a

@@ -1,0 +1,61 @@
+"""Every partition model by name. Each model module defines its model
+object; this module lists them (static imports: no import-time
+registration, no cycle). A new model is one module in this package plus one
+line here, and a test that subclasses the conformance class
+(``tests/helpers/conformance.py``)."""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from . import gp, hp, rp, shp
+from .base import Option, Partitioner
+from .vb import refined
+
+_BASE: tuple[Partitioner, ...] = (rp.MODEL, gp.MODEL, hp.MODEL, shp.MODEL)
+REGISTRY: dict[str, Partitioner] = {p.name: p for p in (*_BASE, *(refined(b) for b in (hp.MODEL, gp.MODEL,
+                                                                                        shp.MODEL)))}
+DEFAULT_ALL = ("rp", "gp", "hp", "shp")  # what ``--model all`` means
+
+
+def model_names() -> tuple[str, ...]:
+    """Every registered model (the CLI's ``--model`` choices)."""
+    return tuple(REGISTRY)
+
+
+def get(name: str) -> Partitioner:
+    """The model called ``name``; :class:`UserError` naming the known ones otherwise."""
+    if name not in REGISTRY:
+        raise UserError(f"unknown model {name!r}; known models: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
+
+
+def options() -> tuple[Option, ...]:
+    """Every model's options, each once (several models may share one)."""
+    seen: dict[str, Option] = {}
+    for p in REGISTRY.values():
+        for opt in p.options:
+            seen.setdefault(opt.dest, opt)
+    return tuple(seen.values())
+
+
+def default_options() -> dict[str, object]:
+    """Every option's default, by ``dest``."""
+    return {opt.dest: opt.default for opt in options()}
+
+
+def build_order(models: tuple[str, ...]) -> list[str]:
+    """``models`` in an order where each comes after the models of the list
+    it starts from."""
+    order: list[str] = []
+
+    def visit(m: str) -> None:
+        if m in order:
+            return
+        for s in get(m).starts_from:
+            if s in models:
+                visit(s)
+        order.append(m)
+
+    for m in models:
+        visit(m)
+    return order

@@ -1,0 +1,224 @@
+"""``shp``: partitioning for mini-batch training (the stochastic hypergraph model).
+
+The paper's model: sample mini-batches, take the nets of every batch's
+submatrix Â[V', V'] (one net per column of the batch, pins = the batch's
+rows with a nonzero in it), merge them into one hypergraph, and partition it
+with the connectivity-1 objective, whose value is then proportional to the
+mean volume of the sampled batches: an estimate of the expected volume of a
+random batch. Measured here, that alone needs hundreds of batches to beat
+``hp`` and ``gp`` (benchmarks/RESULTS.md), so the build goes in steps, each
+judged by one **validation objective** and kept only if it lowers it:
+
+- node sampler: the exact expected volume (closed form, no sampling);
+- edge and rw samplers: the mean volume over ``validation_batches`` batches
+  of the VALIDATION seed stream, fixed for the whole build (every step is
+  compared on the same batches).
+
+The reported held-out volume (:mod:`..metrics.batches`, HELDOUT stream) is
+never used to build or to choose anything, so it measures the result
+without selection bias. The steps:
+
+1. **Best start**: every partition the build gives (``gp``, and ``hp`` when
+   computed; METIS when none) is scored; the best is the incumbent, so shp
+   is never worse than the best of them on the validation objective.
+2. **Surrogate refinement**: Mt-KaHyPar V-cycles from the incumbent on a
+   deterministic hypergraph whose connectivity-1 approximates the expected
+   volume, built from the sampler's inclusion probabilities
+   (:mod:`.inclusion`, :mod:`.shp_surrogate`): P(j drawn) and, per nonzero (i, j) of Â, P(i and j
+   drawn). Part k receives row j when j and one of the c_jk rows of
+   column j in part k are drawn: ``P(j) (1 - prod_i (1 - q_ij))`` with
+   q_ij = P(i, j) / P(j), a concave function of the rows' "hazard"
+   x = sum -ln(1 - q_ij): linear (an edge cut weighted by P(i, j)) for
+   columns with few rows in a part, saturated (connectivity) for hubs. Per
+   column j with d_j other rows, one net {j} ∪ rows of j weighted alpha_j and
+   d_j two-pin nets {j, i} weighted beta_ij give the cost alpha_j [c > 0] +
+   sum beta_ij: the chord of the cost through one typical row and through
+   ceil(d_j / 4) of them. For the node sampler the curve is exact (drawing
+   without replacement) and q is the same for every row. The first
+   refinement starts from ``hp`` when the build computed it (measured on
+   ca-astroph and soc-slashdot0902: the surrogate refined from hp beats the
+   surrogate refined from gp even where gp is the better start), else from
+   the best start. Then, while the time budget allows: passes whose anchors
+   are the tangents at the incumbent's own c_jk (a majorizer of the concave
+   cost when q is uniform), refinements from the other starts, a partition
+   of the surrogate from scratch, and tangent passes again if one of those
+   won.
+3. **Stochastic hypergraph rounds**: sampled nets (BUILD stream), the
+   Hoeffding count ``(p-1)^2 / (2 theta^2) ln(2/delta)`` in the first round,
+   doubling each round; each round refines the incumbent on the merged
+   stochastic hypergraph. Sampling stops by the validation curve: when a
+   round's candidate is not at least ``min_gain`` (1%) better than the
+   previous round's (more nets no longer help), after ``max_rounds``, or
+   before a round that would overrun ``time_budget`` (a round takes about
+   twice the previous one; a build that also computes ``hp`` gives shp
+   twice hp's time).
+
+Net constructions for step 3: ``batches`` (the paper's: nets of whole sampled
+batches) or ``columns`` (node sampler only, its default: for the node
+sampler the rows of a batch are drawn independently of whether column j is
+in it, so the net of column j in a batch that contains j is a draw of "j plus
+each row of column j with probability (B-1)/(n-1)"; this draws that net for
+every column in each round: the batch nets' distribution, with every column
+represented equally often). Identical nets are merged into weighted nets.
+With ``--batches N`` the paper's model is used as is: N batches, one
+partition from scratch, no start, refinement or stopping rule (its result is
+scored, not chosen).
+
+Vertices that no net touches are isolated in the hypergraphs; the
+partitioner places them by weight (nonzeros of the row, as ``hp``) under
+the balance constraint.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import UserError
+from .base import GRAPH, MATRIX, Assignment, Inputs, Model, Option, PartitionConfig
+from .hp import PRESET
+
+CONSTRUCTIONS = ("auto", "batches", "columns")
+SAMPLERS = ("node", "edge", "rw")
+
+OPTIONS = (
+    Option("--sampler", "node", "mini-batch sampler: node (uniform vertices), edge, rw (GraphSAINT)",
+           choices=SAMPLERS),
+    Option("--batch-size", 0, "vertices per mini-batch (0: 10%% of n)", type=int),
+    Option("--walk-length", 2, "rw sampler: steps per walk", type=int),
+    Option("--theta", 0.1, "Hoeffding: tolerance of the mean connectivity", type=float),
+    Option("--delta", 0.5, "Hoeffding: failure probability", type=float),
+    Option("--batches", None, "use exactly this many sampled batches (overrides the Hoeffding floor and stopping "
+           "rule)", type=int),
+    Option("--eval-batches", 200, "held-out batches (HELDOUT stream, never used to build or choose) for the "
+           "mini-batch quality", type=int),
+    Option("--validation-batches", 0, "edge and rw samplers: batches of the VALIDATION stream shp chooses its steps "
+           "by (0: as many as --eval-batches); the node sampler uses the exact expected volume", type=int),
+    Option("--shp-construction", "auto", "nets from whole sampled batches, or per column (node sampler; auto: "
+           "columns for it)", choices=CONSTRUCTIONS),
+    Option("--shp-max-rounds", 6, "stopping rule: at most this many rounds", type=int),
+    Option("--shp-min-gain", 0.01, "stopping rule: stop when a round improves the validation objective by less",
+           type=float),
+    Option("--shp-time-factor", 0.0, "when hp is computed too, stop shp's steps before shp would take longer than "
+           "this many times hp's partitioning time; the steps then depend on the clock, so the store is no longer "
+           "reproducible byte for byte (default: 0, no limit: the rounds and passes bound the work)", type=float),
+)
+
+
+@dataclass(frozen=True)
+class SHPConfig:
+    """shp's options. Attributes: sampler; batch_size (0: 10% of n);
+    walk_length (rw); theta, delta (Hoeffding); batches (override: exactly
+    this many batches, one partition from scratch, no stopping rule);
+    eval_batches (held-out batches, reported); validation_batches (edge, rw:
+    batches of the VALIDATION stream shp chooses its steps with; 0: as many
+    as eval_batches); construction (of the sampled nets); min_gain (stop the
+    rounds when the validation curve gains less than this); max_rounds (of
+    sampling); vcycles (per refinement); tangent_passes (at most, after the
+    surrogate); scratch (also partition the surrogate from scratch);
+    time_budget (seconds for the whole shp build; None: none); preset
+    (Mt-KaHyPar's, as hp's)."""
+
+    sampler: str = "node"
+    batch_size: int = 0
+    walk_length: int = 2
+    theta: float = 0.1
+    delta: float = 0.5
+    batches: int | None = None
+    eval_batches: int = 200
+    construction: str = "auto"
+    min_gain: float = 0.01
+    max_rounds: int = 6
+    vcycles: int = 2
+    time_budget: float | None = None
+    validation_batches: int = 0
+    tangent_passes: int = 2
+    scratch: bool = True
+    preset: str = "deterministic"
+
+    @classmethod
+    def of(cls, cfg: PartitionConfig, seconds: dict[str, float] | None = None) -> SHPConfig:
+        """shp's options in ``cfg``; with ``--shp-time-factor F`` > 0 and hp's
+        time in ``seconds``, a time budget of F times hp's time."""
+        o = {opt.dest: cfg.option(opt) for opt in OPTIONS}
+        factor = float(o["shp_time_factor"])
+        hp_seconds = (seconds or {}).get("hp")
+        budget = factor * hp_seconds if factor > 0 and hp_seconds is not None else None
+        return cls(sampler=o["sampler"], batch_size=o["batch_size"], walk_length=o["walk_length"], theta=o["theta"],
+                   delta=o["delta"], batches=o["batches"], eval_batches=o["eval_batches"],
+                   construction=o["shp_construction"], min_gain=o["shp_min_gain"], max_rounds=o["shp_max_rounds"],
+                   validation_batches=o["validation_batches"], time_budget=budget, preset=cfg.option(PRESET))
+
+    def sampler_config(self, n: int, seed: int):
+        from shgcn.store.sample import SamplerConfig
+
+        size = self.batch_size or max(1, n // 10)
+        return SamplerConfig(kind=self.sampler, size=size, walk_length=self.walk_length, seed=seed)
+
+    def resolved_construction(self) -> str:
+        if self.construction not in CONSTRUCTIONS:
+            raise UserError(f"--shp-construction {self.construction!r}: choose from {', '.join(CONSTRUCTIONS)}")
+        if self.construction == "auto":
+            return "columns" if self.sampler == "node" and self.batches is None else "batches"
+        if self.construction == "columns" and self.sampler != "node":
+            raise UserError("--shp-construction columns needs --sampler node")
+        return self.construction
+
+    def resolved_validation_batches(self) -> int:
+        return self.validation_batches or self.eval_batches
+
+    def check(self) -> None:
+        if self.sampler not in SAMPLERS:
+            raise UserError(f"--sampler {self.sampler!r}: choose one of {', '.join(SAMPLERS)}")
+        if not (self.theta > 0 and 0 < self.delta < 1):
+            raise UserError(f"need theta > 0 and 0 < delta < 1 (got theta={self.theta}, delta={self.delta})")
+        if self.batches is not None and self.batches < 1:
+            raise UserError(f"--batches {self.batches}: must be >= 1")
+        if self.eval_batches < 2:
+            raise UserError(f"--eval-batches {self.eval_batches}: must be >= 2")
+        if self.validation_batches < 0 or self.validation_batches == 1:
+            raise UserError(f"--validation-batches {self.validation_batches}: must be >= 2 (0: --eval-batches)")
+        if self.max_rounds < 1 or self.min_gain < 0:
+            raise UserError("--shp-max-rounds must be >= 1 and --shp-min-gain >= 0")
+        if self.tangent_passes < 0:
+            raise UserError("--shp-tangent-passes must be >= 0")
+        if self.batch_size < 0 or self.walk_length < 1:
+            raise UserError("--batch-size must be >= 0 and --walk-length >= 1")
+        self.resolved_construction()
+
+
+@dataclass(frozen=True)
+class StochasticHypergraph(Model):
+    def check(self, cfg: PartitionConfig) -> None:
+        super().check(cfg)
+        factor = cfg.options.get("shp_time_factor", 0.0)
+        if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor >= 0):
+            raise UserError(f"--shp-time-factor {factor}: must be a finite number >= 0")
+        SHPConfig.of(cfg).check()
+
+    def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
+        return True
+
+    def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
+        from .shp_build import build_shp
+
+        if inputs.graph is None:
+            raise ValueError("shp needs the graph's pattern")
+        scfg = SHPConfig.of(cfg, inputs.seconds)
+        res = build_shp(inputs.a, inputs.graph, cfg, scfg, starts=inputs.starts)
+        return Assignment(res.part, res.record(scfg))
+
+    def extra_quality(self, cfg: PartitionConfig, n: int):
+        """The held-out mini-batch volume of every model of the build."""
+        from ..metrics.batches import MinibatchReport
+
+        scfg = SHPConfig.of(cfg)
+        return MinibatchReport(scfg.sampler_config(n, cfg.seed), scfg.eval_batches, scfg.theta, scfg.delta,
+                               convergence_model=self.name)
+
+
+MODEL = StochasticHypergraph(
+    "shp", "mini-batch training: the expected volume of a random mini-batch (stochastic hypergraph, refined from "
+    "the best of gp and hp)", options=(*OPTIONS, PRESET), needs=frozenset({MATRIX, GRAPH}), starts_from=("gp", "hp"),
+    record="attribute")
+

@@ -1,0 +1,255 @@
+"""Node data for the store: features, labels, train/val/test masks, made
+block by block on the workers.
+
+A dataset's own features and labels are used when it has them (``auto``);
+otherwise, with a warning, or when asked, they are generated from the seed:
+``--features random:D`` draws standard normal float32 features, ``--labels
+random:C`` uniform classes, and graphs without a split get a seeded random
+split. ``--features file.npy`` reads an (n, D) array, memory-mapped, one row
+range per block. Generated values depend on (seed, vertex) only, never on how
+the rows are cut into blocks: random rows come in fixed chunks of
+:data:`NODE_CHUNK` vertices, each drawn from its own seed stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from dask.sizeof import sizeof
+
+from .errors import UserError
+from .sources.records import NodeSource
+
+log = logging.getLogger(__name__)
+
+_FEATURE_SEED, _LABEL_SEED, _SPLIT_SEED = 1, 2, 3  # separate streams of the build seed
+DEFAULT_DIM, DEFAULT_CLASSES = 64, 16
+NODE_CHUNK = 65536
+FEATURE_NORMS = ("none", "row")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """What the user asked for: ``features`` (auto, random:D, or an (n, D)
+    .npy file), ``labels`` (auto or random:C), ``split`` (train, val, test
+    fractions for graphs without a split), ``feature_norm`` (none or row)."""
+
+    features: str = "auto"
+    labels: str = "auto"
+    split: tuple[float, float, float] = (0.6, 0.2, 0.2)
+    seed: int = 0
+    feature_norm: str = "none"
+
+    def check(self) -> None:
+        if not self.features.endswith(".npy"):
+            parse_generated(self.features, "features")
+        parse_generated(self.labels, "labels")
+        if self.feature_norm not in FEATURE_NORMS:
+            raise UserError(f"--feature-norm {self.feature_norm!r}: choose from {', '.join(FEATURE_NORMS)}")
+        f = self.split
+        if len(f) != 3 or not all(math.isfinite(x) for x in f) or min(f) < 0 or sum(f) > 1 + 1e-9:
+            raise UserError(f"--split {','.join(map(str, f))}: need three finite, non-negative fractions "
+                            "summing to at most 1")
+
+
+@dataclass
+class NodeData:
+    """Node data of all n vertices (in-memory path and tests).
+
+    Attributes: features (n, d) float32; labels (n,) int32, -1 unknown;
+    train, val, test (n,) bool."""
+
+    features: np.ndarray
+    labels: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+
+    @property
+    def classes(self) -> int:
+        return int(self.labels.max()) + 1 if self.labels.size else 0
+
+
+@dataclass
+class NodeBlock:
+    """Node data of rows ``lo..hi-1``; ``bad`` is the first non-finite
+    feature as (vertex, column), or None."""
+
+    lo: int
+    hi: int
+    features: np.ndarray
+    labels: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    bad: tuple[int, int] | None = None
+
+
+@sizeof.register(NodeBlock)
+def _sizeof_nodes(b: NodeBlock) -> int:
+    return int(b.features.nbytes + b.labels.nbytes + 3 * b.train.nbytes)
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """Decisions taken once, on the client, from small facts: the feature
+    width, the class count, and where each piece comes from."""
+
+    dim: int
+    classes: int
+    features_from: str  # "source", "file", "random"
+    labels_from: str  # "source", "random"
+    split_from: str  # "source", "random"
+
+
+def parse_generated(spec: str, what: str) -> int | None:
+    """``random:D`` -> D; ``auto`` -> None."""
+    if spec == "auto":
+        return None
+    kind, _, value = spec.partition(":")
+    if kind != "random" or not value.isdigit() or int(value) < 1:
+        extra = ", or a .npy file" if what == "features" else ""
+        raise UserError(f"--{what} {spec!r}: expected 'auto' or 'random:N' with N >= 1{extra}")
+    return int(value)
+
+
+def source_facts(src: NodeSource | None) -> tuple[int | None, int | None, bool, int | None]:
+    """(feature width, class count, has masks, rows) of a source (a small
+    task); rows is None when the arrays disagree about it."""
+    if src is None:
+        return None, None, False, None
+    dim = None if src.features is None else int(src.features.shape[1])
+    classes = None if src.labels is None else int(np.max(src.labels, initial=-1)) + 1
+    lengths = {a.shape[0] for a in (src.features, src.labels, *(src.masks or {}).values()) if a is not None}
+    rows = lengths.pop() if len(lengths) == 1 else -1
+    return dim, classes, src.masks is not None, rows
+
+
+def npy_shape(path: str) -> tuple[tuple[int, ...], str]:
+    """Shape and dtype of a .npy file without reading it (a small task)."""
+    try:
+        x = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise UserError(f"{path}: file not found") from None
+    except (ValueError, OSError) as e:
+        raise UserError(f"{path}: not a .npy array ({e})") from None
+    return tuple(x.shape), x.dtype.str
+
+
+def plan(spec: NodeSpec, n: int, name: str, facts: tuple[int | None, int | None, bool, int | None],
+         npy: tuple[tuple[int, ...], str] | None, notes: list[str]) -> NodePlan:
+    """Choose the sources of features, labels and split; warn about generated ones."""
+    dim_src, classes_src, masks_src, rows_src = facts
+    if rows_src is not None and rows_src != n:
+        raise UserError(f"{name}: the node data has {'arrays of different lengths' if rows_src < 0 else rows_src} "
+                        f"rows, the graph has {n} vertices")
+    if spec.features.endswith(".npy"):
+        if npy is None:
+            raise UserError(f"{spec.features}: not read")
+        shape, dtype = npy
+        if len(shape) != 2:
+            raise UserError(f"{spec.features}: features must be a 2-D array, got shape {shape}")
+        if shape[0] != n:
+            raise UserError(f"{spec.features}: feature matrix has {shape[0]} rows but the graph has {n} vertices")
+        if np.dtype(dtype).kind not in "fiub":
+            raise UserError(f"{spec.features}: features must be numbers, got dtype {np.dtype(dtype)}")
+        dim, features_from = shape[1], "file"
+    elif (d := parse_generated(spec.features, "features")) is not None:
+        dim, features_from = d, "random"
+    elif dim_src is not None:
+        dim, features_from = dim_src, "source"
+    else:
+        note = "; ".join(notes) or f"{name} has no node features"
+        log.warning("%s: generating random:%d features (choose with --features random:D)", note, DEFAULT_DIM)
+        dim, features_from = DEFAULT_DIM, "random"
+    c = parse_generated(spec.labels, "labels")
+    if c is None and classes_src is None:
+        log.warning("%s has no labels: generating random:%d (choose with --labels random:C)", name, DEFAULT_CLASSES)
+        c = DEFAULT_CLASSES
+    if c is not None:
+        return NodePlan(dim, c, features_from, "random", "random")
+    return NodePlan(dim, int(classes_src or 0), features_from, "source", "source" if masks_src else "random")
+
+
+def split_codes(n: int, fractions: tuple[float, float, float], seed: int) -> np.ndarray:
+    """(n,) int8: 1 train, 2 val, 3 test, 0 none; seeded, exact counts."""
+    order = np.random.default_rng([seed, _SPLIT_SEED]).permutation(n)
+    cuts = np.cumsum([0] + [int(round(f * n)) for f in fractions])
+    codes = np.zeros(n, np.int8)
+    for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]), start=1):
+        codes[order[a:min(b, n)]] = k
+    return codes
+
+
+def _chunked(lo: int, hi: int, draw) -> np.ndarray:
+    """Rows lo..hi-1 of a generated array whose chunk c is ``draw(c, size)``."""
+    parts = []
+    for c in range(lo // NODE_CHUNK, (hi - 1) // NODE_CHUNK + 1):  # a loop over 64k-row chunks
+        start = c * NODE_CHUNK
+        block = draw(c, NODE_CHUNK)
+        parts.append(block[max(lo, start) - start:min(hi, start + NODE_CHUNK) - start])
+    return np.concatenate(parts)
+
+
+def normalize_features(x: np.ndarray, how: str) -> np.ndarray:
+    """``row``: divide each row by its sum (Kipf & Welling's preprocessing;
+    rows summing to zero are left alone). ``none``: unchanged."""
+    if how == "none":
+        return x
+    if how != "row":
+        raise UserError(f"--feature-norm {how!r}: choose from {', '.join(FEATURE_NORMS)}")
+    s = x.sum(1, keepdims=True, dtype=np.float64)
+    s[s == 0] = 1.0
+    return (x / s).astype(np.float32)
+
+
+def node_block(lo: int, hi: int, spec: NodeSpec, np_: NodePlan, source: NodeSource | None,
+               codes: np.ndarray | None) -> NodeBlock:
+    """The ``nodes`` task of one row block."""
+    seed = spec.seed
+    if np_.features_from == "file":
+        x = np.asarray(np.load(spec.features, mmap_mode="r", allow_pickle=False)[lo:hi], dtype=np.float32)
+    elif np_.features_from == "source" and source is not None and source.features is not None:
+        x = np.ascontiguousarray(source.features[lo:hi], dtype=np.float32)
+    else:
+        x = _chunked(lo, hi, lambda c, k: np.random.default_rng([seed, _FEATURE_SEED, c])
+                     .standard_normal((k, np_.dim), dtype=np.float32))
+    x = normalize_features(x, spec.feature_norm)
+    bad = None
+    finite = np.isfinite(x)
+    if not finite.all():
+        r, c = np.argwhere(~finite)[0]
+        bad = (lo + int(r), int(c))
+    if np_.labels_from == "source" and source is not None and source.labels is not None:
+        y = np.asarray(source.labels[lo:hi], np.int32)
+    else:
+        y = _chunked(lo, hi, lambda c, k: np.random.default_rng([seed, _LABEL_SEED, c])
+                     .integers(0, np_.classes, k).astype(np.int32))
+    if np_.split_from == "source" and source is not None and source.masks is not None:
+        m = source.masks
+        train, val, test = (np.asarray(m[k][lo:hi], bool) for k in ("train", "val", "test"))
+    elif codes is not None:
+        cc = codes[lo:hi]
+        train, val, test = cc == 1, cc == 2, cc == 3
+    else:
+        raise ValueError("a random split needs its codes")
+    return NodeBlock(lo, hi, x, y, train, val, test, bad)
+
+
+def slice_nodes(b: NodeBlock, lo: int, hi: int) -> NodeBlock:
+    """Rows lo..hi-1 (global ids, inside the block)."""
+    a, z = lo - b.lo, hi - b.lo
+    return NodeBlock(lo, hi, b.features[a:z], b.labels[a:z], b.train[a:z], b.val[a:z], b.test[a:z])
+
+
+def join_nodes(*parts: NodeBlock) -> NodeBlock:
+    return NodeBlock(parts[0].lo, parts[-1].hi, np.concatenate([p.features for p in parts]),
+                     np.concatenate([p.labels for p in parts]), np.concatenate([p.train for p in parts]),
+                     np.concatenate([p.val for p in parts]), np.concatenate([p.test for p in parts]))
+
+
+def bad_feature(b: NodeBlock) -> tuple[int, int] | None:
+    return b.bad

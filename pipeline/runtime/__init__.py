@@ -1,0 +1,4 @@
+"""Where the build runs: the Dask client and task submission
+(:mod:`.client`), child processes for native code that holds the GIL
+(:mod:`.child`), and the stage clock, heartbeat, progress and peak memory
+(:mod:`.monitor`)."""

@@ -1,0 +1,164 @@
+"""What a build shows while it runs and records when it is done: the wall
+time of each stage, a heartbeat log line while a stage runs, a progress bar
+per stage, and the peak memory of every process that works (client,
+scheduler, each worker, each partitioner child) per stage.
+
+Peak memory per stage: at the start of a stage every process resets its
+kernel high-water mark (``/proc/self/clear_refs``, Linux); at the end each
+reports ``VmHWM``. Where that is not available the figure is the process's
+peak so far (``getrusage``), a running maximum.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import resource
+import threading
+import time
+from collections.abc import Iterator
+
+log = logging.getLogger(__name__)
+
+CLIENT = "client"
+
+
+def reset_peak() -> bool:
+    """Reset this process's peak RSS (Linux); False where unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process since the last reset, MiB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+class Monitor:
+    """Stage clock, heartbeat and memory of a build on ``client``.
+
+    ``heartbeat``: seconds between "still running" log lines (at least one
+    every 30 s by default); ``progress``: a progress bar per stage (terminal).
+    """
+
+    def __init__(self, client, heartbeat: float = 30.0, progress: bool = False):
+        self.client = client
+        self.heartbeat = heartbeat
+        self.progress = progress
+        self.times: dict[str, float] = {}
+        self.peaks: dict[str, dict[str, float]] = {}
+        self.children: dict[str, float] = {}
+        self._stage: str | None = None
+        self._t0: float | None = None
+        self._bar = False
+        self._futures: list = []
+        self.embedded = _embedded(client)
+
+    # --- memory of every process
+    def _reset_all(self) -> None:
+        reset_peak()
+        if self.embedded:
+            return
+        with contextlib.suppress(Exception):
+            self.client.run(reset_peak)
+        with contextlib.suppress(Exception):
+            self.client.run_on_scheduler(reset_peak)
+
+    def _peaks(self) -> dict[str, float]:
+        if self.embedded:
+            return {"client+scheduler+worker (one process)": peak_rss_mib()}
+        out = {CLIENT: peak_rss_mib()}
+        with contextlib.suppress(Exception):
+            out["scheduler"] = float(self.client.run_on_scheduler(peak_rss_mib))
+        with contextlib.suppress(Exception):
+            for i, (_, mib) in enumerate(sorted(self.client.run(peak_rss_mib).items())):
+                out[f"worker {i}"] = float(mib)
+        return out
+
+    def record_child(self, name: str, mib: float) -> None:
+        """Record a partitioner child's peak memory (it reports its own)."""
+        if mib:
+            self.children[name] = max(self.children.get(name, 0.0), mib)
+
+    # --- stages
+    def watch(self, futures: list) -> None:
+        """Futures of the running stage (progress and heartbeat count them)."""
+        self._futures.extend(futures)
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        self._stage, self._futures = name, []
+        self.children = {}
+        self._reset_all()
+        stop = threading.Event()
+        beat = threading.Thread(target=self._beat, args=(name, stop), daemon=True, name=f"heartbeat-{name}")
+        t0 = self._t0 = time.perf_counter()
+        beat.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            beat.join()
+        self.times[name] = round(time.perf_counter() - t0, 3)
+        peaks = self._peaks()
+        for child, mib in self.children.items():
+            peaks[f"child {child}"] = mib
+        self.peaks[name] = peaks
+        log.info("stage %s: %.2f s, peak memory %s", name, self.times[name],
+                 ", ".join(f"{k} {v:,.0f} MiB" for k, v in peaks.items()))
+
+    def snapshot(self) -> None:
+        """Record the running stage's time and memory so far (its end
+        overwrites them)."""
+        if self._stage is not None and self._t0 is not None:
+            self.times[self._stage] = round(time.perf_counter() - self._t0, 3)
+            self.peaks[self._stage] = self._peaks()
+
+    def _beat(self, name: str, stop: threading.Event) -> None:
+        t0 = time.perf_counter()
+        while not stop.wait(self.heartbeat):
+            if self._bar:  # a progress bar is drawing: it shows the progress, a log line would break it
+                continue
+            done = sum(f.done() for f in self._futures)
+            log.info("stage %s: running for %.0f s (%d of %d tasks done)", name, time.perf_counter() - t0, done,
+                     len(self._futures))
+
+    def bar(self, futures: list, name: str) -> None:
+        """A progress bar named after its stage, on the terminal (stderr)."""
+        self.watch(futures)
+        if not self.progress or not futures:
+            return
+        import sys
+
+        from distributed import progress
+
+        print(f"{name}:", file=sys.stderr, flush=True)
+        self._bar = True
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                progress(futures, notebook=False)
+        finally:
+            self._bar = False
+        print(file=sys.stderr, flush=True)
+
+    def peak_overall(self) -> float:
+        return max((v for p in self.peaks.values() for v in p.values()), default=0.0)
+
+
+def _embedded(client) -> bool:
+    try:
+        workers = client.scheduler_info()["workers"]
+        return bool(workers) and all(str(w).startswith("inproc://") for w in workers)
+    except Exception:  # noqa: BLE001 - informational only
+        return False

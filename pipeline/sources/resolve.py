@@ -1,0 +1,58 @@
+"""A build's ``SOURCE`` to a :class:`~.readers.RawSource`: a dataset name, a
+generator spec (``rmat:...``, ``sbm:...``), a file path, or an in-memory
+graph (the Python API)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from . import datasets, synthetic
+from .memory import submit_memory
+from .readers import RawSource, ReadOptions, submit_read
+
+
+@dataclass
+class Source:
+    """Attributes: raw (the futures); name; directed_default (what the
+    dataset is, None: unknown); feature_norm; kind (``dataset``, ``file``,
+    ``generator`` or ``memory``)."""
+
+    raw: RawSource
+    name: str
+    directed_default: bool | None
+    feature_norm: str
+    kind: str
+
+
+def is_path(source: str) -> bool:
+    """A SOURCE string that is neither a generator spec nor a dataset name."""
+    return synthetic.parse_spec_kind(source) is None and source.lower() not in datasets.REGISTRY
+
+
+def read_source(tasks, source: Any, fmt: str | None, data_dir: str | None, feature_norm: str | None,
+                opts: ReadOptions) -> Source:
+    """Start reading ``source`` on the workers. ``feature_norm`` None: the
+    dataset's default (``none`` for anything else)."""
+    norm = feature_norm or "none"
+    if not isinstance(source, str):
+        return Source(submit_memory(tasks, source), "in-memory graph", None, norm, "memory")
+    gen = synthetic.submit(tasks, source)
+    if gen is not None:
+        return Source(gen, source, gen.directed, norm, "generator")
+    if source.lower() in datasets.REGISTRY:
+        ds = datasets.lookup(source)
+        path = str(datasets.locate(ds, data_dir))
+        return Source(submit_read(tasks, path, fmt or ds.format, opts), ds.name, ds.directed,
+                      feature_norm or ds.feature_norm, "dataset")
+    try:
+        raw = submit_read(tasks, source, fmt, opts)
+    except UserError as e:
+        if str(e) == f"{source}: file not found":
+            known = ", ".join(sorted(datasets.REGISTRY))
+            raise UserError(f"{source}: no such file, and not a known dataset ({known}) or rmat:/sbm: spec") \
+                from None
+        raise
+    return Source(raw, Path(source).name, None, norm, "file")

@@ -1,0 +1,180 @@
+"""Seeded synthetic graphs: R-MAT (Kronecker) for scale, and a stochastic
+block model with class-correlated features and labels for quick runs.
+
+Both are selected as a build source with ``rmat:key=value,...`` or
+``sbm:key=value,...`` (see :func:`parse_spec`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import UserError
+from .records import NodeSource, ParsedChunk, RawGraph
+
+
+def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19,
+         seed: int = 0) -> RawGraph:
+    """R-MAT graph with ``2**scale`` vertex slots and ``edge_factor * 2**scale``
+    edges, in memory (the chunks of :func:`rmat_chunk`, concatenated).
+
+    Each edge picks one quadrant per level with probabilities ``a, b, c,
+    d = 1-a-b-c``; vertex labels are then shuffled (as Graph500 does) so that
+    ids carry no locality. Vertices that no edge touches are dropped by the
+    relabelling, as in a real edge list. Directed.
+    """
+    _check_rmat(scale, edge_factor, a, b, c)
+    perm = rmat_labels(scale, seed)
+    m = edge_factor << scale
+    parts = [rmat_chunk(scale, a, b, c, seed, k, lo, hi, perm) for k, (lo, hi) in enumerate(_edge_ranges(m, RMAT_CHUNK))]
+    return RawGraph(src=np.concatenate([p.a for p in parts]), dst=np.concatenate([p.b for p in parts]), n=None,
+                    directed=True, source=f"rmat(scale={scale}, edge_factor={edge_factor}, seed={seed})", lines=m)
+
+
+RMAT_CHUNK = 1 << 20  # edges per generator task
+
+
+def _check_rmat(scale: int, edge_factor: int, a: float, b: float, c: float) -> None:
+    d = 1.0 - a - b - c
+    if scale < 1 or scale > 31 or edge_factor < 1 or min(a, b, c, d) < 0:
+        raise UserError(f"rmat: need 1 <= scale <= 31, edge_factor >= 1, a,b,c >= 0 and a+b+c <= 1 "
+                        f"(got scale={scale}, edge_factor={edge_factor}, a={a}, b={b}, c={c})")
+
+
+def _edge_ranges(m: int, chunk: int) -> list[tuple[int, int]]:
+    return [(lo, min(lo + chunk, m)) for lo in range(0, m, chunk)]
+
+
+def rmat_labels(scale: int, seed: int) -> np.ndarray:
+    """(2**scale,) the Graph500 shuffle of vertex labels."""
+    return np.random.default_rng([seed, 0x9E37]).permutation(1 << scale)
+
+
+def rmat_chunk(scale: int, a: float, b: float, c: float, seed: int, k: int, lo: int, hi: int,
+               perm: np.ndarray) -> ParsedChunk:
+    """Edges lo..hi-1 of the R-MAT stream (the ``ingest-rmat`` task): drawn
+    from their own seed, so the graph does not depend on how it is split."""
+    rng = np.random.default_rng([seed, k])
+    m = hi - lo
+    src = np.zeros(m, np.int64)
+    dst = np.zeros(m, np.int64)
+    for level in range(scale):  # a loop over levels, not edges
+        r = rng.random(m, dtype=np.float32)
+        src |= (r >= a + b).astype(np.int64) << level
+        dst |= ((r >= a) & (r < a + b) | (r >= a + b + c)).astype(np.int64) << level
+    return ParsedChunk(perm[src], perm[dst], m)
+
+
+def sbm(n: int = 2000, classes: int = 5, degree: float = 10.0, p_in: float = 0.8, features: int = 32,
+        noise: float = 1.0, seed: int = 0) -> RawGraph:
+    """Undirected stochastic block model with features and labels.
+
+    Vertex i is in class ``i % classes``. Each of ``n * degree / 2`` edges
+    joins a uniform vertex to a uniform vertex of the same class with
+    probability ``p_in``, else of any class. Features are the class centre
+    (standard normal, one per class) plus Gaussian noise of scale ``noise``.
+    """
+    if n < 2 or classes < 1 or classes > n or degree <= 0 or not 0 <= p_in <= 1 or features < 1:
+        raise UserError("sbm: need n >= 2, 1 <= classes <= n, degree > 0, 0 <= p_in <= 1, features >= 1")
+    rng = np.random.default_rng(seed)
+    m = int(n * degree / 2)
+    src = rng.integers(0, n, m)
+    same = rng.random(m) < p_in
+    other = rng.integers(0, n, m)
+    # a uniform vertex of src's class: same residue modulo `classes`
+    k = src % classes
+    slots = (n - k + classes - 1) // classes
+    same_class = k + classes * (rng.random(m) * slots).astype(np.int64)
+    dst = np.where(same, same_class, other)
+    labels = (np.arange(n) % classes).astype(np.int32)
+    centres = rng.standard_normal((classes, features)).astype(np.float32)
+    x = centres[labels] + noise * rng.standard_normal((n, features)).astype(np.float32)
+    return RawGraph(src=src, dst=dst, n=n, directed=False, source=f"sbm(n={n}, classes={classes}, seed={seed})",
+                    lines=m, node_ids=np.arange(n, dtype=np.int64), features=x, labels=labels)
+
+
+_GENERATORS: dict[str, Callable[..., RawGraph]] = {"rmat": rmat, "sbm": sbm}
+
+
+def parse_spec_kind(spec: str) -> str | None:
+    """``rmat`` or ``sbm`` when ``spec`` names a generator, else None."""
+    kind, colon, _ = spec.partition(":")
+    return kind if kind in _GENERATORS and colon else None
+
+
+def parse_params(spec: str) -> tuple[str, dict] | None:
+    """``rmat:scale=12,seed=1`` -> ("rmat", {"scale": 12, "seed": 1}); None if not a generator."""
+    kind = parse_spec_kind(spec)
+    if kind is None:
+        return None
+    fn = _GENERATORS[kind]
+    params = inspect.signature(fn).parameters
+    kwargs: dict = {}
+    for item in filter(None, spec.partition(":")[2].split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise UserError(f"{spec}: expected key=value, got {item!r}")
+        if key not in params:
+            raise UserError(f"{spec}: unknown parameter {key!r} for {kind}; known: {', '.join(params)}")
+        try:
+            default = params[key].default
+            kwargs[key] = type(default)(float(value)) if default is not inspect.Parameter.empty else int(value)
+        except ValueError:
+            raise UserError(f"{spec}: {key}={value!r} is not a number") from None
+        if not np.isfinite(kwargs[key]):
+            raise UserError(f"{spec}: {key}={value!r} is not a finite number")
+    return kind, kwargs
+
+
+def parse_spec(spec: str) -> RawGraph | None:
+    """``rmat:scale=12,edge_factor=8,seed=1`` -> the generated graph, in
+    memory; None if ``spec`` does not name a generator."""
+    parsed = parse_params(spec)
+    if parsed is None:
+        return None
+    kind, kwargs = parsed
+    try:
+        return _GENERATORS[kind](**kwargs)
+    except TypeError as e:
+        raise UserError(f"{spec}: {e}") from None
+
+
+def _sbm_whole(kwargs: dict):
+    from .readers import Whole
+
+    g = sbm(**kwargs)
+    return Whole(ParsedChunk(g.src, g.dst, g.lines), int(g.n or 0), False, 0, NodeSource(g.features, g.labels), [])
+
+
+def submit(tasks, spec: str):
+    """Generate on the workers: R-MAT in chunks of edges (``ingest-rmat``
+    tasks), the SBM in one task. Returns a RawSource, or None if ``spec``
+    is not a generator."""
+    from . import chunks as chunk_tasks
+    from .readers import RawSource, whole_chunk, whole_info, whole_nodes
+
+    parsed = parse_params(spec)
+    if parsed is None:
+        return None
+    kind, kw = parsed
+    if kind == "sbm":
+        sig = inspect.signature(sbm).bind(**kw)  # bad arguments fail here, not in a task
+        sig.apply_defaults()
+        whole = tasks.submit("ingest-sbm", _sbm_whole, dict(sig.arguments))
+        n, directed, lines, notes, _ = tasks.submit("ingest-info", whole_info, whole).result()
+        return RawSource(spec, [tasks.submit("ingest-chunk", whole_chunk, whole)],
+                         [chunk_tasks.ChunkMeta(lines, 0, lines, None)], n, 0, directed,
+                         tasks.submit("ingest-nodes", whole_nodes, whole), notes)
+    args = inspect.signature(rmat).bind(**kw)
+    args.apply_defaults()
+    p = dict(args.arguments)
+    _check_rmat(p["scale"], p["edge_factor"], p["a"], p["b"], p["c"])
+    m = p["edge_factor"] << p["scale"]
+    perm = tasks.submit("ingest-rmat-labels", rmat_labels, p["scale"], p["seed"])
+    chunks = [tasks.submit("ingest-rmat", rmat_chunk, p["scale"], p["a"], p["b"], p["c"], p["seed"], k, lo, hi, perm)
+              for k, (lo, hi) in enumerate(_edge_ranges(m, RMAT_CHUNK))]
+    metas = tasks.gather([tasks.submit("ingest-meta", chunk_tasks.meta, c) for c in chunks])
+    return RawSource(spec, chunks, metas, None, 0, True)

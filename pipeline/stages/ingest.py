@@ -1,0 +1,210 @@
+"""The ingest stage: read the source on the workers, relabel its ids, cut the
+edges into row blocks (deduplicated, no self loops; A^T's blocks too for a
+directed graph), and make the node data of every block.
+
+:func:`to_graph` does the same in memory: the reference the tests compare
+the blocks with, and the path for small graphs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import blocks, nodes
+from ..config import BuildConfig
+from ..errors import UserError
+from ..nodes import NodePlan
+from ..runtime.client import Tasks
+from ..runtime.monitor import Monitor
+from ..sources import chunks as chunk_tasks
+from ..sources.readers import RawSource, ReadOptions
+from ..sources.records import Graph, RawGraph
+from ..sources.resolve import Source, read_source
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """The clean graph on the workers: row blocks of A's pattern (and of
+    A^T's for a directed graph), node data per block, and what the client
+    needs to know (n, bounds, counts)."""
+
+    name: str
+    n: int
+    directed: bool
+    bounds: np.ndarray
+    a: tuple  # futures: RowBlock patterns of A, no self loops
+    at: tuple  # futures: the same rows of A^T (the same futures when undirected)
+    file_ids: Any  # future: (n,) int64 label of each vertex in the input
+    nodes: tuple  # futures: NodeBlock per row block
+    node_plan: NodePlan
+    feature_norm: str
+    stats: dict
+    notes: tuple[str, ...] = ()
+
+
+def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any = None) -> Ingested:
+    """Read, relabel, cut into row blocks (deduplicated, no self loops), and
+    make the node data of every block."""
+    src = read_source(tasks, cfg.source, cfg.fmt, cfg.data_dir, cfg.feature_norm,
+                      ReadOptions(cfg.chunk_bytes, cfg.max_line, cfg.header))
+    raw = src.raw
+    directed = cfg.directed if cfg.directed is not None else (
+        raw.directed if raw.directed is not None else (src.directed_default if src.directed_default is not None
+                                                       else True))
+    _say_direction(cfg, src, raw, directed)
+    chunks, n, file_ids = _relabel(tasks, raw, mon)
+    if cfg.parts > n:
+        raise UserError(f"--parts {cfg.parts}: more parts than the {n:,} vertices of {src.name}")
+    edges = raw.lines * (1 if directed else 2)
+    bounds = blocks.block_bounds(n, max(1, -(-edges // cfg.block_nnz)))
+    a, loops = _shuffle(tasks, chunks, bounds, directed, transpose=False, mon=mon)
+    at = _shuffle(tasks, chunks, bounds, directed, transpose=True, mon=mon)[0] if directed else a
+    nnz = sum(tasks.gather([tasks.submit("ingest-count", _nnz, b) for b in a]))
+    kept = nnz if directed else nnz // 2
+    stats = {"lines": int(raw.lines), "self_loops": int(loops), "nodes": int(n), "edges": int(kept),
+             "duplicates": int(raw.lines - loops - kept) if directed else None, "row_blocks": int(bounds.size - 1)}
+    if directed and src.kind == "file" and cfg.directed is None:
+        recip = sum(tasks.gather([tasks.submit("ingest-reciprocal", _reciprocal, x, y) for x, y in zip(a, at)]))
+        if recip == 0 and kept:
+            log.warning("%s: read as directed, and no edge has its reverse: if the file lists each undirected "
+                        "edge once, pass --undirected", src.name)
+    log.info("%s: %d nodes, %d %s edges (%d self loops removed)", src.name, n, kept,
+             "directed" if directed else "undirected", loops)
+    nodes_source = node_source if node_source is not None else raw.nodes
+    spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed, src.feature_norm)
+    node_plan, node_blocks = _node_blocks(tasks, spec, n, bounds, nodes_source, src.name, raw.notes, mon)
+    return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, tuple(node_blocks), node_plan,
+                    src.feature_norm, stats, tuple(raw.notes))
+
+
+def _say_direction(cfg: BuildConfig, src: Source, raw: RawSource, directed: bool) -> None:
+    how = "directed" if directed else "undirected"
+    if cfg.directed is not None:
+        why = "as asked"
+    elif raw.directed is not None:
+        why = "as the file declares"
+    elif src.directed_default is not None:
+        why = f"as the dataset {src.name} is"
+    else:
+        why = "the default for edge lists"
+    other = "--undirected" if directed else "--directed"
+    log.info("reading %s as %s (%s; %s changes it)", src.name, how, why, other)
+
+
+def _relabel(tasks: Tasks, raw: RawSource, mon: Monitor) -> tuple[list, int, Any]:
+    """File labels -> 0..n-1 when the file declares no size (the labels that
+    occur, in increasing order); returns (chunks, n, file ids future)."""
+    if raw.n is not None:
+        return raw.chunks, raw.n, tasks.submit("ingest-ids", _arange, raw.n, raw.base)
+    if any(m.edges and m.first is not None and min(m.first) < 0 for m in raw.metas):
+        raise UserError(f"{raw.name}: negative vertex id")
+    level = [tasks.submit("ingest-ids", chunk_tasks.chunk_ids, c) for c in raw.chunks]
+    mon.bar(level, "ingest: vertex ids")
+    while len(level) > 1:  # a tree of unions, 8 at a time
+        level = [tasks.submit("ingest-ids", chunk_tasks.union, *level[i:i + 8]) for i in range(0, len(level), 8)]
+    node_ids = level[0]
+    n = int(tasks.submit("ingest-ids", len, node_ids).result())
+    chunks = [tasks.submit("ingest-relabel", chunk_tasks.relabel, c, node_ids) for c in raw.chunks]
+    return chunks, n, node_ids
+
+
+def _arange(n: int, base: int) -> np.ndarray:
+    return np.arange(n, dtype=np.int64) + base
+
+
+def _shuffle(tasks: Tasks, chunks: list, bounds: np.ndarray, directed: bool, transpose: bool,
+             mon: Monitor) -> tuple[list, int]:
+    """Every chunk's edges to the row block that owns them (worker to worker):
+    the blocks of A (or A^T), deduplicated, without self loops."""
+    name = "ingest-csr-t" if transpose else "ingest-csr"
+    split = [tasks.submit(f"{name}-split", blocks.split_edges, c, bounds, not directed, transpose) for c in chunks]
+    loops = sum(tasks.gather([tasks.submit(f"{name}-loops", blocks.pieces_loops, s) for s in split]))
+    nb = bounds.size - 1
+    n = int(bounds[-1])
+    out = []
+    for b in range(nb):  # a loop over blocks: each takes its piece of every chunk
+        pieces = [tasks.submit(f"{name}-piece", blocks.piece, s, b) for s in split]
+        out.append(tasks.submit(name, blocks.assemble, int(bounds[b]), int(bounds[b + 1]), n, *pieces))
+    mon.bar(out, f"ingest: row blocks{' of A^T' if transpose else ''}")
+    return out, int(loops)
+
+
+def _nnz(b: blocks.RowBlock) -> int:
+    return b.nnz
+
+
+def _reciprocal(ab: blocks.RowBlock, tb: blocks.RowBlock) -> int:
+    """Edges of these rows whose reverse exists too (directed graphs)."""
+    ka = ab.row_ids() * ab.n + ab.indices
+    kt = tb.row_ids() * tb.n + tb.indices
+    return int(np.intersect1d(ka, kt, assume_unique=True).size)
+
+
+def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, n: int, bounds: np.ndarray, source, name: str,
+                 notes: list[str], mon: Monitor) -> tuple[nodes.NodePlan, list]:
+    facts = tasks.submit("nodes-facts", nodes.source_facts, source).result() if source is not None \
+        else (None, None, False, None)
+    npy = tasks.submit("nodes-probe", nodes.npy_shape, spec.features).result() \
+        if spec.features.endswith(".npy") else None
+    plan = nodes.plan(spec, n, name, facts, npy, notes)
+    codes = tasks.submit("nodes-split", nodes.split_codes, n, spec.split, spec.seed) \
+        if plan.split_from == "random" else None
+    out = [tasks.submit("nodes", nodes.node_block, int(lo), int(hi), spec, plan, source, codes)
+           for lo, hi in zip(bounds[:-1], bounds[1:])]
+    mon.bar(out, "nodes")
+    for bad in tasks.gather([tasks.submit("nodes-check", nodes.bad_feature, b) for b in out]):
+        if bad is not None:
+            where = spec.features if plan.features_from == "file" else name
+            raise UserError(f"{where}: non-finite feature at vertex {bad[0]}, column {bad[1]} (NaN or infinity)")
+    return plan, out
+
+
+def relabel_raw(raw: RawGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Map a RawGraph's ids to 0..n-1: ``(src, dst, node_ids)``. With a
+    declared size the ids are kept (isolated vertices included); otherwise the
+    ids that occur are numbered in increasing order."""
+    if raw.n is not None:
+        ids = raw.node_ids if raw.node_ids is not None else np.arange(raw.n, dtype=np.int64)
+        return raw.src, raw.dst, ids
+    both = np.concatenate([raw.src, raw.dst])
+    if both.size == 0:
+        raise UserError(f"{raw.source}: no edges found (empty file?)")
+    if both.min() < 0:
+        raise UserError(f"{raw.source}: negative vertex id {both.min()}")
+    node_ids, inv = np.unique(both, return_inverse=True)
+    return inv[: raw.src.size].astype(np.int64), inv[raw.src.size:].astype(np.int64), node_ids
+
+
+def to_graph(raw: RawGraph, directed: bool) -> Graph:
+    """Relabel, drop self loops and duplicates, symmetrize if undirected, CSR,
+    all in memory. The build does the same on row blocks (:mod:`.blocks`);
+    this is the reference the tests compare it with, and the path for small
+    in-memory inputs."""
+    src, dst, node_ids = relabel_raw(raw)
+    n = node_ids.size
+    if n == 0:
+        raise UserError(f"{raw.source}: the graph has no vertices")
+    loops = src == dst
+    n_loops = int(loops.sum())
+    src, dst = src[~loops], dst[~loops]
+    if not directed:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    key = np.unique(src * n + dst)  # sorted by (row, column): CSR order
+    rows, cols = np.divmod(key, n)
+    idx_dtype = np.int32 if max(n, key.size) < 2**31 else np.int64
+    indptr = np.zeros(n + 1, dtype=idx_dtype)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    adj = sp.csr_matrix((np.ones(key.size, np.float32), cols.astype(idx_dtype), indptr), shape=(n, n))
+    adj.has_sorted_indices = True
+    kept = key.size if directed else key.size // 2
+    stats = {"lines": int(raw.lines), "self_loops": n_loops,
+             "duplicates": int(raw.lines - n_loops - kept) if directed else None, "nodes": int(n), "edges": int(kept)}
+    return Graph(adj=adj, directed=directed, node_ids=node_ids, source=raw.source,
+                 features=raw.features, labels=raw.labels, masks=raw.masks, stats=stats, notes=list(raw.notes))

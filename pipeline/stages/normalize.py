@@ -1,0 +1,96 @@
+"""The normalize stage: the GCN's normalized adjacency
+Â = D_r^-1/2 (A + I) D_c^-1/2 by row blocks on the workers (directed graphs:
+out-degrees for the rows, in-degrees for the columns, and Â^T's blocks as
+well); :func:`normalized_adjacency` is the same in memory (the reference)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import blocks
+from ..runtime.client import Tasks
+from ..runtime.monitor import Monitor
+from .ingest import Ingested
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """Â (and Â^T) by row blocks and the row weights; the whole Â (for the
+    partitioners) and A's pattern (for the samplers) are assembled on a
+    worker only when a stage asks for them (a build that imports its
+    partition never puts the whole graph on one worker)."""
+
+    a: tuple
+    at: tuple
+    pattern_blocks: tuple  # futures: A's pattern by row blocks
+    weights: Any  # future: (n,) int64 nonzeros per row of Â
+    nnz: int
+    _whole: dict = field(default_factory=dict, compare=False)
+
+    def full(self, tasks: Tasks):
+        """Future of Â as one csr_matrix."""
+        if "full" not in self._whole:
+            self._whole["full"] = tasks.submit("normalize-assemble", blocks.full_matrix, *self.a)
+        return self._whole["full"]
+
+    def pattern(self, tasks: Tasks):
+        """Future of A's pattern as one csr_matrix."""
+        if "pattern" not in self._whole:
+            self._whole["pattern"] = tasks.submit("normalize-pattern", blocks.full_matrix, *self.pattern_blocks)
+        return self._whole["pattern"]
+
+
+def normalize_stage(tasks: Tasks, ing: Ingested, mon: Monitor) -> Normalized:
+    """Â = D^-1/2 (A + I) D^-1/2 by row blocks (directed: out-degrees for the
+    rows, in-degrees for the columns, and Â^T's blocks as well)."""
+    out_deg = tasks.submit("normalize-degrees", _degrees, *[tasks.submit("normalize-count", blocks.row_counts, b)
+                                                            for b in ing.a])
+    in_deg = out_deg if not ing.directed else tasks.submit(
+        "normalize-degrees", _degrees, *[tasks.submit("normalize-count", blocks.row_counts, b) for b in ing.at])
+    a = [tasks.submit("normalize", blocks.normalize, b, out_deg, in_deg) for b in ing.a]
+    at = [tasks.submit("normalize-t", blocks.normalize, b, out_deg, in_deg, True) for b in ing.at] \
+        if ing.directed else a
+    mon.bar(a + (at if ing.directed else []), "normalize")
+    nnz = ing.stats["edges"] * (1 if ing.directed else 2) + ing.n
+    return Normalized(tuple(a), tuple(at), tuple(ing.a), out_deg, nnz)
+
+
+def _degrees(*counts: np.ndarray) -> np.ndarray:
+    """(n,) degrees of A + I from the blocks' row counts."""
+    return np.concatenate(counts) + 1
+
+
+
+def normalized_adjacency(adj: sp.csr_matrix, directed: bool) -> sp.csr_matrix:
+    """Â = D^-1/2 (A + I) D^-1/2 as float32 CSR with sorted indices.
+
+    Parameters
+    ----------
+    adj : (n, n) csr_matrix
+        Pattern of A without self loops.
+    directed : bool
+        For an undirected A the row and column degrees coincide and this is
+        the usual GCN normalization. For a directed A, rows are scaled by the
+        out-degree of A+I and columns by its in-degree, which keeps
+        ||Â||_2 <= 1 and keeps the direction (the trainer's backward pass
+        then uses Â^T).
+
+    Returns
+    -------
+    (n, n) csr_matrix, float32; index dtype of ``adj``.
+    """
+    n = adj.shape[0]
+    a = (adj + sp.identity(n, dtype=np.float32, format="csr")).tocsr()
+    a.sum_duplicates()
+    a.sort_indices()
+    a.data[:] = 1.0
+    out_deg = np.diff(a.indptr).astype(np.float64)
+    in_deg = np.bincount(a.indices, minlength=n).astype(np.float64) if directed else out_deg
+    rows = np.repeat(np.arange(n), np.diff(a.indptr))
+    a.data = (out_deg[rows] ** -0.5 * in_deg[a.indices] ** -0.5).astype(np.float32)
+    idx = np.int32 if a.nnz < 2**31 and n < 2**31 else np.int64
+    return sp.csr_matrix((a.data, a.indices.astype(idx), a.indptr.astype(idx)), shape=(n, n))

@@ -1,0 +1,95 @@
+"""The partition stage: every requested model, one at a time (each
+partitioner uses the cores it needs, and each wall time is its own); native
+ones in child processes; imported assignments (``--partition-file``)
+checked and used as they are. The stage asks each model what it needs
+(:mod:`..models`) and names none."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..config import BuildConfig
+from ..errors import UserError
+from ..models import Inputs, PartitionConfig, PartitionResult, build_order, get
+from ..models.base import GRAPH, MATRIX
+from ..runtime.client import Tasks
+from ..runtime.monitor import Monitor
+from .ingest import Ingested
+from .normalize import Normalized
+
+
+@dataclass(frozen=True)
+class Partitioned:
+    """Every model's result: futures (for the tasks that follow) and the
+    gathered results (part vectors, O(n), and times)."""
+
+    futures: dict[str, Any]
+    results: dict[str, PartitionResult]
+
+
+def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, mon: Monitor,
+                    tmp_root: str) -> Partitioned:
+    """Partition with every model of ``cfg`` (each after the models it starts from)."""
+    pcfg = cfg.partition_config()
+    futures: dict[str, Any] = {}
+    results: dict[str, PartitionResult] = {}
+    for m in build_order(cfg.models):
+        p = get(m)
+        starts = {s: futures[s] for s in p.starts_from if s in futures}
+        seconds = {k: r.seconds for k, r in results.items()}
+        a = nrm.full(tasks) if MATRIX in p.needs else None
+        graph = nrm.pattern(tasks) if GRAPH in p.needs else None
+        f = tasks.submit(f"partition-{m}", _partition, m, ing.n, a, graph, starts, seconds, pcfg, tmp_root)
+        mon.bar([f], f"partition: {m}")
+        futures[m] = f
+        results[m] = f.result()
+        mon.record_child(m, results[m].peak_rss_mib)
+    for path, m in zip(cfg.partition_files, cfg.imported_models()):
+        f = tasks.submit(f"partition-{m}", _imported, m, path, ing.n, cfg.parts)
+        futures[m], results[m] = f, f.result()
+    order = cfg.all_models  # tables and attributes list the models as asked
+    return Partitioned({m: futures[m] for m in order}, {m: results[m] for m in order})
+
+
+def _partition(model: str, n: int, a, graph, starts: dict, seconds: dict, cfg: PartitionConfig,
+               tmp_root: str) -> PartitionResult:
+    """The ``partition-<model>`` task (futures among the arguments arrive resolved)."""
+    from ..models.run import run
+
+    inputs = Inputs(n, a, graph, {k: v.part for k, v in starts.items()}, seconds)
+    return run(model, inputs, cfg, tmp_root)
+
+
+def _imported(model: str, path: str, n: int, parts: int) -> PartitionResult:
+    """``--partition-file``: one part id per line (or a .npy vector), in the
+    input's vertex order, from a distributed partitioner or an earlier build."""
+    if not os.path.exists(path):
+        raise UserError(f"--partition-file {path}: file not found")
+    if path.endswith(".npy"):
+        try:
+            part = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as e:
+            raise UserError(f"--partition-file {path}: not a .npy array ({e})") from None
+    else:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+
+        try:
+            t = pacsv.read_csv(path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
+                               convert_options=pacsv.ConvertOptions(column_types={"f0": pa.int64()}))
+        except (pa.ArrowInvalid, OSError) as e:
+            raise UserError(f"--partition-file {path}: expected one part id per line ({str(e).splitlines()[0]})") \
+                from None
+        if t.num_columns != 1 or t.column(0).null_count:
+            raise UserError(f"--partition-file {path}: expected exactly one integer per line")
+        part = t.column(0).to_numpy()
+    if part.ndim != 1 or part.shape[0] != n:
+        raise UserError(f"--partition-file {path}: {part.shape[0] if part.ndim == 1 else part.shape} entries for a "
+                        f"graph of {n:,} vertices")
+    if part.dtype.kind not in "iu" or (part.size and (part.min() < 0 or part.max() >= parts)):
+        raise UserError(f"--partition-file {path}: part ids must be integers in 0..{parts - 1} (--parts {parts})")
+    return PartitionResult(model, part.astype(np.int32), 0.0, {"file": path})

@@ -1,0 +1,142 @@
+"""The write stage: rank blocks, graph blocks and node rows written by the
+workers, in parallel; then the O(n) arrays, the tables and the root
+attributes by the client; the store appears only at the final swap
+(:class:`shgcn.store.StoreWriter`)."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from dataclasses import asdict
+
+import numpy as np
+
+from shgcn import store
+
+from .. import blocks, nodes
+from .._version import __version__
+from ..config import BuildConfig
+from ..models import get
+from ..runtime.client import Tasks
+from ..runtime.monitor import Monitor
+from . import layout
+from .ingest import Ingested
+from .layout import Laid
+from .normalize import Normalized
+from .partition import Partitioned
+from .quality import Measured
+
+
+def write_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
+                meas: Measured, laid: Laid, writer: store.StoreWriter, mon: Monitor) -> dict:
+    """Rank blocks, graph blocks and node rows written by the workers, in
+    parallel; then the O(n) arrays, the tables and the root attributes by the
+    client; the store appears only at the final swap."""
+    import distributed
+
+    root = writer.root
+    layout_part = parts.results[cfg.layout].part
+    file_ids = ing.file_ids.result()
+    rows = blocks.STORE_ROWS
+    writer.create_nodes(ing.n, ing.node_plan.dim, rows, file_ids, layout_part)
+    rank_f = [tasks.submit("write-rank", _write_rank, root, x, laid.offsets, s, t)
+              for x, s, t in zip(laid.ranks, laid.sends, laid.t_sends or [None] * len(laid.ranks))]
+    store_bounds = np.append(np.arange(0, ing.n, rows, dtype=np.int64), ing.n)
+    graph_f, node_f = [], []
+    for k, (lo, hi) in enumerate(zip(store_bounds[:-1].tolist(), store_bounds[1:].tolist())):
+        # the store's fixed row chunks, each from the slices of the blocks that cover it
+        spans = blocks.pieces_of_range(ing.bounds, lo, hi)
+        g = [tasks.submit("write-slice", blocks.slice_rows, ing.a[b], a, z) for b, a, z in spans]
+        v = [tasks.submit("write-slice", nodes.slice_nodes, ing.nodes[b], a, z) for b, a, z in spans]
+        graph_f.append(tasks.submit("write-graph", _write_graph, root, k, *g))
+        node_f.append(tasks.submit("write-nodes", _write_nodes, root, *v))
+    everything = rank_f + graph_f + node_f
+    mon.bar(everything, "write")
+    distributed.wait(everything)  # all settled, failed or not, before the writer may clean up
+    sums = tasks.gather(rank_f)
+    graph_sums = tasks.gather(graph_f)
+    tasks.gather(node_f)
+    writer.write_permutation(laid.perm, laid.offsets)
+    writer.write_graph_bounds(store_bounds, graph_sums)
+    for m, res in parts.results.items():
+        writer.write_partition(m, res.part)
+    writer.write_quality(meas.quality)
+    if meas.minibatch is not None:
+        writer.write_minibatch(meas.minibatch)
+    mon.snapshot()  # the write stage's time and memory so far, for the attributes
+    attrs = _attrs(cfg, ing, nrm, parts, sums, mon)
+    writer.commit(attrs)
+    return attrs
+
+
+def _write_rank(root: str, x: layout.RankRows, offsets: np.ndarray, sends, t_sends) -> str:
+    return store.write_rank(root, layout.rank_block(x, offsets, sends, t_sends))
+
+
+def _write_graph(root: str, k: int, *parts: blocks.RowBlock) -> str:
+    blk = blocks.join_rows(*parts)
+    return store.write_graph_block(root, k, blk.indptr, blk.indices)
+
+
+def _write_nodes(root: str, *parts: nodes.NodeBlock) -> None:
+    nb = nodes.join_nodes(*parts)
+    store.write_node_rows(root, nb.lo, {"features": nb.features, "labels": nb.labels, "train_mask": nb.train,
+                                        "val_mask": nb.val, "test_mask": nb.test})
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"shgcn": __version__, "python": platform.python_version()}
+    for pkg in ("numpy", "scipy", "dask", "distributed", "zarr", "xarray", "pyarrow", "pymetis", "mtkahypar"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "absent"
+    return out
+
+
+def _attrs(cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned, sums: list[str],
+           mon: Monitor) -> dict:
+    config = {k: v for k, v in asdict(cfg).items() if k not in ("out", "command", "progress", "source")}
+    config["options"] = dict(cfg.partition_config().options)
+    attrs = {
+        "dataset": ing.name,
+        "source": cfg.source_name,
+        "n": int(ing.n),
+        "nnz": int(nrm.nnz),
+        "edges": int(ing.stats["edges"]),
+        "directed": bool(ing.directed),
+        "parts": int(cfg.parts),
+        "model": cfg.layout,
+        "models": list(cfg.all_models),
+        "eps": cfg.eps,
+        "seed": cfg.seed,
+        "feature_dim": int(ing.node_plan.dim),
+        "classes": int(ing.node_plan.classes),
+        "feature_norm": ing.feature_norm,
+        "split": list(cfg.split),
+        "stats": ing.stats,
+        "notes": list(ing.notes),
+        "command": cfg.command or " ".join(sys.argv),
+        "config": config,
+        "versions": _versions(),
+        "checksums": {str(r): s for r, s in enumerate(sums)},
+        "timings": dict(mon.times),
+        "peak_rss_mib_by_stage": {k: dict(v) for k, v in mon.peaks.items()},
+        "peak_rss_mib": mon.peak_overall(),
+        "partitions": {m: _partition_record(m, r) for m, r in parts.results.items()},
+    }
+    for m, r in parts.results.items():
+        if m in cfg.models and get(m).record == "attribute":  # a long record: its own attribute
+            attrs[m] = r.info
+    return attrs
+
+
+def _partition_record(model: str, r) -> dict:
+    """What the ``partitions`` attribute keeps of a model's result."""
+    from ..models import REGISTRY
+
+    long = model in REGISTRY and get(model).record == "attribute"
+    return {"seconds": round(r.seconds, 3), **({"peak_rss_mib": r.peak_rss_mib} if r.peak_rss_mib else {}),
+            **({} if long else r.info)}

@@ -1,0 +1,390 @@
+"""A calibrated model of one full-batch training epoch on P ranks (the
+trainer's; ``pipeline simulate`` and the report show it, and the
+partitioners' work weights come from it).
+
+What a partition is worth at 64-512 ranks cannot be measured on a 2-core
+machine; this module predicts it from the partition's exact communication
+(the volume matrix: rows of H each part sends to each other part per SpMM)
+and load (nonzeros of Â per part), with
+
+- compute per rank from its nonzeros and rows, with coefficients fitted to
+  the trainer's measured compute time on this machine
+  (:class:`ComputeModel`, fitted by ``benchmarks/simulate_bench.py``);
+- communication per rank from its exact bytes and messages through a
+  latency-bandwidth (α-β) model of the exchange (:class:`Network`,
+  presets in :data:`NETWORKS`);
+- the epoch = the slowest rank (they meet at the gradient allreduce).
+
+One training step (what the trainer's ``epoch_time`` measures) has, per
+layer k, one forward SpMM and (except the first layer when it multiplies by
+W after the SpMM) one backward SpMM, of the row widths that
+:func:`shgcn.store.costs.spmm_widths` gives; then one allreduce of the weight
+gradients. Per SpMM of width d on rank r (own-column nonzeros ``own_r``,
+the rest ``halo_r``; send and receive rows and messages from the volume
+matrix, bytes = rows · d · 4):
+
+- ``p2p`` (the paper's; the trainer overlaps the own-column product with the
+  messages): ``max(c_spmm own_r d, α max(m_send, m_recv) + β max(b_send,
+  b_recv)) + c_spmm halo_r d`` (full duplex: a rank sends and receives at
+  once);
+- ``alltoallv`` (no overlap; MPICH's pairwise exchange takes P-1 steps):
+  ``c_spmm nnz_r d + α (P-1) + β max(b_send, b_recv)``;
+- ``bcast`` (CAGNET's sparsity-oblivious 1D: every rank broadcasts its whole
+  block, n_q rows, in turn; scatter + allgather broadcast):
+  ``c_spmm nnz_r d + Σ_q [α (⌈log2 P⌉ + P - 1) + 2 β n_q d 4 (P-1)/P]``.
+
+For a directed Â the backward SpMM folds partial sums back to their owners:
+the same rows, reversed (a rank sends what it received). The allreduce of
+the gradients (m = 4 Σ_k d_k d_{k+1} bytes) costs ``2 α ⌈log2 P⌉ + 2 β m
+(P-1)/P``. The rest of a rank's compute (dense products, elementwise work,
+Adam) is ``c_dense rows_r Σ flops-per-row + c_elem rows_r Σ widths + c_0``.
+
+The model's bytes per rank are exact: they equal the trainer's counters
+(tested). Its times are a model: on this machine it is checked against
+measured epochs at P = 1 and 2 (benchmarks/RESULTS.md).
+
+Use: ``print(format_epochs(predict_store("stores/x.zarr", hidden=[128])))``
+(:func:`shgcn.store.tables.format_epochs`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .costs import spmm_widths
+from .costs import w_first as _w_first
+from .errors import UserError
+from .tables import BASELINE
+
+EXCHANGES = ("p2p", "alltoallv", "bcast")
+ITEMSIZE = 4  # float32 rows
+
+
+@dataclass(frozen=True)
+class Network:
+    """Latency-bandwidth model: a message of m bytes takes ``alpha + beta m`` seconds.
+
+    Attributes: name; alpha (s); beta (s/byte); source (where the numbers come from).
+    """
+
+    name: str
+    alpha: float
+    beta: float
+    source: str = ""
+
+
+NETWORKS: dict[str, Network] = {
+    "infiniband": Network(
+        "infiniband", 1.5e-6, 1 / 12e9,
+        "a typical EDR InfiniBand cluster: 100 Gb/s links (12.5 GB/s line rate, ~12 GB/s MPI bandwidth) and "
+        "1-2 µs MPI one-way latency, as osu_latency / osu_bw usually report; not measured here"),
+    "shm": Network(
+        "shm", 9.69e-6, 0.2110e-9,
+        "this machine (2 cores, MPICH shared memory), fitted by `mpirun -n 2 python benchmarks/pingpong.py` "
+        "(benchmarks/RESULTS.md, 2026-11-23; the cores were shared with other jobs)"),
+}
+
+
+@dataclass(frozen=True)
+class ComputeModel:
+    """Seconds of compute per rank and training step, linear in the work.
+
+    Attributes
+    ----------
+    spmm : float
+        s per (nonzero of Â · column of the SpMM).
+    dense : float
+        s per (row · multiply-add of the dense products).
+    elem : float
+        s per (row · column) of elementwise work (activations, dropout, loss).
+    const : float
+        s per step (Adam, small reductions).
+    source : str
+    """
+
+    spmm: float
+    dense: float
+    elem: float
+    const: float
+    source: str = ""
+
+
+# Fitted by benchmarks/simulate_bench.py on this machine, 2026-11-23 (benchmarks/RESULTS.md, "Epoch model: fit
+# and validation"): per-row work dominates; the per-nonzero and per-row terms are hard to separate on these graphs.
+THIS_MACHINE = ComputeModel(spmm=7.28e-11, dense=0.0, elem=9.49e-9, const=2.8e-4,
+                            source="benchmarks/simulate_bench.py on the 2-core development machine, 2026-11-23")
+
+
+@dataclass
+class PartitionCost:
+    """What the model needs of one row partition into P parts.
+
+    Attributes
+    ----------
+    model : str
+    volume : (P, P) int64
+        Rows of H part m sends to part q per SpMM.
+    load : (P,) int64
+        Nonzeros of Â in each part's rows.
+    rows : (P,) int64
+        Rows per part.
+    own : (P,) int64 or None
+        Nonzeros of each part's rows in its own columns (the product that
+        p2p overlaps with the messages); None: no overlap is modelled.
+    directed : bool
+    """
+
+    model: str
+    volume: np.ndarray
+    load: np.ndarray
+    rows: np.ndarray
+    own: np.ndarray | None
+    directed: bool
+
+    @property
+    def parts(self) -> int:
+        return int(self.volume.shape[0])
+
+
+def dims_of(feature_dim: int, hidden: Iterable[int], classes: int) -> list[int]:
+    """Layer widths [features, *hidden, classes], as the trainer builds its GCN."""
+    return [int(feature_dim), *map(int, hidden), int(classes)]
+
+
+# ---------------------------------------------------------------- bytes
+
+def rank_traffic(cost: PartitionCost, dims: list[int], exchange: str = "p2p") -> dict[str, np.ndarray]:
+    """Bytes and messages each rank sends in one training step (forward and
+    backward SpMMs), exactly as the trainer's exchange counts them.
+
+    Returns
+    -------
+    dict of (P,) int64: ``bytes_sent``, ``msgs_sent``, ``bytes_recv``.
+    """
+    _check_exchange(exchange)
+    wf = [_w_first(dims, k) for k in range(len(dims) - 1)]
+    fwd, bwd = spmm_widths(dims, wf)
+    v = cost.volume.astype(np.int64)
+    p = cost.parts
+    send_rows, recv_rows = v.sum(1), v.sum(0)
+    send_msgs, recv_msgs = (v > 0).sum(1), (v > 0).sum(0)
+    b = ITEMSIZE
+    if exchange == "bcast":
+        rows = cost.rows.astype(np.int64)
+        others = rows.sum() - rows
+        expand = sum(fwd) + (0 if cost.directed else sum(bwd))  # root sends its block to P-1 ranks
+        fold = sum(bwd) if cost.directed else 0  # Reduce: a non-root sends one dense block to each root
+        return {"bytes_sent": b * (rows * (p - 1) * expand + others * fold),
+                "msgs_sent": np.full(p, (p - 1) * (len(fwd) + len(bwd)), np.int64),
+                "bytes_recv": b * (others * expand + rows * (p - 1) * fold)}
+    bwd_send = recv_rows if cost.directed else send_rows
+    bwd_recv = send_rows if cost.directed else recv_rows
+    bwd_msgs = recv_msgs if cost.directed else send_msgs
+    return {"bytes_sent": b * (send_rows * sum(fwd) + bwd_send * sum(bwd)),
+            "msgs_sent": send_msgs * len(fwd) + bwd_msgs * len(bwd),
+            "bytes_recv": b * (recv_rows * sum(fwd) + bwd_recv * sum(bwd))}
+
+
+# ---------------------------------------------------------------- time
+
+def _check_exchange(exchange: str) -> None:
+    if exchange not in EXCHANGES:
+        raise UserError(f"unknown exchange {exchange!r}; choose one of {', '.join(EXCHANGES)}")
+
+
+def _log2(p: int) -> int:
+    return math.ceil(math.log2(p)) if p > 1 else 0
+
+
+def bcast_time(nbytes: np.ndarray | float, parts: int, net: Network) -> np.ndarray | float:
+    """One broadcast (or reduce) of ``nbytes`` among ``parts`` ranks: scatter + allgather."""
+    if parts == 1:
+        return 0.0 * np.asarray(nbytes)
+    return net.alpha * (_log2(parts) + parts - 1) + 2 * net.beta * np.asarray(nbytes, float) * (parts - 1) / parts
+
+
+def allreduce_time(nbytes: float, parts: int, net: Network) -> float:
+    """Allreduce of ``nbytes`` (recursive halving/doubling: reduce-scatter + allgather)."""
+    if parts == 1:
+        return 0.0
+    return 2 * net.alpha * _log2(parts) + 2 * net.beta * nbytes * (parts - 1) / parts
+
+
+def _spmm_comm(exchange: str, d: int, send_rows, recv_rows, send_msgs, recv_msgs, cost: PartitionCost,
+               net: Network) -> np.ndarray:
+    p = cost.parts
+    if p == 1:
+        return np.zeros(p)
+    if exchange == "bcast":
+        return np.full(p, float(np.sum(bcast_time(cost.rows * d * ITEMSIZE, p, net))))
+    bytes_ = np.maximum(send_rows, recv_rows) * d * ITEMSIZE
+    if exchange == "alltoallv":
+        return net.alpha * (p - 1) + net.beta * bytes_
+    return net.alpha * np.maximum(send_msgs, recv_msgs) + net.beta * bytes_
+
+
+def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network, compute: ComputeModel
+               ) -> dict[str, Any]:
+    """Predicted seconds of one training step per rank.
+
+    Returns
+    -------
+    dict: ``compute`` (P,) (SpMM and dense work), ``comm`` (P,) (time not
+    hidden behind compute, allreduce included), ``total`` (P,), ``epoch``
+    (float: the slowest rank).
+    """
+    _check_exchange(exchange)
+    wf = [_w_first(dims, k) for k in range(len(dims) - 1)]
+    fwd, bwd = spmm_widths(dims, wf)
+    v = cost.volume.astype(np.int64)
+    send_rows, recv_rows = v.sum(1), v.sum(0)
+    send_msgs, recv_msgs = (v > 0).sum(1), (v > 0).sum(0)
+    load = cost.load.astype(float)
+    own = cost.own.astype(float) if cost.own is not None and exchange == "p2p" else np.zeros_like(load)
+    spmm_total = np.zeros(cost.parts)
+    comm_total = np.zeros(cost.parts)
+    for d, backward in [(d, False) for d in fwd] + [(d, True) for d in bwd]:
+        flip = backward and cost.directed  # a fold sends what the expand received
+        s_r, r_r = (recv_rows, send_rows) if flip else (send_rows, recv_rows)
+        s_m, r_m = (recv_msgs, send_msgs) if flip else (send_msgs, recv_msgs)
+        comm = _spmm_comm(exchange, d, s_r, r_r, s_m, r_m, cost, net)
+        t_own = compute.spmm * own * d
+        t_rest = compute.spmm * (load - own) * d
+        step = np.maximum(comm, t_own) + t_rest  # own=0 without overlap: comm + whole SpMM
+        spmm_total += t_own + t_rest
+        comm_total += step - t_own - t_rest
+    dense = compute_features(cost, dims)[:, 1:] @ np.array([compute.dense, compute.elem, compute.const])
+    ar = allreduce_time(ITEMSIZE * sum(a * b for a, b in zip(dims[:-1], dims[1:])), cost.parts, net)
+    comm_total += ar
+    total = spmm_total + dense + comm_total
+    return {"compute": spmm_total + dense, "comm": comm_total, "total": total, "epoch": float(total.max())}
+
+
+def network_of(network: str | Network) -> Network:
+    """A :class:`Network` from a preset name (or itself)."""
+    if isinstance(network, Network):
+        return network
+    if network not in NETWORKS:
+        raise UserError(f"unknown network preset {network!r}; choose one of {', '.join(NETWORKS)}")
+    return NETWORKS[network]
+
+
+def compute_features(cost: PartitionCost, dims: list[int]) -> np.ndarray:
+    """(P, 4) work of each rank in one training step, the regressors of
+    :class:`ComputeModel` in its order: nonzeros x SpMM columns (forward and
+    backward), rows x dense multiply-adds (X W forward; G^T X and G W^T
+    backward, the latter not for the first layer), rows x elementwise columns,
+    and 1."""
+    wf = [_w_first(dims, k) for k in range(len(dims) - 1)]
+    fwd, bwd = spmm_widths(dims, wf)
+    flops = sum(a * b * (2 if k == 0 else 3) for k, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
+    elem = sum(dims[:-1]) + 2 * sum(dims[1:])  # dropout on layer inputs; activation and its gradient on outputs
+    rows = cost.rows.astype(float)
+    return np.stack([cost.load * float(sum(fwd) + sum(bwd)), rows * flops, rows * elem, np.ones_like(rows)], axis=1)
+
+
+def fit_compute(features: np.ndarray, seconds: np.ndarray, source: str = "") -> ComputeModel:
+    """Non-negative least squares of measured compute ``seconds`` (k,) on
+    ``features`` (k, 4) (:func:`compute_features` rows), relative errors."""
+    from scipy.optimize import nnls
+
+    scale = features.max(0)
+    scale[scale == 0] = 1
+    coef, _ = nnls(features / scale / seconds[:, None], np.ones_like(seconds))
+    c = coef / scale
+    return ComputeModel(spmm=float(c[0]), dense=float(c[1]), elem=float(c[2]), const=float(c[3]), source=source)
+
+
+def predict(costs: list[PartitionCost], dims: list[int], network: str | Network = "infiniband",
+            compute: ComputeModel = THIS_MACHINE, exchanges: Iterable[str] = ("p2p",)) -> list[dict]:
+    """Predicted epoch time of every partition (all with the same P) and exchange.
+
+    Returns
+    -------
+    list of dict, one per (model, exchange): ``model``, ``parts``, ``exchange``,
+    ``epoch`` (s), ``compute`` and ``comm`` of the slowest rank (s),
+    ``max_bytes`` (bytes the busiest rank sends per step), ``vs_rp`` (the
+    rp partition's epoch with the same exchange / this one; NaN without rp),
+    ``vs_bcast`` (this model's bcast epoch / this one), ``network``.
+    """
+    net = network_of(network)
+    exchanges = list(exchanges)
+    out, epoch = [], {}
+    for c in costs:
+        for ex in dict.fromkeys([*exchanges, "bcast"]):
+            t = rank_times(c, dims, ex, net, compute)
+            epoch[c.model, ex] = t
+    for c in costs:
+        for ex in exchanges:
+            t = epoch[c.model, ex]
+            slow = int(np.argmax(t["total"]))
+            rp = epoch.get((BASELINE, ex))
+            out.append({"model": c.model, "parts": c.parts, "exchange": ex, "epoch": t["epoch"],
+                        "compute": float(t["compute"][slow]), "comm": float(t["comm"][slow]),
+                        "max_bytes": int(rank_traffic(c, dims, ex)["bytes_sent"].max()),
+                        "vs_rp": rp["epoch"] / t["epoch"] if rp is not None else float("nan"),
+                        "vs_bcast": epoch[c.model, "bcast"]["epoch"] / t["epoch"], "network": net.name})
+    return out
+
+
+# ---------------------------------------------------------------- inputs
+
+def own_nonzeros(a: sp.csr_matrix, part: np.ndarray, parts: int) -> np.ndarray:
+    """(P,) int64: nonzeros of each part's rows whose column the part owns."""
+    rows = np.repeat(np.arange(a.shape[0]), np.diff(a.indptr))
+    own = part[rows] == part[a.indices]
+    return np.bincount(part[rows][own], minlength=parts).astype(np.int64)
+
+
+def costs_from_store(store) -> list[PartitionCost]:
+    """Every model of a store: volume and load from its quality table, rows
+    from its partition vectors, own-column nonzeros from its graph."""
+    s = as_store(store)
+    q = s.quality()
+    models = [str(m) for m in q["model"].values]
+    directed = bool(s.attrs.get("directed", False))
+    pattern = s.graph()
+    a = (pattern + sp.identity(pattern.shape[0], format="csr", dtype=pattern.dtype)).tocsr()
+    out = []
+    for i, m in enumerate(models):
+        part = s.partition(m).astype(np.int64)
+        parts = int(q["volume"].shape[1])
+        out.append(PartitionCost(model=m, volume=np.asarray(q["volume"].values[i], np.int64),
+                                 load=np.asarray(q["load"].values[i], np.int64),
+                                 rows=np.bincount(part, minlength=parts).astype(np.int64),
+                                 own=own_nonzeros(a, part, parts), directed=directed))
+    return out
+
+
+def as_store(store):
+    from ._reader import Store, open_store
+
+    return store if isinstance(store, Store) else open_store(Path(store))
+
+
+def predict_store(store, network: str | Network = "infiniband", exchange: str | Iterable[str] = "p2p",
+                  hidden: Iterable[int] = (16,), compute: ComputeModel = THIS_MACHINE) -> list[dict]:
+    """Predicted epoch time, and speedup over rp and over bcast, of every
+    model of a store at the store's P (other rank counts re-partition Â:
+    ``pipeline simulate --ranks``, :mod:`shgcn.pipeline.simulate`).
+
+    Parameters
+    ----------
+    store : path or Store
+    network : preset name (:data:`NETWORKS`) or a :class:`Network`
+    exchange : one exchange or several
+    hidden : hidden layer widths of the GCN (the trainer's ``--hidden``)
+    """
+    s = as_store(store)
+    exchanges = [exchange] if isinstance(exchange, str) else list(exchange)
+    for ex in exchanges:
+        _check_exchange(ex)
+    dims = dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
+    return predict(costs_from_store(s), dims, network, compute, exchanges)

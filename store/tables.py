@@ -1,0 +1,97 @@
+"""The store's quality tables as rows and as text: what ``pipeline info``,
+the build's summary and the report show. They read the store's ``quality``
+and ``minibatch`` datasets only.
+
+Ratios are to the random partition, the baseline of the paper's Table 2
+(:data:`BASELINE`); the mini-batch table also compares with the
+hypergraph model (:data:`MINIBATCH_REFERENCES`).
+"""
+
+from __future__ import annotations
+
+BASELINE = "rp"  # every ratio column ("vs_rp") is to this model's partition
+MINIBATCH_REFERENCES = (BASELINE, "hp")
+METRICS = ("total_volume", "avg_send", "max_send", "max_recv", "max_avg_send", "max_avg_recv", "avg_msgs",
+           "max_msgs", "imbalance", "edge_cut", "km1", "seconds")
+
+
+def table_from_dataset(ds) -> list[dict]:
+    """One dict of metrics per model, plus ratios to the baseline (:data:`BASELINE`) when present."""
+    models = [str(m) for m in ds["model"].values]
+    rows = []
+    for i, m in enumerate(models):
+        row: dict = {"model": m}
+        for key in METRICS:
+            v = ds[key].values[i].item()
+            row[key] = v
+        rows.append(row)
+    if BASELINE in models:
+        ref = rows[models.index(BASELINE)]
+        for row in rows:
+            for key in ("total_volume", "max_send", "max_recv", "avg_msgs", "max_msgs"):
+                row[f"{key}_vs_rp"] = row[key] / ref[key] if ref[key] else float("nan")
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """Fixed-width text table of :func:`table_from_dataset` rows."""
+    cols = [("model", "model", "{}"), ("total_volume", "volume", "{:,}"), ("avg_send", "avg send", "{:,.1f}"),
+            ("max_send", "max send", "{:,}"), ("max_recv", "max recv", "{:,}"),
+            ("max_avg_send", "send max/avg", "{:.2f}"), ("max_avg_recv", "recv max/avg", "{:.2f}"),
+            ("avg_msgs", "avg msgs", "{:.1f}"),
+            ("max_msgs", "max msgs", "{}"), ("imbalance", "imbal", "{:.3f}"), ("edge_cut", "edge cut", "{:,}"),
+            ("km1", "km1", "{:,}"), ("seconds", "time s", "{:.2f}")]
+    if rows and "total_volume_vs_rp" in rows[0]:
+        cols += [("total_volume_vs_rp", "vol/rp", "{:.3f}"), ("max_send_vs_rp", "max/rp", "{:.3f}"),
+                 ("max_recv_vs_rp", "maxrecv/rp", "{:.3f}"),
+                 ("avg_msgs_vs_rp", "msgs/rp", "{:.3f}")]
+    cells = [[h for _, h, _ in cols]] + [[f.format(r[k]) for k, _, f in cols] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
+
+
+def minibatch_rows(ds) -> list[dict]:
+    rows: list[dict] = []
+    for i, m in enumerate(ds["model"].values):
+        rows.append({"model": str(m), **{k: float(ds[k].values[i]) for k in (
+            "heldout_volume_mean", "heldout_volume_ci", "heldout_max_send_mean", "heldout_max_send_ci",
+            "heldout_connectivity", "expected_volume", "estimated_connectivity")}})
+    models = [r["model"] for r in rows]
+    for ref in MINIBATCH_REFERENCES:
+        if ref in models:
+            base = rows[models.index(ref)]["heldout_volume_mean"]
+            for r in rows:
+                r[f"vs_{ref}"] = r["heldout_volume_mean"] / base if base else float("nan")
+    return rows
+
+
+def format_minibatch(ds) -> str:
+    rows = minibatch_rows(ds)
+    a = ds.attrs
+    head = (f"mini-batch ({a['sampler']} sampler, B = {a['batch_size']:,}, {a['eval_batches']} held-out batches; "
+            f"Hoeffding: {a['required_nets']:,} nets for theta = {a['theta']}, delta = {a['delta']})")
+    cols = [("model", "model", "{}"), ("heldout_volume_mean", "E[volume]", "{:,.1f}"),
+            ("heldout_volume_ci", "±95%", "{:,.1f}"), ("expected_volume", "closed form", "{:,.1f}"),
+            ("heldout_max_send_mean", "E[max send]", "{:,.1f}"), ("estimated_connectivity", "est. λ", "{:.3f}"),
+            ("heldout_connectivity", "held-out λ", "{:.3f}")]
+    for ref in MINIBATCH_REFERENCES:
+        if rows and f"vs_{ref}" in rows[0]:
+            cols.append((f"vs_{ref}", f"vol/{ref}", "{:.3f}"))
+    cells = [[h for _, h, _ in cols]] + [[f.format(r[k]) for k, _, f in cols] for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
+    return head + "\n" + "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
+
+
+def format_epochs(rows: list[dict]) -> str:
+    """Fixed-width text table of :func:`shgcn.store.epoch.predict` rows."""
+    cols = [("parts", "P", "{}"), ("model", "model", "{}"), ("exchange", "exchange", "{}"),
+            ("epoch", "epoch ms", "{:.3f}"), ("compute", "compute ms", "{:.3f}"), ("comm", "comm ms", "{:.3f}"),
+            ("max_bytes", "max bytes", "{:,}"), ("vs_rp", "vs rp", "{:.2f}"), ("vs_bcast", "vs bcast", "{:.2f}")]
+    scale = {"epoch": 1e3, "compute": 1e3, "comm": 1e3}
+    cells = [[h for _, h, _ in cols]]
+    for r in rows:
+        cells.append([f.format(r[k] * scale.get(k, 1)) for k, _, f in cols])
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
+
+

@@ -1,0 +1,73 @@
+import numpy as np
+import pytest
+from helpers.graphs import FIG2_EDGES, FIG2_PART, FIG2_VOLUME, a_hat, graph
+
+from shgcn.pipeline.metrics import volume as quality
+from shgcn.pipeline.metrics.hypergraph import column_net, connectivity, connectivity_minus_one
+from shgcn.store.tables import format_table, table_from_dataset
+
+
+def test_figure2_volume_matrix_and_connectivity():
+    a = a_hat(6, FIG2_EDGES)
+    q = quality.partition_quality(a, FIG2_PART, 3)
+    np.testing.assert_array_equal(q.volume, FIG2_VOLUME)
+    lam = connectivity(column_net(a, drop_single_pin=False), FIG2_PART, 3)
+    assert lam.tolist() == [2, 3, 2, 3, 3, 2]  # λ(n2) = λ(n4) = 3 (1-based)
+    assert q.total_volume == q.km1 == 9
+    assert q.edge_cut == 5  # the graph model's 2 x 5 = 10 over-counts
+    assert q.send.tolist() == [3, 3, 3] and q.recv.tolist() == [3, 4, 2]
+    assert q.send_msgs.tolist() == [2, 2, 2]
+    # nonzeros of Â per part: degree + 1 of (0, 1), (2, 3), (4, 5) = (3 + 4), (3 + 5), (3 + 2)
+    assert q.load.tolist() == [7, 8, 5]
+
+
+def test_directed_volume_follows_columns():
+    # 0 -> 1 -> 2, rows need their out-neighbours' features
+    a = a_hat(3, [(0, 1), (1, 2)], directed=True)
+    part = np.array([0, 1, 1])
+    q = quality.partition_quality(a, part, 2)
+    # row 0 (part 0) needs column 1 (part 1): part 1 sends one row to part 0
+    np.testing.assert_array_equal(q.volume, [[0, 0], [1, 0]])
+    assert q.km1 == 1
+
+
+def test_one_part_has_no_communication():
+    a = a_hat(6, FIG2_EDGES)
+    q = quality.partition_quality(a, np.zeros(6, np.int32), 1)
+    assert q.total_volume == 0 and q.edge_cut == 0 and q.imbalance == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_km1_equals_total_volume_on_random_graphs(seed):
+    rng = np.random.default_rng(seed)
+    n = 60
+    edges = rng.integers(0, n, (200, 2))
+    directed = bool(seed % 2)
+    a = a_hat(n, [tuple(e) for e in edges], directed=directed)
+    part = rng.integers(0, 5, a.shape[0]).astype(np.int32)
+    q = quality.partition_quality(a, part, 5)
+    assert q.total_volume == q.km1 == connectivity_minus_one(column_net(a), part, 5)
+    # brute force: each column j is sent once to every other part holding a row that needs it
+    dense = a.toarray() != 0
+    expect = np.zeros((5, 5), int)
+    for j in range(a.shape[0]):
+        for p in set(part[dense[:, j]]) - {part[j]}:
+            expect[part[j], p] += 1
+    np.testing.assert_array_equal(q.volume, expect)
+
+
+def test_table_normalizes_to_rp():
+    a = a_hat(6, FIG2_EDGES)
+    qs = [quality.partition_quality(a, np.array([0, 1, 2, 0, 1, 2]), 3, "rp"),
+          quality.partition_quality(a, FIG2_PART, 3, "hp")]
+    ds = quality.to_dataset(qs)
+    rows = table_from_dataset(ds)
+    assert rows[0]["total_volume_vs_rp"] == 1.0
+    assert rows[1]["total_volume_vs_rp"] == pytest.approx(9 / qs[0].total_volume)
+    assert "vol/rp" in format_table(rows)
+    assert ds["volume"].sel(model="hp").values.tolist() == FIG2_VOLUME.tolist()
+
+
+def test_edge_cut_counts_pairs_once_for_directed_graphs():
+    g = graph(3, [(0, 1), (1, 0), (1, 2)], directed=True)
+    assert quality.edge_cut(g.adj, np.array([0, 1, 1])) == 1

@@ -1,0 +1,71 @@
+"""The shp model (pipeline/models/shp.py): conformance, its options, and a
+store built with it is byte-identical for one seed."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
+
+from shgcn.pipeline.models import PartitionConfig, default_options
+from shgcn.pipeline.models.shp import SHPConfig
+from shgcn.store import sample
+
+SMALL = {"batch_size": 40, "eval_batches": 10, "shp_max_rounds": 1}
+
+
+class TestStochasticHypergraph(PartitionerTests):
+    model = "shp"
+    options = SMALL
+    bad_options = {"eval_batches": 1}
+
+
+class TestStochasticHypergraphVb(PartitionerTests):
+    model = "shp-vb"
+    options = SMALL
+    bad_options = {"sampler": "nope"}
+
+
+def test_options_make_the_config_and_the_time_budget():
+    cfg = PartitionConfig(parts=4, options={**default_options(), "sampler": "edge", "shp_time_factor": 2.0})
+    scfg = SHPConfig.of(cfg, {"hp": 3.0})
+    assert scfg.sampler == "edge" and scfg.time_budget == 6.0 and scfg.preset == "deterministic"
+    assert SHPConfig.of(cfg).time_budget is None  # no hp in the build: no budget
+    assert scfg.resolved_construction() == "batches"
+
+
+def _store_files(root) -> dict[str, bytes]:
+    """Every file of a store but its root metadata and the timings."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != "zarr.json" and "seconds" not in p.relative_to(root).as_posix()}
+
+
+@pytest.mark.slow
+def test_same_seed_gives_byte_identical_shp_store(tmp_path, client):
+    """A build with gp, hp and shp (default options: no time budget, so no step depends on the
+    clock) twice with one seed: the same partitions and mini-batch table,
+    byte for byte; the table names its streams."""
+    from shgcn import store
+    from shgcn.pipeline.builder import build
+    from shgcn.pipeline.config import BuildConfig
+
+    def make(name):
+        cfg = BuildConfig(source="sbm:n=300,classes=3,degree=6,features=4,seed=2", out=str(tmp_path / name), parts=2,
+                          models=("gp", "hp", "shp"),  # the default: no time budget
+                          options={"sampler": "rw", "eval_batches": 20, "validation_batches": 10,
+                                   "shp_max_rounds": 1})
+        return build(cfg, client, echo=lambda *a: None)
+
+    first, again = make("a.zarr"), make("b.zarr")
+    fa, fb = _store_files(Path(first.path)), _store_files(Path(again.path))
+    assert fa.keys() == fb.keys() and [k for k in fa if fa[k] != fb[k]] == []
+    s = store.open_store(first.path)
+    assert np.array_equal(s.partition("shp"), store.open_store(again.path).partition("shp"))
+    mb = s.minibatch()
+    assert (mb.attrs["heldout_stream"], mb.attrs["validation_stream"]) == (sample.HELDOUT, sample.VALIDATION)
+    assert "never used to build or choose" in mb.attrs["streams"]
+    s = store.open_store(first.path)
+    assert np.array_equal(s.partition("shp"), store.open_store(again.path).partition("shp"))
+    mb = s.minibatch()
+    assert (mb.attrs["heldout_stream"], mb.attrs["validation_stream"]) == (sample.HELDOUT, sample.VALIDATION)
+    assert "never used to build or choose" in mb.attrs["streams"]

@@ -1,0 +1,48 @@
+"""Partitioners that hold the GIL run in a child process: the scheduler and
+the client keep answering while one runs, and the child goes with its parent."""
+
+import threading
+from pathlib import Path
+
+import pytest
+from helpers.stores import make
+
+CHILD = b"shgcn.pipeline.models.run"
+
+
+def _children() -> set[str]:
+    found = set()
+    for p in Path("/proc").glob("[0-9]*"):
+        try:
+            if CHILD in (p / "cmdline").read_bytes():
+                found.add(p.name)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.timeout(600)
+def test_partitioner_runs_in_a_child_and_the_client_stays_responsive(tmp_path, client):
+    """Round trips through the scheduler's event loop complete while the
+    partitioner's child process is alive (no time is asserted: the machine
+    may be busy; the point is that they complete at all)."""
+    during, stop = [], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            before = _children()
+            client.run_on_scheduler(lambda: 1)  # a round trip through the event loop
+            after = _children()
+            if before & after:  # the same child was alive before and after this round trip
+                during.append(before & after)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    try:
+        make(tmp_path / "c.zarr", client, source="sbm:n=8000,classes=8,degree=12,features=4,seed=1",
+             models=("hp",), parts=8)
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    assert during, "no round trip completed while Mt-KaHyPar ran in a child process"
+    assert not _children()  # and the child is gone

@@ -1,0 +1,136 @@
+"""The epoch model (shgcn/store/epoch.py): hand-checked α-β cases, and the
+model's bytes per rank against the trainer's counters on real MPI runs."""
+
+import numpy as np
+import pytest
+from helpers import run_cli
+from helpers.mpi import read_log, train
+
+from shgcn import store
+from shgcn.store import epoch
+from shgcn.store.errors import UserError
+from shgcn.store.tables import format_epochs
+
+NET = epoch.Network("hand", alpha=1.0, beta=0.01)
+SPMM_ONLY = epoch.ComputeModel(spmm=0.1, dense=0.0, elem=0.0, const=0.0)
+DIMS = [8, 4, 2]  # both layers multiply by W first: forward widths [4, 2], backward [4, 2]
+
+
+def hand_cost(directed=False):
+    return epoch.PartitionCost(model="hp", volume=np.array([[0, 3], [5, 0]]), load=np.array([10, 20]),
+                                  rows=np.array([4, 6]), own=np.array([6, 12]), directed=directed)
+
+
+def test_hand_bytes():
+    t = epoch.rank_traffic(hand_cost(), DIMS, "p2p")
+    # 4 bytes x (3 rows x (4 + 2) forward + 3 rows x (4 + 2) backward) for rank 0
+    assert t["bytes_sent"].tolist() == [144, 240] and t["msgs_sent"].tolist() == [4, 4]
+    assert t["bytes_recv"].tolist() == [240, 144]
+    # directed: the backward folds back the rows received forward
+    assert epoch.rank_traffic(hand_cost(True), DIMS, "p2p")["bytes_sent"].tolist() == [192, 192]
+    b = epoch.rank_traffic(hand_cost(), DIMS, "bcast")
+    assert b["bytes_sent"].tolist() == [4 * 4 * 12, 4 * 6 * 12] and b["msgs_sent"].tolist() == [4, 4]
+    assert epoch.rank_traffic(hand_cost(), DIMS, "alltoallv")["bytes_sent"].tolist() == [144, 240]
+
+
+def test_hand_p2p_times():
+    t = epoch.rank_times(hand_cost(), DIMS, "p2p", NET, SPMM_ONLY)
+    # allreduce of 4 (8*4 + 4*2) = 160 bytes on 2 ranks: 2 alpha + 2 beta 160 / 2 = 3.6
+    # rank 0, d=4: comm 1 + 0.01*5*16 = 1.8 hidden behind own 0.1*6*4 = 2.4, + halo 1.6 -> 4.0
+    #         d=2: comm 1 + 0.01*5*8 = 1.4 > own 1.2, + halo 0.8 -> 2.2; forward + backward: 12.4
+    # rank 1, d=4: max(1.8, 4.8) + 3.2 = 8.0; d=2: max(1.4, 2.4) + 1.6 = 4.0; forward + backward: 24
+    np.testing.assert_allclose(t["total"], [12.4 + 3.6, 24 + 3.6])
+    np.testing.assert_allclose(t["comm"], [2 * 0.2 + 3.6, 3.6])
+    assert t["epoch"] == pytest.approx(27.6)
+
+
+def test_hand_alltoallv_and_bcast_times():
+    a2a = epoch.rank_times(hand_cost(), DIMS, "alltoallv", NET, SPMM_ONLY)
+    # rank 1: d=4: alpha (P-1) + 0.01*5*16 + 0.1*20*4 = 1.8 + 8; d=2: 1.4 + 4; twice; + 3.6
+    np.testing.assert_allclose(a2a["total"], [2 * (5.8 + 3.4) + 3.6, 2 * (9.8 + 5.4) + 3.6])
+    bc = epoch.rank_times(hand_cost(), DIMS, "bcast", NET, SPMM_ONLY)
+    # per SpMM: two broadcasts of n_q d 4 bytes: alpha (1 + 1) + 2 beta m / 2 each = 4 + 0.01*10*d*4
+    # rank 0: d=4: 0.1*10*4 + 5.6, d=2: 0.1*10*2 + 4.8 (no overlap in bcast)
+    np.testing.assert_allclose(bc["total"], [2 * (4 + 5.6 + 2 + 4.8) + 3.6, 2 * (8 + 5.6 + 4 + 4.8) + 3.6])
+
+
+def test_hand_dense_compute_and_one_rank():
+    dense = epoch.ComputeModel(spmm=0.0, dense=1e-3, elem=1e-2, const=0.5)
+    one = epoch.PartitionCost("rp", np.zeros((1, 1), np.int64), np.array([30]), np.array([10]), np.array([30]),
+                                 False)
+    t = epoch.rank_times(one, DIMS, "p2p", NET, dense)
+    # 10 rows x (8*4*2 + 4*2*3 = 88 multiply-adds) x 1e-3 + 10 x (12 + 2*6 = 24 columns) x 1e-2 + 0.5, no comm
+    assert t["epoch"] == pytest.approx(0.88 + 2.4 + 0.5)
+    assert t["comm"].tolist() == [0.0]
+
+
+def test_predict_speedups_and_table():
+    rp = epoch.PartitionCost("rp", np.array([[0, 9], [9, 0]]), np.array([15, 15]), np.array([5, 5]),
+                                np.array([5, 5]), False)
+    rows = epoch.predict([rp, hand_cost()], DIMS, NET, SPMM_ONLY, exchanges=["p2p", "bcast"])
+    by = {(r["model"], r["exchange"]): r for r in rows}
+    assert by["hp", "p2p"]["epoch"] == pytest.approx(27.6)
+    assert by["rp", "p2p"]["vs_rp"] == 1.0
+    assert by["hp", "p2p"]["vs_rp"] == pytest.approx(by["rp", "p2p"]["epoch"] / 27.6)
+    assert by["hp", "p2p"]["vs_bcast"] == pytest.approx(by["hp", "bcast"]["epoch"] / 27.6)
+    text = format_epochs(rows)
+    assert "vs bcast" in text and len(text.splitlines()) == 5
+
+
+def test_bad_exchange_and_network():
+    with pytest.raises(UserError, match="exchange"):
+        epoch.rank_traffic(hand_cost(), DIMS, "smoke")
+    with pytest.raises(UserError, match="network"):
+        epoch.predict([hand_cost()], DIMS, "carrier-pigeon")
+
+
+def test_fit_compute_recovers_coefficients():
+    true = epoch.ComputeModel(spmm=2e-9, dense=3e-10, elem=4e-9, const=1e-3)
+    feats, secs = [], []
+    for rows, load, dims in [(1000, 9000, [8, 16, 4]), (5000, 20000, [32, 8, 4]), (300, 9000, [64, 64, 2]),
+                             (20000, 50000, [16, 16, 16]), (7000, 7000, [128, 4, 4])]:
+        c = epoch.PartitionCost("x", np.zeros((1, 1), np.int64), np.array([load]), np.array([rows]), None, False)
+        f = epoch.compute_features(c, dims)
+        feats.append(f[0])
+        secs.append(epoch.rank_times(c, dims, "p2p", NET, true)["epoch"])
+    fit = epoch.fit_compute(np.array(feats), np.array(secs))
+    np.testing.assert_allclose([fit.spmm, fit.dense, fit.elem, fit.const], [2e-9, 3e-10, 4e-9, 1e-3], rtol=1e-6)
+
+
+GRAPHS = {"undirected": ("sbm:n=400,classes=4,degree=6,features=24,seed=3", []),
+          "directed": ("rmat:scale=9,edge_factor=6,seed=4", ["--features", "random:12", "--labels", "random:5"])}
+
+
+@pytest.fixture(scope="module")
+def sim_stores(tmp_path_factory):
+    root = tmp_path_factory.mktemp("simulate")
+    out = {}
+    for kind, (spec, extra) in GRAPHS.items():
+        for p in (2, 4):
+            path = root / f"{kind}-p{p}.zarr"
+            res = run_cli("--quiet", "build", spec, "--parts", str(p), "--model", "hp,rp", "--out", str(path), *extra)
+            assert res.returncode == 0, res.stderr
+            out[kind, p] = path
+    return out
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("kind", GRAPHS)
+@pytest.mark.parametrize("ranks,exchange", [(2, "p2p"), (4, "p2p"), (4, "bcast"), (2, "alltoallv")])
+def test_predicted_bytes_equal_measured(sim_stores, tmp_path, kind, ranks, exchange):
+    path = sim_stores[kind, ranks]
+    res = train(ranks, path, "--epochs", "3", "--exchange", exchange, log=tmp_path / "run.jsonl")
+    assert res.returncode == 0, res.stderr
+    header, epochs = read_log(tmp_path / "run.jsonl")
+    s = store.open_store(path)
+    cost = next(c for c in epoch.costs_from_store(s) if c.model == s.attrs["model"])
+    dims = epoch.dims_of(s.attrs["feature_dim"], header.dims[1:-1], s.attrs["classes"])
+    assert dims == header.dims
+    pred = epoch.rank_traffic(cost, dims, exchange)
+    assert pred["bytes_sent"].sum() > 0
+    for e in epochs:
+        assert e.bytes_sent == pred["bytes_sent"].tolist()
+        assert e.msgs_sent == pred["msgs_sent"].tolist()
+        assert e.bytes_recv == pred["bytes_recv"].tolist()
+    rows = epoch.predict_store(s, network="shm", exchange=["p2p", "bcast"])
+    assert {r["model"] for r in rows} == {"hp", "rp"} and all(r["epoch"] > 0 for r in rows)
