@@ -38,7 +38,8 @@ def adjacency(name: str) -> tuple[sp.csr_matrix, bool]:
         return sp.load_npz(path).tocsr(), bool(json.loads(meta.read_text())["directed"])
     from distributed import Client
 
-    from shgcn.pipeline import datasets, ingest, normalize, readers
+    from shgcn.pipeline.sources import datasets, readers
+    from shgcn.pipeline.stages import ingest, normalize
 
     ds = datasets.lookup(name)
     src = datasets.locate(ds, SHARED, download=False)
@@ -54,21 +55,21 @@ def adjacency(name: str) -> tuple[sp.csr_matrix, bool]:
 
 def partition(name: str, model: str, parts: int, eps: float = EPS, seed: int = SEED, compute: bool = True
               ) -> tuple[np.ndarray, float] | None:
-    """(part (n,) int32, partitioner seconds) of ``model`` in rp / gp / hp, from the cache or computed
-    (None when absent and ``compute`` is False)."""
+    """(part (n,) int32, partitioner seconds) of any registered ``model`` (as the build runs it, in a
+    child process where it holds the GIL), from the cache or computed (None when absent and ``compute`` is
+    False)."""
     path = CACHE / f"{name}-{model}-p{parts}-e{eps}-s{seed}.npz"
     if path.exists():
         z = np.load(path)
         return z["part"].astype(np.int32), float(z["seconds"])
     if not compute:
         return None
-    from shgcn.pipeline.partition import PartitionConfig, hypergraph_partition, metis_partition, random_partition
+    from shgcn.pipeline.models import Inputs, PartitionConfig, default_options
+    from shgcn.pipeline.models.run import run
 
-    fn = {"rp": random_partition, "gp": metis_partition, "hp": hypergraph_partition}[model]
     a, _ = adjacency(name)
-    t0 = time.perf_counter()
-    part = np.asarray(fn(a, PartitionConfig(parts=parts, eps=eps, seed=seed)), np.int32)
-    seconds = time.perf_counter() - t0
+    res = run(model, Inputs(a.shape[0], a), PartitionConfig(parts=parts, eps=eps, seed=seed, options=default_options()))
+    part, seconds = res.part, res.seconds
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
     np.savez(tmp, part=part, seconds=seconds)
@@ -79,11 +80,11 @@ def partition(name: str, model: str, parts: int, eps: float = EPS, seed: int = S
 
 def refined_partition(name: str, base: str, parts: int, mti: float = 0.02, compute: bool = True
                       ) -> tuple[np.ndarray, float, dict] | None:
-    """(part, seconds, info) of ``refine.volume_balance`` on the ``base`` partition, cached under a key
-    of the refine module's source and the options (None when the base is absent and ``compute`` is False)."""
-    from shgcn.pipeline import refine
+    """(part, seconds, info) of ``volume_balance`` on the ``base`` partition, cached under a key of the
+    volume balancing's source and the options (None when the base is absent and ``compute`` is False)."""
+    from shgcn.pipeline.models import pins, vb, vb_search
 
-    src = hashlib.sha1(inspect.getsource(refine).encode()).hexdigest()[:10]
+    src = hashlib.sha1("".join(inspect.getsource(m) for m in (vb, vb_search, pins)).encode()).hexdigest()[:10]
     path = CACHE / f"{name}-{base}-vb-p{parts}-m{mti}-{src}.npz"
     if path.exists():
         z = np.load(path)
@@ -93,7 +94,7 @@ def refined_partition(name: str, base: str, parts: int, mti: float = 0.02, compu
         return None
     a, _ = adjacency(name)
     t0 = time.perf_counter()
-    part, info = refine.volume_balance(a, got[0], parts, eps=EPS, max_total_increase=mti, seed=SEED)
+    part, info = vb.volume_balance(a, got[0], parts, eps=EPS, max_total_increase=mti, seed=SEED)
     seconds = time.perf_counter() - t0
     tmp = path.with_suffix(".tmp.npz")
     np.savez(tmp, part=part, seconds=seconds, moves=info["moves"], passes=info["passes"])

@@ -52,7 +52,8 @@ a, b = df[0].to_numpy(), df[1].to_numpy()
 m = scipy.io.mmread(PATH).tocoo()
 a, b = m.row, m.col
 """),
-    "shgcn (parse tasks, in sequence)": ("from shgcn.pipeline import ingest, readers\nimport scipy.io, pyarrow.csv", """
+    "shgcn (parse tasks, in sequence)": ("from shgcn.pipeline.sources import parsing as ingest, probe as readers\n"
+                                         "import scipy.io, pyarrow.csv", """
 pb = readers.probe(PATH, FMT)
 chunks = [ingest.parse_range(r, pb.kind, ingest.MAX_LINE_BYTES, pb.kwargs)
           for r in ingest.byte_ranges(PATH, pb.header_bytes, pb.size, ingest.DEFAULT_CHUNK_BYTES)]
@@ -66,7 +67,7 @@ def _measure(code: tuple[str, str], path: Path, fmt: str, delim: str) -> tuple[f
     """(seconds, peak RSS MiB while reading) of ``code`` in a fresh process pinned to one core: the
     kernel's high-water mark is reset after the imports (``/proc/self/clear_refs``)."""
     setup, work = code
-    prog = (f"import time\nfrom shgcn.pipeline.monitor import peak_mib, reset_peak\n{setup}\n"
+    prog = (f"import time\nfrom shgcn.pipeline.runtime.monitor import peak_rss_mib as peak_mib, reset_peak\n{setup}\n"
             f"PATH, FMT, DELIM = {str(path)!r}, {fmt!r}, {delim!r}\nreset_peak()\n"
             f"t0 = time.perf_counter()\n{work}\nprint(time.perf_counter() - t0, peak_mib())")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -81,7 +82,7 @@ def _write_graph_files() -> tuple[Path, Path, int]:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from shgcn.pipeline.synthetic import rmat
+    from shgcn.pipeline.sources.synthetic import rmat
 
     SCRATCH.mkdir(parents=True, exist_ok=True)
     el, mtx = SCRATCH / "rmat19.txt", SCRATCH / "rmat19.mtx"
@@ -180,7 +181,8 @@ def cluster_build(cluster: Cluster, source: str, parts: int, models: tuple[str, 
     attributes, wall time and the bytes through client and scheduler."""
     from distributed import Client
 
-    from shgcn.pipeline.compose import BuildConfig, build
+    from shgcn.pipeline.builder import build
+    from shgcn.pipeline.config import BuildConfig
 
     killed = {}
     with Client(cluster.address) as client:
@@ -197,7 +199,7 @@ def cluster_build(cluster: Cluster, source: str, parts: int, models: tuple[str, 
                             stop.set()
                             cluster.workers[0].send_signal(signal.SIGKILL)
                             killed["at"] = kill_after
-                logging.getLogger("shgcn.pipeline.monitor").addHandler(H())
+                logging.getLogger("shgcn.pipeline.runtime.monitor").addHandler(H())
             killer()
         t0 = time.perf_counter()
         res = build(BuildConfig(source=source, out=str(out), parts=parts, models=models, overwrite=True, **kw), client,
@@ -324,10 +326,10 @@ def _metis_file(a, path: Path) -> None:
 def _graph_a(name: str):
     from distributed import Client
 
-    from shgcn.pipeline import datasets, readers
-    from shgcn.pipeline.ingest import to_graph
-    from shgcn.pipeline.normalize import normalized_adjacency
-    from shgcn.pipeline.synthetic import parse_spec
+    from shgcn.pipeline.sources import datasets, readers
+    from shgcn.pipeline.sources.synthetic import parse_spec
+    from shgcn.pipeline.stages.ingest import to_graph
+    from shgcn.pipeline.stages.normalize import normalized_adjacency
 
     if name.startswith("rmat:"):
         g = to_graph(parse_spec(name), directed=True)
@@ -343,8 +345,8 @@ def bench_kaminpar() -> None:
         import kaminpar
     except ImportError:
         raise SystemExit("kaminpar is not installed: pip install kaminpar") from None
-    from shgcn.pipeline.partition import PartitionConfig, metis_partition
-    from shgcn.pipeline.quality import partition_quality
+    from shgcn.pipeline.metrics.volume import partition_quality
+    from shgcn.pipeline.models.gp import metis_partition
 
     rows = []
     for name in ("soc-slashdot0902", "rmat:scale=20,edge_factor=16,seed=1"):
@@ -354,7 +356,7 @@ def bench_kaminpar() -> None:
         g = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.METIS)
         for p in (16, 64):
             t0 = time.perf_counter()
-            part_m = metis_partition(a, PartitionConfig(parts=p, eps=0.03, seed=0))
+            part_m = metis_partition(a, p, 0.03, 0)
             t_m = time.perf_counter() - t0
             kaminpar.reseed(0)
             t0 = time.perf_counter()

@@ -28,11 +28,11 @@ from shp_bench import base_store
 
 def curve(path: Path, graph: str, parts: int, sampler: str, max_batches: int, max_seconds: float) -> dict:
     from shgcn import store
-    from shgcn.pipeline import batch_quality
-    from shgcn.pipeline.hypergraph import batch_nets, hoeffding_nets, stochastic_hypergraph
-    from shgcn.pipeline.normalize import normalized_adjacency
-    from shgcn.pipeline.partition import PartitionConfig, kahypar_partition
-    from shgcn.pipeline.stochastic import SHPConfig
+    from shgcn.pipeline.metrics import batches as batch_quality
+    from shgcn.pipeline.metrics.hypergraph import batch_nets, hoeffding_nets, stochastic_hypergraph
+    from shgcn.pipeline.models.kahypar import kahypar_partition
+    from shgcn.pipeline.models.shp import SHPConfig
+    from shgcn.pipeline.stages.normalize import normalized_adjacency
     from shgcn.store.sample import BUILD, HELDOUT, Sampler
 
     s = store.open_store(path)
@@ -45,15 +45,14 @@ def curve(path: Path, graph: str, parts: int, sampler: str, max_batches: int, ma
     best = min(base, key=base.__getitem__)
     start = s.partition(best)
     weights = np.diff(a.indptr).astype(np.int64)
-    pcfg = PartitionConfig(parts=parts, seed=0)
     required = hoeffding_nets(parts, 0.1, 0.5)
     points, n_batches = [], 1
     while n_batches <= max_batches:
         hg = stochastic_hypergraph(batch_nets(a_csc, smp.batches(range(n_batches), BUILD)), weights)
         t0 = time.perf_counter()
-        scratch = held.mean_volume(kahypar_partition(hg, pcfg), parts)
+        scratch = held.mean_volume(kahypar_partition(hg, parts, 0.03, 0), parts)
         t1 = time.perf_counter()
-        refined = held.mean_volume(kahypar_partition(hg, pcfg, initial=start, vcycles=2), parts)
+        refined = held.mean_volume(kahypar_partition(hg, parts, 0.03, 0, initial=start, vcycles=2), parts)
         t2 = time.perf_counter()
         points.append((n_batches, scratch, refined, t1 - t0, t2 - t1))
         print(graph, parts, sampler, points[-1], flush=True)

@@ -6,9 +6,9 @@ mini-batch volume and partitioning time, for every sampler.
 
 For each graph and p, one real build (`pipeline build GRAPH --model rp,gp,hp`,
 kept in --cache) gives gp, hp and hp's partitioning time. Then, per sampler,
-shp runs exactly as the build runs it (`shgcn.pipeline.partition.run`: a
+shp runs exactly as the build runs it (`shgcn.pipeline.models.run.run`: a
 child process, gp and hp as starts, a time budget of twice hp's time), and
-`batch_quality.minibatch_dataset` (what the build stores) scores gp, hp and
+`metrics.batches.minibatch_dataset` (what the build stores) scores gp, hp and
 shp on the same 200 held-out batches (HELDOUT stream, never used by shp).
 B = 10% of n, theta = 0.1, delta = 0.5. Finished configurations are kept in
 --cache/results.jsonl, so an interrupted run resumes.
@@ -20,7 +20,6 @@ import argparse
 import json
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +39,11 @@ def base_store(cache: Path, graph: str, parts: int) -> Path:
 
 def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int) -> dict:
     from shgcn import store
-    from shgcn.pipeline import batch_quality, partition
-    from shgcn.pipeline.normalize import normalized_adjacency
-    from shgcn.pipeline.stochastic import SHPConfig
+    from shgcn.pipeline.metrics import batches as batch_quality
+    from shgcn.pipeline.models import Inputs, PartitionConfig, default_options
+    from shgcn.pipeline.models.run import run
+    from shgcn.pipeline.models.shp import SHPConfig
+    from shgcn.pipeline.stages.normalize import normalized_adjacency
     from shgcn.store.sample import Sampler
 
     s = store.open_store(path)
@@ -50,10 +51,12 @@ def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int)
     a = normalized_adjacency(adj, bool(s.attrs["directed"]))
     hp_s = float(s.quality()["seconds"].sel(model="hp"))
     starts = {m: s.partition(m) for m in ("gp", "hp")}
-    scfg = SHPConfig(sampler=sampler, eval_batches=eval_batches, max_rounds=6, time_budget=2.0 * hp_s)
-    pcfg = partition.PartitionConfig(parts=parts, seed=0)
+    options = {**default_options(), "sampler": sampler, "eval_batches": eval_batches, "shp_max_rounds": 6,
+               "shp_time_factor": 2.0}
+    pcfg = PartitionConfig(parts=parts, seed=0, options=options)
+    scfg = SHPConfig.of(pcfg, {"hp": hp_s})
     with tempfile.TemporaryDirectory() as tmp:
-        res = partition.run("shp", partition.Inputs(a, adj, starts, {"shp": asdict(scfg)}), pcfg, tmp)
+        res = run("shp", Inputs(a.shape[0], a, adj, starts, {"hp": hp_s}), pcfg, tmp)
     parts_by = {**starts, "shp": res.part}
     ds = batch_quality.minibatch_dataset(a, Sampler(adj, scfg.sampler_config(a.shape[0], 0)), parts_by, parts,
                                          eval_batches, scfg.theta, scfg.delta)
@@ -83,7 +86,7 @@ def batch_counts(r: dict) -> tuple[int, str, str]:
     """(Hoeffding count in batches, batches sampled by shp's last round,
     batches it took to beat the better start on the validation objective)
     of one result; round k samples ``first * 2**k`` units (see
-    :func:`shgcn.pipeline.stochastic.build_shp`)."""
+    :func:`shgcn.pipeline.models.shp_build.build_shp`)."""
     n, req = r["n"], r["required_nets"]
     batch = max(1, n // 10)
     unit = n if r["sampler"] == "node" else batch  # node: one net per column per unit (the columns construction)

@@ -1,4 +1,4 @@
-"""Validate the epoch model (pipeline/simulate.py) on this machine, then use it
+"""Validate the epoch model (store/epoch.py) on this machine, then use it
 at the paper's scale.
 
 1. Fit the compute coefficients to measured one-rank training steps
@@ -29,7 +29,8 @@ import numpy as np
 from _common import REPO, SHARED, build_store, mpirun, table, write_section
 from _graphs import GRAPHS, adjacency, partition, refined_partition
 
-from shgcn.pipeline import simulate
+from shgcn.pipeline.simulate import costs_from_partitions
+from shgcn.store import epoch as simulate
 from shgcn.store import open_store
 from shgcn.store.runlog import read_run_log
 
@@ -180,7 +181,7 @@ def scaling_section(fit: simulate.ComputeModel, graphs: list[str]) -> str:
                         parts[f"{m}-vb"] = vb[0]
             if "hp" not in parts:
                 continue
-            costs = simulate.costs_from_partitions(a, parts, p, directed)
+            costs = costs_from_partitions(a, parts, p, directed)
             pred = {r["model"]: r for r in simulate.predict(costs, SCALE_DIMS, net, fit, ["p2p"])}
             row = {"graph": g, "P": p, "rp": f"{pred['rp']['epoch'] * 1e3:.2f}",
                    "bcast/rp": f"{1 / pred['rp']['vs_bcast']:.2f}"}

@@ -19,8 +19,8 @@ import numpy as np
 from _common import table, write_section
 from _graphs import EPS, GRAPHS, adjacency, partition, refined_partition
 
-from shgcn.pipeline import refine
-from shgcn.pipeline.quality import volume_matrix
+from shgcn.pipeline.metrics.volume import volume_matrix
+from shgcn.pipeline.models.vb import volume_balance
 
 TARGET_GRAPHS = ["soc-slashdot0902", "ca-astroph", "delaunay-n16", "luxembourg-osm"]
 TARGET_PARTS = [16, 64, 256]
@@ -113,7 +113,7 @@ def main() -> None:
     ARGS = ap.parse_args()
     # numba compiles the kernels on first use (cached on disk afterwards): keep that out of the timings
     tiny, _ = adjacency("cora")
-    refine.volume_balance(tiny, np.arange(tiny.shape[0]) % 2, 2)
+    volume_balance(tiny, np.arange(tiny.shape[0]) % 2, 2)
     rows = [r for g in ARGS.graphs for p in ARGS.parts for r in rows_for(g, p, ARGS.max_total_increase)]
     cols = [("graph", "graph"), ("p", "p"), ("model", "model"), ("volume", "total volume"),
             ("vol_avg", "vol avg / rp"), ("vol_max", "vol max / rp"), ("msg_avg", "msgs avg / rp"),
@@ -131,7 +131,7 @@ def main() -> None:
     gm_lines = "".join(f"| {p} | {n} | {a:.3f} | {b:.3f} | {c:.3f} |\n" for p, (n, a, b, c) in gm.items())
     body = (
         f"eps = {EPS}, seed 0; hp = Mt-KaHyPar deterministic preset on the column-net hypergraph (all cores), "
-        f"gp = METIS, rp = random; *-vb = `pipeline/refine.py volume_balance` on that partition with "
+        f"gp = METIS, rp = random; *-vb = `pipeline/models/vb.py volume_balance` on that partition with "
         f"max_total_increase = {ARGS.max_total_increase} (numba, one thread). Volume = rows of H per SpMM; "
         "vol avg/max = average/maximum send volume per part, msgs = messages sent per part, all divided by rp's "
         "(the paper's Table 2 columns). Time: partitioner wall seconds; for *-vb the refinement alone, with its "
