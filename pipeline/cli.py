@@ -120,7 +120,13 @@ def _model_arguments(b) -> None:
                         "(repeatable): the way to use a distributed partitioner")
     b.add_argument("--layout-model", default=None, help="model whose partition lays out the rank blocks "
                                                           "(default: hp if computed, else the first)")
-    b.add_argument("--eps", type=float, default=0.03, help="allowed load imbalance")
+    b.add_argument("--eps", type=float, default=0.03, help="allowed imbalance of what --balance balances")
+    b.add_argument("--balance", choices=("work", "nnz", "rows"), default="work",
+                   help="what every partitioner balances: the modelled compute per training step of each row (work: "
+                        "a term per row plus one per nonzero, from the epoch model fitted on this machine), the "
+                        "nonzeros, or the rows")
+    b.add_argument("--hidden", type=_ints, default=(16,),
+                   help="--balance work: hidden widths of the GCN that will train on the store (shgcn-train --hidden)")
     b.add_argument("--seed", type=int, default=0, help="seed of every random choice")
     b.add_argument("--threads", type=int, default=0, help="partitioner threads (0: all cores)")
     seen: set[str] = set()

@@ -45,6 +45,7 @@ def build_config(args):
         directed=args.directed, features=args.features, labels=args.labels, feature_norm=args.feature_norm,
         split=args.split, overwrite=args.overwrite, chunk_bytes=args.chunk_bytes, max_line=args.max_line,
         header=args.header, block_nnz=args.block_nnz, partition_files=tuple(args.partition_file),
+        balance=args.balance, hidden=tuple(args.hidden),
         options={o.dest: getattr(args, o.dest) for o in options()},
         command="pipeline " + shlex.join(sys.argv[1:]),
         progress=not (args.quiet or args.json) and sys.stderr.isatty(), heartbeat=args.heartbeat)
@@ -94,7 +95,7 @@ def _keep_dashboard(client, say) -> None:
 
 def summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
     """The JSON summary of a store (``build --json``, ``info --json``)."""
-    keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed",
+    keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed", "balance",
             "feature_dim", "classes", "command", "versions", "timings", "peak_rss_mib", "peak_rss_mib_by_stage",
             "partitions", "stats", "notes", *_record_attributes(attrs))
     out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}

@@ -55,6 +55,8 @@ class BuildConfig:
     max_line: int = MAX_LINE_BYTES
     header: str = "auto"
     block_nnz: int = BLOCK_NNZ
+    balance: str = "work"  # what the partitioners balance: the modelled compute per row, nonzeros, or rows
+    hidden: tuple[int, ...] = (16,)  # hidden widths of the GCN whose work is balanced (shgcn-train --hidden)
     options: Mapping[str, Any] = field(default_factory=dict)
     partition_files: tuple[str, ...] = ()
     progress: bool = False  # a progress bar per stage on the terminal
@@ -71,6 +73,10 @@ class BuildConfig:
     @property
     def all_models(self) -> tuple[str, ...]:
         return (*self.models, *self.imported_models())
+
+    def dims(self, feature_dim: int, classes: int) -> list[int]:
+        """The GCN's layer widths whose work the partitioners balance."""
+        return [int(feature_dim), *map(int, self.hidden), int(classes)]
 
     @property
     def layout(self) -> str:
@@ -115,6 +121,12 @@ class BuildConfig:
             raise UserError("--max-line must be at least 64")
         if self.header not in HEADERS:
             raise UserError(f"--header {self.header!r}: choose from {', '.join(HEADERS)}")
+        from shgcn.store.work import BALANCES
+
+        if self.balance not in BALANCES:
+            raise UserError(f"--balance {self.balance!r}: choose from {', '.join(BALANCES)}")
+        if not self.hidden or min(self.hidden) < 1:
+            raise UserError(f"--hidden {','.join(map(str, self.hidden))}: positive layer widths, e.g. 16 or 128,128")
 
     def _check_models(self) -> None:
         from .models import default_options, get, model_names

@@ -31,3 +31,16 @@ def step_bytes(send_rows, recv_rows, dims: list[int], w_firsts: list[bool], dire
     is the same expand; for a directed Â it folds the received rows back."""
     fwd, bwd = spmm_widths(dims, w_firsts)
     return itemsize * (send_rows * sum(fwd) + (recv_rows if directed else send_rows) * sum(bwd))
+
+
+def work_terms(dims: list[int]) -> tuple[int, int, int]:
+    """What one row of a rank costs in one training step, by kind:
+    (SpMM columns per nonzero, forward and backward; dense multiply-adds per
+    row: X W forward, Gᵀ X and G Wᵀ backward, the latter not for the first
+    layer; elementwise columns per row: dropout on layer inputs, activation
+    and its gradient on outputs). The regressors of the epoch model
+    (:mod:`shgcn.store.epoch`)."""
+    fwd, bwd = spmm_widths(dims, [w_first(dims, k) for k in range(len(dims) - 1)])
+    flops = sum(a * b * (2 if k == 0 else 3) for k, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
+    elem = sum(dims[:-1]) + 2 * sum(dims[1:])
+    return sum(fwd) + sum(bwd), flops, elem

@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .costs import spmm_widths
+from .costs import spmm_widths, work_terms
 from .costs import w_first as _w_first
 from .errors import UserError
 from .tables import BASELINE
@@ -282,12 +282,9 @@ def compute_features(cost: PartitionCost, dims: list[int]) -> np.ndarray:
     backward), rows x dense multiply-adds (X W forward; G^T X and G W^T
     backward, the latter not for the first layer), rows x elementwise columns,
     and 1."""
-    wf = [_w_first(dims, k) for k in range(len(dims) - 1)]
-    fwd, bwd = spmm_widths(dims, wf)
-    flops = sum(a * b * (2 if k == 0 else 3) for k, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
-    elem = sum(dims[:-1]) + 2 * sum(dims[1:])  # dropout on layer inputs; activation and its gradient on outputs
+    nnz_cols, flops, elem = work_terms(dims)
     rows = cost.rows.astype(float)
-    return np.stack([cost.load * float(sum(fwd) + sum(bwd)), rows * flops, rows * elem, np.ones_like(rows)], axis=1)
+    return np.stack([cost.load * float(nnz_cols), rows * flops, rows * elem, np.ones_like(rows)], axis=1)
 
 
 def fit_compute(features: np.ndarray, seconds: np.ndarray, source: str = "") -> ComputeModel:

@@ -44,8 +44,9 @@ class Hypergraph:
         return self.net_ptr.size - 1
 
 
-def column_net(a: sp.spmatrix, drop_single_pin: bool = True) -> Hypergraph:
-    """Column-net hypergraph of ``a``; vertex weight = nonzeros of the row.
+def column_net(a: sp.spmatrix, drop_single_pin: bool = True, weights: np.ndarray | None = None) -> Hypergraph:
+    """Column-net hypergraph of ``a``; vertex weights ``weights`` (default:
+    the nonzeros of the row).
 
     Nets with one pin can never be cut, so by default they are dropped (the
     partitioner does less work, the objective is unchanged).
@@ -62,7 +63,8 @@ def column_net(a: sp.spmatrix, drop_single_pin: bool = True) -> Hypergraph:
         n_vertices=a.shape[0],
         net_ptr=ptr,
         pins=csc.indices[pin_keep].astype(np.int64),
-        vertex_weights=np.diff(sp.csr_matrix(a).indptr).astype(np.int64),
+        vertex_weights=np.diff(sp.csr_matrix(a).indptr).astype(np.int64) if weights is None
+        else np.asarray(weights, np.int64),
         net_weights=np.ones(net_ids.size, np.int64),
         net_ids=net_ids,
     )

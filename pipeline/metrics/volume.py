@@ -1,6 +1,6 @@
 """Partition quality: communication volume and messages of one SpMM with Â,
-computational load, edge cut, connectivity-1; as an xarray Dataset and as a
-printable table normalized to random partitioning (the paper's Table 2).
+the work of each part (rows, nonzeros, modelled compute), edge cut,
+connectivity-1; as an xarray Dataset (its tables: :mod:`shgcn.store.tables`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from shgcn.store.tables import METRICS
+from shgcn.store.work import modelled_compute
 
 from ..arrays import sorted_unique
 from ..blocks import RowBlock
@@ -31,6 +32,11 @@ class Quality:
         Edges of the symmetrized graph (no self loops) between parts.
     km1 : int
         Connectivity-1 of the column-net hypergraph of Â.
+    rows : (P,) int64
+        Rows of each part.
+    work : (P,) float64 or None
+        Modelled compute of each part in one training step, seconds
+        (:mod:`shgcn.store.work`); None when the layer widths are unknown.
     """
 
     model: str
@@ -39,6 +45,8 @@ class Quality:
     edge_cut: int
     km1: int
     seconds: float = float("nan")
+    rows: np.ndarray | None = None
+    work: np.ndarray | None = None
 
     @property
     def parts(self) -> int:
@@ -66,9 +74,8 @@ class Quality:
 
     @property
     def imbalance(self) -> float:
-        """max / mean load - 1."""
-        mean = self.load.mean()
-        return float(self.load.max() / mean - 1) if mean > 0 else 0.0
+        """max / mean load (nonzeros) - 1."""
+        return _imbalance(self.load)
 
     def metrics(self) -> dict[str, float]:
         return {
@@ -81,10 +88,18 @@ class Quality:
             "avg_msgs": float(self.send_msgs.mean()),
             "max_msgs": int(self.send_msgs.max()),
             "imbalance": self.imbalance,
+            "rows_imbalance": _imbalance(self.rows) if self.rows is not None else float("nan"),
+            "work_imbalance": _imbalance(self.work) if self.work is not None else float("nan"),
             "edge_cut": self.edge_cut,
             "km1": self.km1,
             "seconds": self.seconds,
         }
+
+
+def _imbalance(x: np.ndarray) -> float:
+    """max / mean - 1 (0 for an empty or all-zero vector)."""
+    mean = float(np.mean(x)) if np.size(x) else 0.0
+    return float(np.max(x) / mean - 1) if mean > 0 else 0.0
 
 
 def _ratio(a: float, b: float) -> float:
@@ -114,16 +129,21 @@ def edge_cut(adj: sp.csr_matrix, part: np.ndarray) -> int:
 
 
 def partition_quality(a: sp.csr_matrix, part: np.ndarray, parts: int, model: str = "",
-                      seconds: float = float("nan")) -> Quality:
-    """All metrics of ``part`` for Â (which has a nonzero diagonal)."""
+                      seconds: float = float("nan"), dims: list[int] | None = None) -> Quality:
+    """All metrics of ``part`` for Â (which has a nonzero diagonal); the
+    modelled compute per part for a GCN of layer widths ``dims``, if given."""
     part = np.asarray(part)
+    load = np.bincount(part, weights=np.diff(a.indptr), minlength=parts).astype(np.int64)
+    rows = np.bincount(part, minlength=parts).astype(np.int64)
     return Quality(
         model=model,
         volume=volume_matrix(a, part, parts),
-        load=np.bincount(part, weights=np.diff(a.indptr), minlength=parts).astype(np.int64),
+        load=load,
         edge_cut=edge_cut(a, part),
         km1=connectivity_minus_one(column_net(a), part, parts),
         seconds=seconds,
+        rows=rows,
+        work=None if dims is None else modelled_compute(rows, load, dims),
     )
 
 
@@ -162,12 +182,15 @@ def block_quality(a_block: RowBlock, at_block: RowBlock, part: np.ndarray, parts
 
 
 def merge_quality(model: str, parts: int, weights: np.ndarray, part: np.ndarray, seconds: float,
-                  *partials: Partial) -> Quality:
+                  *partials: Partial, dims: list[int] | None = None) -> Quality:
     """A partition's :class:`Quality` from its blocks' partials and the row
-    weights (nonzeros of each row of Â)."""
-    return Quality(model=model, volume=np.sum([p.volume for p in partials], axis=0),
-                   load=np.bincount(part, weights=weights, minlength=parts).astype(np.int64),
-                   edge_cut=sum(p.edge_cut for p in partials), km1=sum(p.km1 for p in partials), seconds=seconds)
+    weights (nonzeros of each row of Â); the modelled compute per part for a
+    GCN of layer widths ``dims``, if given."""
+    load = np.bincount(part, weights=weights, minlength=parts).astype(np.int64)
+    rows = np.bincount(part, minlength=parts).astype(np.int64)
+    return Quality(model=model, volume=np.sum([p.volume for p in partials], axis=0), load=load,
+                   edge_cut=sum(p.edge_cut for p in partials), km1=sum(p.km1 for p in partials), seconds=seconds,
+                   rows=rows, work=None if dims is None else modelled_compute(rows, load, dims))
 
 
 def to_dataset(qs: list[Quality]):
@@ -182,9 +205,14 @@ def to_dataset(qs: list[Quality]):
         "send_msgs": (("model", "part"), np.stack([q.send_msgs for q in qs])),
         "recv_msgs": (("model", "part"), np.stack([q.recv_msgs for q in qs])),
         "load": (("model", "part"), np.stack([q.load for q in qs])),
+        "rows": (("model", "part"), np.stack([q.rows if q.rows is not None else np.zeros(q.parts, np.int64)
+                                               for q in qs])),
+        "work": (("model", "part"), np.stack([q.work if q.work is not None else np.full(q.parts, np.nan)
+                                               for q in qs])),
     }
     for key in METRICS:
         data[key] = (("model",), np.array([q.metrics()[key] for q in qs]))
     ds = xr.Dataset(data, coords={"model": models, "part": np.arange(qs[0].parts)})
-    ds.attrs["description"] = "Per-SpMM communication (rows of H) and load of each row partition of Â"
+    ds.attrs["description"] = ("Per-SpMM communication (rows of H) and load of each row partition of Â: "
+                               "nonzeros (load), rows and modelled compute per training step in seconds (work)")
     return ds

@@ -85,6 +85,9 @@ class Inputs:
     graph : (n, n) csr_matrix, the input graph's pattern, or None
     starts : (n,) int32 partitions of the models this one starts from, by name
     seconds : partitioning wall time of the models computed earlier in the build
+    weights : (n,) int64 vertex weights to balance (the build's ``--balance``:
+        the epoch model's work per row by default), or None: the nonzeros of
+        each row of Â
     """
 
     n: int
@@ -92,6 +95,17 @@ class Inputs:
     graph: sp.csr_matrix | None = None
     starts: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    weights: np.ndarray | None = None
+
+    def vertex_weights(self) -> np.ndarray:
+        """(n,) int64: ``weights``, else the nonzeros of each row of Â."""
+        import numpy as np
+
+        if self.weights is not None:
+            return np.asarray(self.weights, np.int64)
+        if self.a is None:
+            return np.ones(self.n, np.int64)
+        return np.diff(self.a.indptr).astype(np.int64)
 
 
 @dataclass

@@ -27,13 +27,14 @@ def symmetric_pattern(a) -> tuple[np.ndarray, np.ndarray]:
     return sym.indptr.astype(np.int64), sym.indices.astype(np.int64)
 
 
-def metis_partition(a, parts: int, eps: float, seed: int) -> np.ndarray:
-    """pymetis on the symmetrized graph without self loops; vertex weight =
-    nonzeros of the row of Â; imbalance ``ufactor = 1000 eps``."""
+def metis_partition(a, parts: int, eps: float, seed: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """pymetis on the symmetrized graph without self loops; vertex weights
+    ``weights`` (default: nonzeros of the row of Â); imbalance ``ufactor =
+    1000 eps``."""
     import pymetis
 
     xadj, adjncy = symmetric_pattern(a)
-    vweights = np.diff(a.indptr).astype(np.int64)
+    vweights = np.diff(a.indptr).astype(np.int64) if weights is None else np.asarray(weights, np.int64)
     opts = pymetis.Options(seed=seed, ufactor=max(1, int(round(eps * 1000))))
     _, part = pymetis.part_graph(parts, pymetis.CSRAdjacency(xadj, adjncy), vweights=vweights, options=opts)
     return np.asarray(part, dtype=np.int32)
@@ -45,7 +46,7 @@ class GraphPartition(Model):
         return inputs.a is not None and inputs.a.nnz >= CHILD_NNZ
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
-        return Assignment(metis_partition(inputs.a, cfg.parts, cfg.eps, cfg.seed))
+        return Assignment(metis_partition(inputs.a, cfg.parts, cfg.eps, cfg.seed, inputs.vertex_weights()))
 
 
 MODEL = GraphPartition("gp", "METIS on the symmetrized graph, vertex weight = nonzeros of the row (as DistDGL)")

@@ -20,7 +20,8 @@ class HypergraphPartition(Model):
         from ..metrics.hypergraph import column_net
         from .kahypar import kahypar_partition
 
-        part = kahypar_partition(column_net(inputs.a), cfg.parts, cfg.eps, cfg.seed, cfg.threads, cfg.option(PRESET))
+        hg = column_net(inputs.a, weights=inputs.vertex_weights())
+        part = kahypar_partition(hg, cfg.parts, cfg.eps, cfg.seed, cfg.threads, cfg.option(PRESET))
         return Assignment(part)
 
 

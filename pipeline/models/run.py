@@ -73,9 +73,12 @@ def run_in_child(model: str, inputs: Inputs, cfg: PartitionConfig, tmp_root: str
                 _save_csr(d, name, m)
         for name, part in inputs.starts.items():
             np.save(d / f"start.{name}.npy", part)
+        if inputs.weights is not None:
+            np.save(d / "weights.npy", inputs.weights)
         (d / "args.json").write_text(json.dumps({
             "model": model, "n": inputs.n, "cfg": dataclasses.asdict(cfg), "a": inputs.a is not None,
-            "graph": inputs.graph is not None, "starts": sorted(inputs.starts), "seconds": inputs.seconds}))
+            "graph": inputs.graph is not None, "starts": sorted(inputs.starts), "seconds": inputs.seconds,
+            "weights": inputs.weights is not None}))
         run_module(__name__, d, f"{model}: the partitioner")
         out = np.load(d / "part.npy")
         info = json.loads((d / "info.json").read_text())
@@ -92,7 +95,8 @@ def _child_main(tmp: str, parent: int) -> None:
     n = args["n"]
     inputs = Inputs(n, a=_load_csr(d, "a", n) if args["a"] else None,
                     graph=_load_csr(d, "graph", n) if args["graph"] else None,
-                    starts={s: np.load(d / f"start.{s}.npy") for s in args["starts"]}, seconds=args["seconds"])
+                    starts={s: np.load(d / f"start.{s}.npy") for s in args["starts"]}, seconds=args["seconds"],
+                    weights=np.load(d / "weights.npy") if args["weights"] else None)
     try:
         res = get(args["model"]).run(inputs, PartitionConfig(**args["cfg"]))
     except UserError as e:

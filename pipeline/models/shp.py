@@ -205,7 +205,7 @@ class StochasticHypergraph(Model):
         if inputs.graph is None:
             raise ValueError("shp needs the graph's pattern")
         scfg = SHPConfig.of(cfg, inputs.seconds)
-        res = build_shp(inputs.a, inputs.graph, cfg, scfg, starts=inputs.starts)
+        res = build_shp(inputs.a, inputs.graph, cfg, scfg, starts=inputs.starts, weights=inputs.vertex_weights())
         return Assignment(res.part, res.record(scfg))
 
     def extra_quality(self, cfg: PartitionConfig, n: int):

@@ -131,7 +131,7 @@ def _fits(budget: float | None, elapsed: float, predicted: float) -> bool:
 
 
 def build_shp(a: sp.csr_matrix, adj: sp.csr_matrix, pcfg: PartitionConfig, scfg: SHPConfig,
-              starts: Mapping[str, np.ndarray] | None = None) -> SHPResult:
+              starts: Mapping[str, np.ndarray] | None = None, weights: np.ndarray | None = None) -> SHPResult:
     """Partition Â for mini-batch training (see :mod:`.shp`).
 
     Parameters
@@ -142,8 +142,9 @@ def build_shp(a: sp.csr_matrix, adj: sp.csr_matrix, pcfg: PartitionConfig, scfg:
     scfg : shp's options
     starts : partitions by model name, (n,) int each (``gp`` and ``hp`` when
         the build computed them); METIS is run when there are none
+    weights : (n,) int vertex weights to balance (default: nonzeros of the row of Â)
     """
-    b = _Build(a, adj, pcfg, scfg)
+    b = _Build(a, adj, pcfg, scfg, weights)
     if scfg.batches is not None:  # the paper's model as is (scored, not chosen)
         return b.paper_model()
     names, given = b.score_starts(dict(starts or {}))
@@ -154,7 +155,8 @@ def build_shp(a: sp.csr_matrix, adj: sp.csr_matrix, pcfg: PartitionConfig, scfg:
 class _Build:
     """The state the steps share: Â, the sampler, the weights, the incumbent."""
 
-    def __init__(self, a: sp.csr_matrix, adj: sp.csr_matrix, pcfg: PartitionConfig, scfg: SHPConfig):
+    def __init__(self, a: sp.csr_matrix, adj: sp.csr_matrix, pcfg: PartitionConfig, scfg: SHPConfig,
+                 weights: np.ndarray | None = None):
         self.t0 = time.perf_counter()
         scfg.check()
         self.a, self.pcfg, self.scfg = a, pcfg, scfg
@@ -163,7 +165,7 @@ class _Build:
         self.construction = scfg.resolved_construction()
         self.required = hoeffding_nets(self.p, scfg.theta, scfg.delta)
         self.a_csc = sp.csc_matrix(a)
-        self.weights = np.diff(a.indptr).astype(np.int64)
+        self.weights = np.diff(a.indptr).astype(np.int64) if weights is None else np.asarray(weights, np.int64)
         self.steps = _Steps(Validation(a, self.sampler, self.p, scfg.resolved_validation_batches()), self.t0)
         self.B = self.sampler.cfg.size
         self.refine_s = 0.0
@@ -202,7 +204,7 @@ class _Build:
             from .gp import metis_partition
 
             tr = time.perf_counter()
-            given["gp"] = metis_partition(self.a, self.p, self.pcfg.eps, self.pcfg.seed) if self.p > 1 \
+            given["gp"] = metis_partition(self.a, self.p, self.pcfg.eps, self.pcfg.seed, self.weights) if self.p > 1 \
                 else np.zeros(self.n, np.int32)
             log.info("shp: no start given, METIS took %.1f s", time.perf_counter() - tr)
         names = [m for m in START_ORDER if m in given] + sorted(m for m in given if m not in START_ORDER)

@@ -95,8 +95,8 @@ class Search:
 
 
 def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 0.03,
-                   max_total_increase: float = 0.02, seed: int = 0, search: Search = Search()
-                   ) -> tuple[np.ndarray, dict]:
+                   max_total_increase: float = 0.02, seed: int = 0, search: Search = Search(),
+                   weights: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Lower the maximum send and receive volume of a row partition of Â.
 
     Parameters
@@ -107,8 +107,8 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
         Part of every row, in 0..parts-1.
     parts : int
     eps : float
-        Allowed load imbalance (max/mean - 1). If ``part`` already exceeds it,
-        its own imbalance is the bound.
+        Allowed load imbalance (max/mean - 1) of the vertex weights. If
+        ``part`` already exceeds it, its own imbalance is the bound.
     max_total_increase : float
         The total volume stays at most ``(1 + max_total_increase)`` times its start.
     seed : int
@@ -123,6 +123,9 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
         lightest parts; ``swap_tries``: vertices tried as the second half of
         a pair move (0: single moves only); ``time_limit``: stop after the
         pass that crosses this many seconds.
+    weights : (n,) int, optional
+        Vertex weights (the load each row gives its part); default: the
+        nonzeros of the row of Â.
 
     Returns
     -------
@@ -137,7 +140,7 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
     t0 = time.perf_counter()
     a = check_matrix(a)
     _check_arguments(a, part, parts, eps, max_total_increase)
-    pc = PinCounts(a, np.asarray(part), parts)
+    pc = PinCounts(a, np.asarray(part), parts, weights)
     start = _metrics(pc)
     info: dict = {"start": start, "moves": 0, "passes": 0}
     if parts > 1 and pc.total > 0:
@@ -235,7 +238,8 @@ class VolumeBalanced(Model):
                 info["base_info"] = res.info
         t0 = time.perf_counter()
         part, stats = volume_balance(inputs.a, start, cfg.parts, eps=cfg.eps,
-                                     max_total_increase=cfg.option(MAX_TOTAL_INCREASE), seed=cfg.seed)
+                                     max_total_increase=cfg.option(MAX_TOTAL_INCREASE), seed=cfg.seed,
+                                     weights=inputs.vertex_weights())
         info["refine_seconds"] = round(time.perf_counter() - t0, 3)
         info["refine"] = {k: (float(v) if isinstance(v, (int, float, np.number)) else v) for k, v in stats.items()
                           if isinstance(v, (int, float, str, np.number))}

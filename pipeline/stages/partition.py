@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from shgcn.store.work import vertex_weights
+
 from ..config import BuildConfig
 from ..errors import UserError
 from ..models import Inputs, PartitionConfig, PartitionResult, build_order, get
@@ -35,6 +37,8 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
                     tmp_root: str) -> Partitioned:
     """Partition with every model of ``cfg`` (each after the models it starts from)."""
     pcfg = cfg.partition_config()
+    dims = cfg.dims(ing.node_plan.dim, ing.node_plan.classes)
+    weights = tasks.submit("partition-weights", vertex_weights, nrm.weights, cfg.balance, dims)
     futures: dict[str, Any] = {}
     results: dict[str, PartitionResult] = {}
     for m in build_order(cfg.models):
@@ -43,7 +47,7 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
         seconds = {k: r.seconds for k, r in results.items()}
         a = nrm.full(tasks) if MATRIX in p.needs else None
         graph = nrm.pattern(tasks) if GRAPH in p.needs else None
-        f = tasks.submit(f"partition-{m}", _partition, m, ing.n, a, graph, starts, seconds, pcfg, tmp_root)
+        f = tasks.submit(f"partition-{m}", _partition, m, ing.n, a, graph, starts, seconds, weights, pcfg, tmp_root)
         mon.bar([f], f"partition: {m}")
         futures[m] = f
         results[m] = f.result()
@@ -55,12 +59,12 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
     return Partitioned({m: futures[m] for m in order}, {m: results[m] for m in order})
 
 
-def _partition(model: str, n: int, a, graph, starts: dict, seconds: dict, cfg: PartitionConfig,
+def _partition(model: str, n: int, a, graph, starts: dict, seconds: dict, weights: np.ndarray, cfg: PartitionConfig,
                tmp_root: str) -> PartitionResult:
     """The ``partition-<model>`` task (futures among the arguments arrive resolved)."""
     from ..models.run import run
 
-    inputs = Inputs(n, a, graph, {k: v.part for k, v in starts.items()}, seconds)
+    inputs = Inputs(n, a, graph, {k: v.part for k, v in starts.items()}, seconds, weights)
     return run(model, inputs, cfg, tmp_root)
 
 

@@ -36,10 +36,11 @@ def quality_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized
                   mon: Monitor) -> Measured:
     """Full-batch quality of every model by blocks; the extra report a model asks for."""
     q_f = []
+    dims = cfg.dims(ing.node_plan.dim, ing.node_plan.classes)
     for m, f in parts.futures.items():
         partials = [tasks.submit(f"quality-{m}", _block_quality, ab, tb, f, cfg.parts, ing.directed)
                     for ab, tb in zip(nrm.a, nrm.at)]
-        q_f.append(tasks.submit(f"quality-{m}", _merge_quality, m, cfg.parts, nrm.weights, f, *partials))
+        q_f.append(tasks.submit(f"quality-{m}", _merge_quality, m, cfg.parts, nrm.weights, f, dims, *partials))
     mon.bar(q_f, "quality")
     qds = volume.to_dataset(tasks.gather(q_f))
     report = _extra_report(cfg, ing.n)
@@ -66,9 +67,9 @@ def _block_quality(ab, tb, res: PartitionResult, parts: int, directed: bool) -> 
     return volume.block_quality(ab, tb, res.part, parts, directed)
 
 
-def _merge_quality(model: str, parts: int, weights: np.ndarray, res: PartitionResult,
+def _merge_quality(model: str, parts: int, weights: np.ndarray, res: PartitionResult, dims: list[int],
                    *partials: volume.Partial) -> volume.Quality:
-    return volume.merge_quality(model, parts, weights, res.part, res.seconds, *partials)
+    return volume.merge_quality(model, parts, weights, res.part, res.seconds, *partials, dims=dims)
 
 
 def _minibatch(report, a, graph, results: dict, parts: int):
