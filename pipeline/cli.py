@@ -193,20 +193,44 @@ def _simulate_parser(sub, common) -> None:
 
 
 def _export_parser(sub, common) -> None:
-    x = sub.add_parser("export", parents=[common], help="write a store's partition for DistDGL or as an assignment file",
-                       description="Write a store's partition for other tools. distdgl: DistDGL's partition layout "
-                                   "(OUT/NAME.json and OUT/part{i}/ graph.dgl, node_feats.dgl, edge_feats.dgl, "
-                                   "orig_nids.dgl, orig_eids.dgl), which dgl.distributed.load_partition reads; needs "
-                                   "DGL (pip install 'shgcn[dgl]'). assignment: one part id per line in original "
-                                   "vertex order, the format --partition-file reads.")
-    x.add_argument("store", metavar="STORE")
-    x.add_argument("out", metavar="OUT", help="output directory (distdgl) or file (assignment)")
-    x.add_argument("--format", dest="export_format", choices=("distdgl", "assignment"), required=True,
-                   help="distdgl or assignment")
+    x = sub.add_parser("export", parents=[common], formatter_class=_FMT,
+                       help="write a store's partition for DistDGL or as an assignment file, or a graph for a "
+                            "partitioner that runs elsewhere",
+                       usage="pipeline export STORE OUT --format distdgl|assignment\n"
+                             "       pipeline export graph SOURCE OUT --format parhip|metis",
+                       description="Write a store's partition for other tools, or a graph for a partitioner. "
+                                   "distdgl: DistDGL's partition layout (OUT/NAME.json and OUT/part{i}/ graph.dgl, "
+                                   "node_feats.dgl, edge_feats.dgl, orig_nids.dgl, orig_eids.dgl), which "
+                                   "dgl.distributed.load_partition reads; needs DGL. assignment: one part id per "
+                                   "line in original vertex order, the format --partition-file reads. "
+                                   "graph SOURCE: the pattern of A + Aᵀ with the vertex weights a build balances, "
+                                   "as a ParHIP (dKaMinPar, ParHIP) or METIS (ParMETIS, KaHIP) file, written by "
+                                   "the Dask workers row block by row block; the partitioner's output comes back "
+                                   "with pipeline build SOURCE --partition-file PARTS.")
+    x.add_argument("items", nargs="+", metavar="ARG", help="STORE OUT, or graph SOURCE OUT")
+    x.add_argument("--format", dest="export_format", choices=("distdgl", "assignment", "parhip", "metis"),
+                   required=True, help="distdgl or assignment (a store), parhip or metis (export graph)")
     x.add_argument("--model", default=None, help="partition model to export (default: the store's layout model)")
     x.add_argument("--graph-name", default=None,
                    help="distdgl: the graph's name, NAME.json, DistGraph(NAME) (default: the store's directory name)")
     x.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    g = x.add_argument_group("export graph: reading SOURCE and its vertex weights (as pipeline build)")
+    g.add_argument("--input-format", dest="fmt", choices=_formats(), help="SOURCE's format (default: from its name)")
+    g.add_argument("--data-dir", help="where dataset files are")
+    d = g.add_mutually_exclusive_group()
+    d.add_argument("--undirected", dest="directed", action="store_false", default=None, help="as pipeline build")
+    d.add_argument("--directed", dest="directed", action="store_true", help="as pipeline build")
+    g.add_argument("--balance", choices=("work", "nnz", "rows"), default="work", help="vertex weights: as pipeline build")
+    g.add_argument("--hidden", type=_ints, default=(16,), help="--balance work: as pipeline build")
+    g.add_argument("--features", default="auto", help="the feature width of the work model: as pipeline build")
+    g.add_argument("--labels", default="auto", help="the class count of the work model: as pipeline build")
+    _dask_arguments(g)
+
+
+def _formats() -> tuple[str, ...]:
+    from .sources import FORMATS
+
+    return FORMATS
 
 
 class _JsonFormatter(logging.Formatter):

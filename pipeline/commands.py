@@ -191,16 +191,47 @@ def cmd_simulate(args) -> int:
 
 def cmd_export(args) -> int:
     """``pipeline export``: see :mod:`.exports`."""
+    if args.items[0] == "graph" and args.export_format in ("parhip", "metis"):
+        return _export_graph(args)
+    if args.export_format in ("parhip", "metis"):
+        raise UserError(f"--format {args.export_format} exports a graph: pipeline export graph SOURCE OUT "
+                        f"--format {args.export_format}")
+    if len(args.items) != 2:
+        raise UserError("expected STORE OUT (or: export graph SOURCE OUT --format parhip|metis)")
     from .exports.assignment import export_assignment
     from .exports.distdgl import export_distdgl
 
-    s = store.open_store(args.store)
+    s = store.open_store(args.items[0])
+    out = args.items[1]
     if args.export_format == "assignment":
-        out = export_assignment(s, args.out, model=args.model, overwrite=args.overwrite)
+        written = export_assignment(s, out, model=args.model, overwrite=args.overwrite)
     else:
-        out = export_distdgl(s, args.out, model=args.model, graph_name=args.graph_name, overwrite=args.overwrite)
+        written = export_distdgl(s, out, model=args.model, graph_name=args.graph_name, overwrite=args.overwrite)
     if not args.quiet:
-        print(f"wrote {out}")
+        print(f"wrote {written}")
+    return 0
+
+
+def _export_graph(args) -> int:
+    from .config import BuildConfig
+    from .exports.graph import export_graph
+    from .runtime.client import ClusterConfig, dask_client
+
+    if len(args.items) != 3:
+        raise UserError("expected: pipeline export graph SOURCE OUT --format parhip|metis")
+    _, source, out = args.items
+    cfg = BuildConfig(source=source, out=out, parts=1, models=("rp",), fmt=args.fmt, data_dir=args.data_dir,
+                      directed=args.directed, features=args.features, labels=args.labels, balance=args.balance,
+                      hidden=tuple(args.hidden), progress=not args.quiet and sys.stderr.isatty(),
+                      heartbeat=args.heartbeat)
+    say = (lambda *a, **k: None) if args.quiet else (lambda msg: log.info("%s", msg))
+    ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers, dashboard_address=args.dashboard_address,
+                         processes=args.processes)
+    with dask_client(ccfg, announce=say) as client:
+        g = export_graph(cfg, client, args.export_format, overwrite=args.overwrite)
+    if not args.quiet:
+        print(f"wrote {g.path} ({g.fmt}: {g.n:,} vertices, {g.m // 2:,} undirected edges, vertex weights: "
+              f"{args.balance})")
     return 0
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # what a model may need from the build
 MATRIX = "matrix"  # Â (nonzero diagonal; row nonzeros = the default vertex weights)
 GRAPH = "graph"  # the input graph's pattern (what mini-batch samplers walk on)
+GRAPH_FILE = "graph_file"  # a ParHIP file of A + Aᵀ with the vertex weights, written by the workers (no Â assembled)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class Inputs:
     graph : (n, n) csr_matrix, the input graph's pattern, or None
     starts : (n,) int32 partitions of the models this one starts from, by name
     seconds : partitioning wall time of the models computed earlier in the build
+    graph_file : path of a ParHIP file of A + Aᵀ with the vertex weights, or None
     weights : (n,) int64 vertex weights to balance (the build's ``--balance``:
         the epoch model's work per row by default), or None: the nonzeros of
         each row of Â
@@ -96,6 +98,7 @@ class Inputs:
     starts: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     weights: np.ndarray | None = None
+    graph_file: str | None = None
 
     def vertex_weights(self) -> np.ndarray:
         """(n,) int64: ``weights``, else the nonzeros of each row of Â."""
@@ -140,7 +143,8 @@ class Partitioner(Protocol):
     name : the model's name (``--model``)
     description : one line for ``--help`` and the README
     options : command-line options the model adds
-    needs : what it needs from the build: :data:`MATRIX`, :data:`GRAPH`
+    needs : what it may need from the build: :data:`MATRIX`, :data:`GRAPH`,
+        :data:`GRAPH_FILE` (:meth:`needs_for` says what it needs with given options)
     starts_from : models whose partitions it uses when the build has them
         (the build computes those first)
     balance : what its balance bound limits: ``weight`` (the vertex weights,
@@ -170,6 +174,9 @@ class Partitioner(Protocol):
     @property
     def record(self) -> str: ...
 
+    def needs_for(self, cfg: PartitionConfig) -> frozenset[str]:
+        """What it needs with the options of ``cfg`` (a subset of ``needs``)."""
+
     def check(self, cfg: PartitionConfig) -> None:
         """Raise :class:`~shgcn.store.UserError` for option values it cannot use."""
 
@@ -197,6 +204,9 @@ class Model:
     starts_from: tuple[str, ...] = ()
     balance: str = "weight"
     record: str = "partitions"
+
+    def needs_for(self, cfg: PartitionConfig) -> frozenset[str]:
+        return self.needs
 
     def check(self, cfg: PartitionConfig) -> None:
         for opt in self.options:

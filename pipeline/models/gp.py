@@ -1,15 +1,38 @@
-"""``gp``: a graph partition of the symmetrized graph (what DistDGL uses):
-METIS, vertex weight = nonzeros of the row of Â, edge-cut objective."""
+"""``gp``: a graph partition of the symmetrized graph (what DistDGL uses),
+edge-cut objective, balancing the build's vertex weights. Two backends
+(``--gp-backend``):
+
+- ``kaminpar`` (the default): KaMinPar, on a ParHIP file of the graph that
+  the build's workers write block by block (the whole Â is never assembled
+  for it); its compressed graph mode from :data:`COMPRESS_EDGES` edges on.
+- ``metis``: METIS (pymetis) on the pattern of Â + Âᵀ, in memory (about
+  220 bytes per nonzero at its peak: R-MAT 2^22 did not fit in 15 GB).
+
+Both take the seed. KaMinPar 3.7 gives the same partition for the same
+seed and version with one thread, and different ones run to run with two
+(measured: 4 runs each on ca-astroph), so it runs on one thread unless
+``--threads`` asks for more (then a rebuild is not byte-identical). METIS is
+serial and deterministic. See ``benchmarks/RESULTS.md``.
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Assignment, Inputs, Model, PartitionConfig
+from .base import GRAPH_FILE, MATRIX, Assignment, Inputs, Model, Option, PartitionConfig
 
 CHILD_NNZ = 2_000_000  # METIS runs in a child from this size on (it can run for minutes, holding the GIL)
+COMPRESS_EDGES = 50_000_000  # KaMinPar compresses the graph it loads from this many adjacency entries on
+BACKENDS = ("kaminpar", "metis")
+BACKEND = Option("--gp-backend", "kaminpar", "gp: KaMinPar (from a graph file the workers write; fast, lean) or "
+                 "METIS (in memory)", choices=BACKENDS)
+PRESET = Option("--kaminpar-preset", "default", "gp with KaMinPar: its preset (default, fast, eco, strong, "
+                "terapart: memory-lean, largek...: many parts)",
+                choices=("default", "fast", "eco", "strong", "terapart", "largek", "largek-fast"))
 
 
 def symmetric_pattern(a) -> tuple[np.ndarray, np.ndarray]:
@@ -40,13 +63,59 @@ def metis_partition(a, parts: int, eps: float, seed: int, weights: np.ndarray | 
     return np.asarray(part, dtype=np.int32)
 
 
+def write_parhip(a, weights: np.ndarray, path: str) -> None:
+    """The ParHIP file of Â's symmetrized pattern (for KaMinPar when the
+    build did not write one: tests, ``simulate``)."""
+    from .. import graphfile as gf
+
+    xadj, adjncy = symmetric_pattern(a)
+    n, m = a.shape[0], int(adjncy.size)
+    with open(path, "wb") as f:
+        f.write(gf.parhip_header(n, m))
+        f.write(((3 + n + 1 + xadj) * 8).astype("<u8").tobytes())
+        f.write(adjncy.astype("<u8").tobytes())
+        f.write(np.asarray(weights, "<i8").tobytes())
+
+
+def kaminpar_partition(path: str, parts: int, eps: float, seed: int, threads: int = 1,
+                       preset: str = "default") -> np.ndarray:
+    """(n,) int32 KaMinPar partition of the ParHIP file ``path``; ``threads``
+    0 means one (the deterministic choice)."""
+    import kaminpar
+
+    head = np.fromfile(path, "<u8", count=3)
+    compress = int(head[2]) >= COMPRESS_EDGES
+    graph = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP, compress)
+    kaminpar.reseed(seed)
+    context = kaminpar.context_by_name(preset)
+    part = kaminpar.KaMinPar(max(1, threads), context).compute_partition(graph, parts, eps)
+    return np.asarray(part, dtype=np.int32)
+
+
 @dataclass(frozen=True)
 class GraphPartition(Model):
+    def needs_for(self, cfg: PartitionConfig) -> frozenset[str]:
+        return frozenset({GRAPH_FILE} if cfg.option(BACKEND) == "kaminpar" else {MATRIX})
+
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
+        if cfg.option(BACKEND) == "kaminpar":
+            return True  # native, holds the GIL
         return inputs.a is not None and inputs.a.nnz >= CHILD_NNZ
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
-        return Assignment(metis_partition(inputs.a, cfg.parts, cfg.eps, cfg.seed, inputs.vertex_weights()))
+        if cfg.option(BACKEND) == "metis":
+            return Assignment(metis_partition(inputs.a, cfg.parts, cfg.eps, cfg.seed, inputs.vertex_weights()))
+        preset = cfg.option(PRESET)
+        if inputs.graph_file is not None:
+            part = kaminpar_partition(inputs.graph_file, cfg.parts, cfg.eps, cfg.seed, cfg.threads, preset)
+        else:
+            with tempfile.TemporaryDirectory(prefix="shgcn-kaminpar-") as tmp:
+                path = os.path.join(tmp, "graph.parhip")
+                write_parhip(inputs.a, inputs.vertex_weights(), path)
+                part = kaminpar_partition(path, cfg.parts, cfg.eps, cfg.seed, cfg.threads, preset)
+        return Assignment(part, {"backend": "kaminpar", "preset": preset})
 
 
-MODEL = GraphPartition("gp", "METIS on the symmetrized graph, vertex weight = nonzeros of the row (as DistDGL)")
+MODEL = GraphPartition("gp", "graph partition of the symmetrized graph, the build's vertex weights balanced "
+                             "(as DistDGL): KaMinPar (--gp-backend kaminpar) or METIS",
+                       options=(BACKEND, PRESET), needs=frozenset({MATRIX, GRAPH_FILE}))

@@ -78,7 +78,7 @@ def run_in_child(model: str, inputs: Inputs, cfg: PartitionConfig, tmp_root: str
         (d / "args.json").write_text(json.dumps({
             "model": model, "n": inputs.n, "cfg": dataclasses.asdict(cfg), "a": inputs.a is not None,
             "graph": inputs.graph is not None, "starts": sorted(inputs.starts), "seconds": inputs.seconds,
-            "weights": inputs.weights is not None}))
+            "weights": inputs.weights is not None, "graph_file": inputs.graph_file}))
         run_module(__name__, d, f"{model}: the partitioner")
         out = np.load(d / "part.npy")
         info = json.loads((d / "info.json").read_text())
@@ -96,7 +96,7 @@ def _child_main(tmp: str, parent: int) -> None:
     inputs = Inputs(n, a=_load_csr(d, "a", n) if args["a"] else None,
                     graph=_load_csr(d, "graph", n) if args["graph"] else None,
                     starts={s: np.load(d / f"start.{s}.npy") for s in args["starts"]}, seconds=args["seconds"],
-                    weights=np.load(d / "weights.npy") if args["weights"] else None)
+                    weights=np.load(d / "weights.npy") if args["weights"] else None, graph_file=args["graph_file"])
     try:
         res = get(args["model"]).run(inputs, PartitionConfig(**args["cfg"]))
     except UserError as e:

@@ -17,9 +17,10 @@ from shgcn.store.work import vertex_weights
 from ..config import BuildConfig
 from ..errors import UserError
 from ..models import Inputs, PartitionConfig, PartitionResult, build_order, get
-from ..models.base import GRAPH, MATRIX
+from ..models.base import GRAPH, GRAPH_FILE, MATRIX
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
+from .graphfile import write_graph_file
 from .ingest import Ingested
 from .normalize import Normalized
 
@@ -41,13 +42,19 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
     weights = tasks.submit("partition-weights", vertex_weights, nrm.weights, cfg.balance, dims)
     futures: dict[str, Any] = {}
     results: dict[str, PartitionResult] = {}
+    graph_file = None
     for m in build_order(cfg.models):
         p = get(m)
+        needs = p.needs_for(pcfg)
         starts = {s: futures[s] for s in p.starts_from if s in futures}
         seconds = {k: r.seconds for k, r in results.items()}
-        a = nrm.full(tasks) if MATRIX in p.needs else None
-        graph = nrm.pattern(tasks) if GRAPH in p.needs else None
-        f = tasks.submit(f"partition-{m}", _partition, m, ing.n, a, graph, starts, seconds, weights, pcfg, tmp_root)
+        a = nrm.full(tasks) if MATRIX in needs else None
+        graph = nrm.pattern(tasks) if GRAPH in needs else None
+        if GRAPH_FILE in needs and graph_file is None:  # written once, by the workers, into the partial store
+            os.makedirs(tmp_root, exist_ok=True)
+            graph_file = write_graph_file(tasks, ing, weights, os.path.join(tmp_root, "graph.parhip")).path
+        inputs = (ing.n, a, graph, starts, seconds, weights, graph_file if GRAPH_FILE in needs else None)
+        f = tasks.submit(f"partition-{m}", _partition, m, inputs, pcfg, tmp_root)
         mon.bar([f], f"partition: {m}")
         futures[m] = f
         results[m] = f.result()
@@ -59,13 +66,14 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
     return Partitioned({m: futures[m] for m in order}, {m: results[m] for m in order})
 
 
-def _partition(model: str, n: int, a, graph, starts: dict, seconds: dict, weights: np.ndarray, cfg: PartitionConfig,
-               tmp_root: str) -> PartitionResult:
-    """The ``partition-<model>`` task (futures among the arguments arrive resolved)."""
+def _partition(model: str, inputs: tuple, cfg: PartitionConfig, tmp_root: str) -> PartitionResult:
+    """The ``partition-<model>`` task: ``inputs`` are :class:`Inputs`'s
+    fields, with futures that arrive resolved (the starts as results)."""
     from ..models.run import run
 
-    inputs = Inputs(n, a, graph, {k: v.part for k, v in starts.items()}, seconds, weights)
-    return run(model, inputs, cfg, tmp_root)
+    n, a, graph, starts, seconds, weights, graph_file = inputs
+    return run(model, Inputs(n, a, graph, {k: v.part for k, v in starts.items()}, seconds, weights, graph_file),
+               cfg, tmp_root)
 
 
 def _imported(model: str, path: str, n: int, parts: int) -> PartitionResult:

@@ -2,19 +2,19 @@ import numpy as np
 from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
 
 from shgcn.pipeline.metrics.volume import partition_quality
-from shgcn.pipeline.models import Inputs, PartitionConfig, get
+from shgcn.pipeline.models import Inputs, PartitionConfig, default_options, get
+from shgcn.pipeline.models.base import MATRIX
 from shgcn.pipeline.models.gp import CHILD_NNZ, symmetric_pattern
 from shgcn.pipeline.models.run import run
 
 
 class TestGraphPartition(PartitionerTests):
     model = "gp"
-    balance_slack = 0.05  # METIS' ufactor is a target, not a bound
 
 
 def test_beats_random(sbm_graph):  # noqa: F811
     a, _ = sbm_graph
-    cfg = PartitionConfig(parts=4, eps=0.05, seed=1)
+    cfg = PartitionConfig(parts=4, eps=0.05, seed=1, options=default_options())
     gp = partition_quality(a, run("gp", Inputs(a.shape[0], a), cfg).part, 4)
     rp = partition_quality(a, run("rp", Inputs(a.shape[0]), cfg).part, 4)
     assert gp.total_volume < 0.7 * rp.total_volume
@@ -28,8 +28,26 @@ def test_symmetric_pattern_has_no_diagonal_and_both_directions():
     assert xadj.tolist() == [0, 1, 3, 4] and adjncy.tolist() == [1, 0, 2, 1]
 
 
-def test_runs_in_a_child_only_when_large(sbm_graph):  # noqa: F811
+def test_kaminpar_runs_in_a_child_and_metis_only_when_large(sbm_graph):  # noqa: F811
     a, _ = sbm_graph
-    cfg = PartitionConfig(parts=2)
-    assert not get("gp").in_child(Inputs(a.shape[0], a), cfg)
-    assert a.nnz < CHILD_NNZ
+    metis = PartitionConfig(parts=2, options={**default_options(), "gp_backend": "metis"})
+    assert not get("gp").in_child(Inputs(a.shape[0], a), metis) and a.nnz < CHILD_NNZ
+    assert get("gp").in_child(Inputs(a.shape[0], a), PartitionConfig(parts=2, options=default_options()))
+    assert get("gp").needs_for(metis) == {MATRIX}
+
+
+class TestGraphPartitionMetis(PartitionerTests):
+    model = "gp"
+    options = {"gp_backend": "metis"}
+    balance_slack = 0.05  # METIS' ufactor is a target, not a bound
+
+
+def test_kaminpar_reads_the_file_the_workers_write(tmp_path, client):
+    from helpers.stores import make
+
+    from shgcn import store
+
+    res = make(tmp_path / "k.zarr", client, models=("gp",))
+    s = store.open_store(res.path)
+    assert s.attrs["partitions"]["gp"]["backend"] == "kaminpar"
+    assert not any(p.name == "graph.parhip" for p in tmp_path.rglob("*"))  # the scratch file went with the partial
