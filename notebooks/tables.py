@@ -99,7 +99,9 @@ QUALITY_COLUMNS = (
     ("rows per SpMM", "total", "total_volume", "{:,.0f}"), ("rows per SpMM", "avg send", "avg_send", "{:,.1f}"),
     ("rows per SpMM", "max send", "max_send", "{:,.0f}"), ("rows per SpMM", "max receive", "max_recv", "{:,.0f}"),
     ("messages per part", "avg", "avg_msgs", "{:,.1f}"), ("messages per part", "max", "max_msgs", "{:,.0f}"),
-    ("load", "imbalance", "imbalance", "{:.1%}"), ("graph", "edge cut", "edge_cut", "{:,.0f}"),
+    ("imbalance (max/avg - 1)", "rows", "rows_imbalance", "{:.1%}"),
+    ("imbalance (max/avg - 1)", "nonzeros", "imbalance", "{:.1%}"),
+    ("imbalance (max/avg - 1)", "modelled compute", "work_imbalance", "{:.1%}"), ("graph", "edge cut", "edge_cut", "{:,.0f}"),
     ("graph", "connectivity − 1", "km1", "{:,.0f}"), ("relative to rp", "total volume", "total_volume_vs_rp", "{:.3f}"),
     ("relative to rp", "max send", "max_send_vs_rp", "{:.3f}"), ("relative to rp", "avg messages", "avg_msgs_vs_rp",
                                                                   "{:.3f}"),
@@ -139,6 +141,8 @@ def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tu
         ("predicted epoch", "ms", "epoch", "{:,.3f}"), ("predicted epoch", "compute ms", "compute", "{:,.3f}"),
         ("predicted epoch", "communication ms", "comm", "{:,.3f}"),
         ("slowest rank", "bytes sent", "max_bytes", "{:,.0f}"),
+        ("imbalance", "rows", "rows_imbalance", "{:.1%}"), ("imbalance", "nonzeros", "nnz_imbalance", "{:.1%}"),
+        ("imbalance", "compute", "compute_imbalance", "{:.1%}"),
         ("speedup", "over rp", "vs_rp", "{:.2f}"), ("speedup", "over bcast", "vs_bcast", "{:.2f}"),
     ))
 

@@ -100,7 +100,8 @@ def split_edges(chunk: ParsedChunk, bounds: np.ndarray, symmetrize: bool, transp
     src, dst = (chunk.b, chunk.a) if transpose else (chunk.a, chunk.b)
     keep = src != dst
     loops = int(src.size - keep.sum())
-    src, dst = src[keep], dst[keep]
+    idx = index_dtype(int(bounds[-1]))  # 4-byte ids below 2^31 vertices: the pieces are half the size
+    src, dst = src[keep].astype(idx, copy=False), dst[keep].astype(idx, copy=False)
     if symmetrize:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     size = int(bounds[1] - bounds[0]) if bounds.size > 1 else 1  # blocks are equal, but for the last
@@ -125,7 +126,7 @@ def assemble(lo: int, hi: int, n: int, *pieces: tuple[np.ndarray, np.ndarray]) -
     """Rows lo..hi-1 from every chunk's piece: duplicates merged, columns sorted."""
     rows = np.concatenate([r for r, _ in pieces]) if pieces else np.zeros(0, np.int64)
     cols = np.concatenate([c for _, c in pieces]) if pieces else np.zeros(0, np.int64)
-    key = sorted_unique((rows - lo) * n + cols)  # sorted by (row, column): CSR order
+    key = sorted_unique((rows.astype(np.int64) - lo) * n + cols)  # sorted by (row, column): CSR order
     r, c = np.divmod(key, n)
     indptr = np.zeros(hi - lo + 1, np.int64)
     np.cumsum(np.bincount(r, minlength=hi - lo), out=indptr[1:])

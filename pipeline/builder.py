@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from shgcn import store
@@ -66,8 +67,11 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
                 meas = quality_stage(tasks, cfg, ing, nrm, parts, mon)
             with mon.stage("layout"):
                 laid = layout_stage(tasks, cfg, ing, nrm, parts, mon)
+            # what the write no longer needs is freed on the workers as soon as the layout has used it
+            nnz, ing = nrm.nnz, replace(ing, at=())
+            del nrm
             with mon.stage("write"):
-                attrs = write_stage(tasks, cfg, ing, nrm, parts, meas, laid, writer, mon)
+                attrs = write_stage(tasks, cfg, ing, nnz, parts, meas, laid, writer, mon)
     finally:
         tasks.release()
     echo(format_table(meas.table))

@@ -66,6 +66,15 @@ def store_ahat(s) -> tuple[sp.csr_matrix, bool]:
     return normalized_adjacency(s.graph(), directed), directed
 
 
+def store_weights(s, a: sp.csr_matrix) -> np.ndarray:
+    """The vertex weights the store's build balanced (``balance``, ``work_dims``;
+    a store built before them balanced the nonzeros)."""
+    from shgcn.store.work import vertex_weights
+
+    dims = s.attrs.get("work_dims") or [int(s.attrs["feature_dim"]), 16, int(s.attrs["classes"])]
+    return vertex_weights(np.diff(a.indptr), s.attrs.get("balance", "nnz"), dims)
+
+
 def model_partitioner(s) -> Callable[[sp.csr_matrix, str, int], np.ndarray]:
     """``partitioner(a, model, parts)`` for :func:`predict_ranks`: each of
     the store's models re-run with the store's eps and seed (models imported
@@ -80,7 +89,7 @@ def model_partitioner(s) -> Callable[[sp.csr_matrix, str, int], np.ndarray]:
                             f"for {parts} (leave --ranks out, or give ranks the store has)")
         options = {**default_options(), **s.attrs.get("config", {}).get("options", {})}
         cfg = PartitionConfig(parts=parts, eps=float(s.attrs["eps"]), seed=int(s.attrs["seed"]), options=options)
-        graph = s.graph() if GRAPH in REGISTRY[model].needs else None
-        return run(model, Inputs(a.shape[0], a, graph), cfg).part
+        graph = s.graph() if GRAPH in REGISTRY[model].needs_for(cfg) else None
+        return run(model, Inputs(a.shape[0], a, graph, weights=store_weights(s, a)), cfg).part
 
     return partitioner

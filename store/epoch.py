@@ -267,6 +267,12 @@ def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network
     return {"compute": spmm_total + dense, "comm": comm_total, "total": total, "epoch": float(total.max())}
 
 
+def _imbalance(x) -> float:
+    """max / mean - 1."""
+    mean = float(np.mean(x))
+    return float(np.max(x) / mean - 1) if mean > 0 else 0.0
+
+
 def network_of(network: str | Network) -> Network:
     """A :class:`Network` from a preset name (or itself)."""
     if isinstance(network, Network):
@@ -309,7 +315,10 @@ def predict(costs: list[PartitionCost], dims: list[int], network: str | Network 
     ``epoch`` (s), ``compute`` and ``comm`` of the slowest rank (s),
     ``max_bytes`` (bytes the busiest rank sends per step), ``vs_rp`` (the
     rp partition's epoch with the same exchange / this one; NaN without rp),
-    ``vs_bcast`` (this model's bcast epoch / this one), ``network``.
+    ``vs_bcast`` (this model's bcast epoch / this one), ``network``, and the
+    imbalance (max / mean - 1) of the rows, the nonzeros and the modelled
+    compute of the ranks (``rows_imbalance``, ``nnz_imbalance``,
+    ``compute_imbalance``).
     """
     net = network_of(network)
     exchanges = list(exchanges)
@@ -325,6 +334,8 @@ def predict(costs: list[PartitionCost], dims: list[int], network: str | Network 
             rp = epoch.get((BASELINE, ex))
             out.append({"model": c.model, "parts": c.parts, "exchange": ex, "epoch": t["epoch"],
                         "compute": float(t["compute"][slow]), "comm": float(t["comm"][slow]),
+                        "rows_imbalance": _imbalance(c.rows), "nnz_imbalance": _imbalance(c.load),
+                        "compute_imbalance": _imbalance(t["compute"]),
                         "max_bytes": int(rank_traffic(c, dims, ex)["bytes_sent"].max()),
                         "vs_rp": rp["epoch"] / t["epoch"] if rp is not None else float("nan"),
                         "vs_bcast": epoch[c.model, "bcast"]["epoch"] / t["epoch"], "network": net.name})

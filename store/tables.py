@@ -87,7 +87,9 @@ def format_epochs(rows: list[dict]) -> str:
     """Fixed-width text table of :func:`shgcn.store.epoch.predict` rows."""
     cols = [("parts", "P", "{}"), ("model", "model", "{}"), ("exchange", "exchange", "{}"),
             ("epoch", "epoch ms", "{:.3f}"), ("compute", "compute ms", "{:.3f}"), ("comm", "comm ms", "{:.3f}"),
-            ("max_bytes", "max bytes", "{:,}"), ("vs_rp", "vs rp", "{:.2f}"), ("vs_bcast", "vs bcast", "{:.2f}")]
+            ("max_bytes", "max bytes", "{:,}"), ("rows_imbalance", "rows imb", "{:.3f}"),
+            ("nnz_imbalance", "nnz imb", "{:.3f}"), ("compute_imbalance", "compute imb", "{:.3f}"),
+            ("vs_rp", "vs rp", "{:.2f}"), ("vs_bcast", "vs bcast", "{:.2f}")]
     scale = {"epoch": 1e3, "compute": 1e3, "comm": 1e3}
     cells = [[h for _, h, _ in cols]]
     for r in rows:

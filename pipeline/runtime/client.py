@@ -9,6 +9,7 @@ import itertools
 import logging
 import os
 import uuid
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -104,36 +105,40 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
 class Tasks:
     """Submits tasks whose keys name their stage (``ingest-parse-<token>``,
     ``partition-hp-<token>``...), so the dashboard's task stream reads like
-    the pipeline, and keeps every future until :meth:`release`.
+    the pipeline.
 
     Tasks are pure functions of their inputs: a worker lost mid-build costs a
-    recompute of what it held, not the build.
+    recompute of what it held, not the build. The futures are tracked weakly:
+    an intermediate result (parsed chunks, shuffled pieces, a rank's rows)
+    is freed on the workers as soon as no stage holds its future and its
+    dependents are done (the scheduler keeps its task, so a lost dependent is
+    still recomputed); :meth:`release` cancels whatever is left.
     """
 
     def __init__(self, client, token: str | None = None):
         self.client = client
         self.token = token or uuid.uuid4().hex[:8]
         self._count: dict[str, itertools.count] = defaultdict(itertools.count)
-        self._futures: list = []
+        self._futures: dict[str, weakref.ref] = {}
 
     def submit(self, stage: str, fn: Callable, *args, index: int | None = None, **kwargs):
         """``fn(*args, **kwargs)`` as a task of ``stage`` (futures among the
         arguments are resolved on the worker: data moves worker to worker)."""
         key = (f"{stage}-{self.token}", next(self._count[stage]))
         f = self.client.submit(fn, *args, key=key, pure=False, **kwargs)
-        self._futures.append(f)
+        self._futures[str(key)] = weakref.ref(f)
         return f
 
     def gather(self, futures: list) -> list:
         return self.client.gather(futures)
 
     def release(self) -> None:
-        """Forget every future of this build (the cluster frees their data)."""
-        futures, self._futures = self._futures, []
-        if futures:
+        """Forget every future of this build still alive (the cluster frees their data)."""
+        alive = [f for r in self._futures.values() if (f := r()) is not None]
+        self._futures = {}
+        for f in alive:  # release, not cancel: cancelling a key another future released crashes the scheduler
             with contextlib.suppress(Exception):
-                self.client.cancel(futures)
-        futures.clear()
+                f.release()
 
 
 def _see_paths(read: list[str], write: str) -> list[str]:

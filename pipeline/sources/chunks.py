@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arrays import lookup, sorted_unique
+from ..arrays import index_dtype, lookup, sorted_unique
 from .records import ParsedChunk
 from .tokens import ChunkError
 
@@ -72,5 +72,7 @@ def union(*ids: np.ndarray) -> np.ndarray:
 
 
 def relabel(c: ParsedChunk, node_ids: np.ndarray) -> ParsedChunk:
-    """File labels -> 0..n-1 (positions in the sorted ``node_ids``)."""
-    return ParsedChunk(lookup(node_ids, c.a), lookup(node_ids, c.b), c.n_lines, c.n_comments)
+    """File labels -> 0..n-1 (positions in the sorted ``node_ids``), 4-byte
+    where they fit."""
+    idx = index_dtype(node_ids.size)
+    return ParsedChunk(lookup(node_ids, c.a).astype(idx), lookup(node_ids, c.b).astype(idx), c.n_lines, c.n_comments)

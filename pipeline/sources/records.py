@@ -16,8 +16,8 @@ class ParsedChunk:
 
     Attributes
     ----------
-    a : (E,) int64, source vertex (pairs) or chunk-local vertex line (adjacency formats)
-    b : (E,) int64, target vertex
+    a : (E,) int64 (int32 once relabelled), source vertex (pairs) or chunk-local vertex line (adjacency formats)
+    b : (E,) int64 (int32 once relabelled), target vertex
     n_lines : int, lines owned by the chunk
     n_comments : int, comment lines among them
     error : the first problem found (chunk-local line; -1 for the whole file), or None

@@ -60,12 +60,14 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
                                                        else True))
     _say_direction(cfg, src, raw, directed)
     chunks, n, file_ids = _relabel(tasks, raw, mon)
+    raw.chunks = []  # relabelled: the file's own chunks can go (their futures were the last references)
     if cfg.parts > n:
         raise UserError(f"--parts {cfg.parts}: more parts than the {n:,} vertices of {src.name}")
     edges = raw.lines * (1 if directed else 2)
     bounds = blocks.block_bounds(n, max(1, -(-edges // cfg.block_nnz)))
     a, loops = _shuffle(tasks, chunks, bounds, directed, transpose=False, mon=mon)
     at = _shuffle(tasks, chunks, bounds, directed, transpose=True, mon=mon)[0] if directed else a
+    del chunks  # in row blocks now
     nnz = sum(tasks.gather([tasks.submit("ingest-count", _nnz, b) for b in a]))
     kept = nnz if directed else nnz // 2
     stats = {"lines": int(raw.lines), "self_loops": int(loops), "nodes": int(n), "edges": int(kept),

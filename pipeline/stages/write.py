@@ -22,12 +22,11 @@ from ..runtime.monitor import Monitor
 from . import layout
 from .ingest import Ingested
 from .layout import Laid
-from .normalize import Normalized
 from .partition import Partitioned
 from .quality import Measured
 
 
-def write_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
+def write_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nnz: int, parts: Partitioned,
                 meas: Measured, laid: Laid, writer: store.StoreWriter, mon: Monitor) -> dict:
     """Rank blocks, graph blocks and node rows written by the workers, in
     parallel; then the O(n) arrays, the tables and the root attributes by the
@@ -64,7 +63,7 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, 
     if meas.minibatch is not None:
         writer.write_minibatch(meas.minibatch)
     mon.snapshot()  # the write stage's time and memory so far, for the attributes
-    attrs = _attrs(cfg, ing, nrm, parts, sums, mon)
+    attrs = _attrs(cfg, ing, nnz, parts, sums, mon)
     writer.commit(attrs)
     return attrs
 
@@ -96,7 +95,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _attrs(cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned, sums: list[str],
+def _attrs(cfg: BuildConfig, ing: Ingested, nnz: int, parts: Partitioned, sums: list[str],
            mon: Monitor) -> dict:
     config = {k: v for k, v in asdict(cfg).items() if k not in ("out", "command", "progress", "source")}
     config["options"] = dict(cfg.partition_config().options)
@@ -104,7 +103,7 @@ def _attrs(cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
         "dataset": ing.name,
         "source": cfg.source_name,
         "n": int(ing.n),
-        "nnz": int(nrm.nnz),
+        "nnz": int(nnz),
         "edges": int(ing.stats["edges"]),
         "directed": bool(ing.directed),
         "parts": int(cfg.parts),
