@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import UserError
 from ..metrics.hypergraph import Hypergraph
 
-PRESETS = ("deterministic", "default", "quality", "deterministic_quality")  # Mt-KaHyPar's PresetType names
+PRESETS = ("deterministic", "default", "quality", "deterministic_quality", "highest_quality", "large_k")  # PresetType
 
 
 @functools.cache

@@ -76,7 +76,7 @@ from dataclasses import dataclass
 
 from ..errors import UserError
 from .base import GRAPH, MATRIX, Assignment, Inputs, Model, Option, PartitionConfig
-from .hp import PRESET
+from .hp import PRESET, kahypar_preset
 
 CONSTRUCTIONS = ("auto", "batches", "columns")
 SAMPLERS = ("node", "edge", "rw")
@@ -147,7 +147,7 @@ class SHPConfig:
         return cls(sampler=o["sampler"], batch_size=o["batch_size"], walk_length=o["walk_length"], theta=o["theta"],
                    delta=o["delta"], batches=o["batches"], eval_batches=o["eval_batches"],
                    construction=o["shp_construction"], min_gain=o["shp_min_gain"], max_rounds=o["shp_max_rounds"],
-                   validation_batches=o["validation_batches"], time_budget=budget, preset=cfg.option(PRESET))
+                   validation_batches=o["validation_batches"], time_budget=budget, preset=kahypar_preset(cfg))
 
     def sampler_config(self, n: int, seed: int):
         from shgcn.store.sample import SamplerConfig

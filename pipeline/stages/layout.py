@@ -84,7 +84,7 @@ class Rows:
     """Some rows of a matrix in CSR form, columns as new (permuted) ids."""
 
     indptr: np.ndarray  # (k+1,) int64
-    cols: np.ndarray  # (nnz,) int64, new ids
+    cols: np.ndarray  # (nnz,) new ids, int32 below 2^31 vertices
     data: np.ndarray  # (nnz,) float32
 
 
@@ -112,7 +112,7 @@ def _select(b: RowBlock, keep: np.ndarray, inverse: np.ndarray) -> Rows:
     indptr = np.zeros(keep.size + 1, np.int64)
     np.cumsum(b.indptr[keep + 1] - b.indptr[keep], out=indptr[1:])
     data = b.data[pos] if b.data is not None else np.ones(pos.size, np.float32)
-    return Rows(indptr, inverse[b.indices[pos]], data)
+    return Rows(indptr, inverse[b.indices[pos]].astype(index_dtype(b.n), copy=False), data)
 
 
 def rank_pieces(ab: RowBlock, tb: RowBlock | None, nb: NodeBlock, lay: Layout) -> list[RankPiece]:

@@ -26,4 +26,4 @@ def test_build_order_puts_starts_first():
 def test_shared_options_appear_once_with_their_defaults():
     flags = [o.flag for o in options()]
     assert len(flags) == len(set(flags)) and "--hp-preset" in flags and "--max-total-increase" in flags
-    assert default_options()["hp_preset"] == "deterministic"
+    assert default_options()["hp_preset"] == "fast"
