@@ -207,7 +207,10 @@ def _export_parser(sub, common) -> None:
                                    "as a ParHIP (dKaMinPar, ParHIP) or METIS (ParMETIS, KaHIP) file, written by "
                                    "the Dask workers row block by row block; the partitioner's output comes back "
                                    "with pipeline build SOURCE --partition-file PARTS.")
-    x.add_argument("items", nargs="+", metavar="ARG", help="STORE OUT, or graph SOURCE OUT")
+    # three positionals, the last optional: "STORE OUT" or "graph SOURCE OUT", options anywhere between them
+    x.add_argument("first", metavar="STORE|graph", help="the store, or the word graph")
+    x.add_argument("second", metavar="OUT|SOURCE", help="the output, or (export graph) the source")
+    x.add_argument("third", metavar="OUT", nargs="?", default=None, help="export graph: the output file")
     x.add_argument("--format", dest="export_format", choices=("distdgl", "assignment", "parhip", "metis"),
                    required=True, help="distdgl or assignment (a store), parhip or metis (export graph)")
     x.add_argument("--model", default=None, help="partition model to export (default: the store's layout model)")

@@ -191,6 +191,7 @@ def cmd_simulate(args) -> int:
 
 def cmd_export(args) -> int:
     """``pipeline export``: see :mod:`.exports`."""
+    args.items = [x for x in (args.first, args.second, args.third) if x is not None]
     if args.items[0] == "graph" and args.export_format in ("parhip", "metis"):
         return _export_graph(args)
     if args.export_format in ("parhip", "metis"):

@@ -288,7 +288,7 @@ def test_assignment_defaults_to_the_layout_model(stores, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--model", "gp"], "no partition for model 'gp'; the store has rp, hp"),
-    (["--format", "metis"], "invalid choice: 'metis'"),
+    (["--format", "metis"], "--format metis exports a graph: pipeline export graph SOURCE OUT --format metis"),
 ])
 def test_cli_errors_are_one_line(stores, tmp_path, args, message):
     argv = ["export", str(stores["sbm"].path), str(tmp_path / "a.txt")]
