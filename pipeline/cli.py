@@ -120,7 +120,8 @@ def _model_arguments(b) -> None:
                         "(repeatable): the way to use a distributed partitioner")
     b.add_argument("--layout-model", default=None, help="model whose partition lays out the rank blocks "
                                                           "(default: hp if computed, else the first)")
-    b.add_argument("--eps", type=float, default=0.03, help="allowed imbalance of what --balance balances")
+    b.add_argument("--eps", type=float, default=0.01, help="allowed imbalance of what --balance balances (the "
+                   "busiest rank's work above the average: it adds to every epoch)")
     b.add_argument("--balance", choices=("work", "nnz", "rows"), default="work",
                    help="what every partitioner balances: the modelled compute per training step of each row (work: "
                         "a term per row plus one per nonzero, from the epoch model fitted on this machine), the "

@@ -14,30 +14,49 @@ This package is the only code that knows the on-disk layout (see
     store.to_pyg(s), store.to_pyg(s, rank=3)   # PyG Data (extra: pyg); to_dgl likewise (extra: dgl)
     store.graph_arrays(s, rank=None)           # the same export as numpy arrays
 
-Also here, because both the pipeline and the trainer use them: ``sample``
-(the samplers), ``runlog`` (run-log records), ``costs`` (what layer widths
-imply for the bytes that travel), ``errors`` (``UserError``: exit code 2).
+Also here, because both the pipeline, the trainer and the report use them:
+``sample`` (the samplers), ``runlog`` (run-log records), ``costs`` (what
+layer widths imply for the bytes that travel), ``epoch`` (the epoch model),
+``work`` (what a row costs: the partitioners' vertex weights), ``tables``
+(the quality tables), ``errors`` (``UserError``: exit code 2).
+
+The names above are imported on first use: ``import shgcn.store.errors``
+(every command line does) loads neither zarr nor xarray.
 """
 
-from ._reader import Store, memmap_array, open_rank, open_store
-from ._schema import SCHEMA_VERSION, Plan, RankBlock, block_arrays
-from ._writer import (
-    StoreWriter,
-    abort_all,
-    array_checksum,
-    block_checksum,
-    is_store_dir,
-    write_array,
-    write_graph_block,
-    write_node_rows,
-    write_rank,
-)
-from .errors import StoreError, UserError
-from .export import GraphArrays, graph_arrays, to_dgl, to_pyg
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._arrays import array_checksum, block_checksum, write_array, write_graph_block, write_node_rows, write_rank
+    from ._atomic import is_store_dir
+    from ._reader import Store, memmap_array, open_rank, open_store
+    from ._schema import SCHEMA_VERSION, Plan, RankBlock, block_arrays
+    from ._writer import StoreWriter, abort_all
+    from .errors import StoreError, UserError
+    from .interop import GraphArrays, graph_arrays, to_dgl, to_pyg
+
+_WHERE = {
+    **dict.fromkeys(("Store", "memmap_array", "open_rank", "open_store"), "._reader"),
+    **dict.fromkeys(("SCHEMA_VERSION", "Plan", "RankBlock", "block_arrays"), "._schema"),
+    **dict.fromkeys(("array_checksum", "block_checksum", "write_array", "write_graph_block", "write_node_rows",
+                     "write_rank"), "._arrays"),
+    "is_store_dir": "._atomic",
+    **dict.fromkeys(("StoreWriter", "abort_all"), "._writer"),
+    **dict.fromkeys(("StoreError", "UserError"), ".errors"),
+    **dict.fromkeys(("GraphArrays", "graph_arrays", "to_dgl", "to_pyg"), ".interop"),
+}
 __all__ = [
     "SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "UserError",
     "abort_all", "array_checksum", "block_arrays", "block_checksum", "graph_arrays", "is_store_dir", "memmap_array",
     "open_rank", "open_store", "to_dgl", "to_pyg", "write_array", "write_graph_block", "write_node_rows",
     "write_rank",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,10 +29,6 @@ PERMUTATION = "permutation"
 OFFSETS = "offsets"
 
 
-def rank_group(r: int) -> str:
-    return f"ranks/{r}"
-
-
 def rank_array(r: int, name: str) -> str:
     return f"ranks/{r}/{name}"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from . import _layout
+from ._arrays import array_checksum, block_checksum
 from ._schema import NODE_DTYPES, SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays
-from ._writer import array_checksum, block_checksum
 
 _BYTES_CODECS = ([{"name": "bytes", "configuration": {"endian": "little"}}], [{"name": "bytes"}])
 

@@ -103,7 +103,3 @@ def block_arrays(block: RankBlock) -> dict[str, np.ndarray]:
     if block.transpose is not None:
         out.update({f"transpose/{f.name}": getattr(block.transpose, f.name) for f in fields(Plan)})
     return out
-
-
-def expected_dtype(name: str) -> str:
-    return {**PLAN_DTYPES, **NODE_DTYPES}[name.rsplit("/", 1)[-1]]

@@ -18,15 +18,12 @@ store stays in its partial, named in the message.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
-import hashlib
 import json
 import logging
 import os
 import shutil
 import socket
-import threading
 import uuid
 import warnings
 from pathlib import Path
@@ -35,12 +32,12 @@ import numpy as np
 import zarr
 
 from . import _layout
-from ._schema import SCHEMA_VERSION, RankBlock, StoreError, block_arrays
+from ._arrays import ABORT, NODE_ARRAYS, _check_abort, os_error, write_array
+from ._atomic import RENAME_EXCHANGE, RENAME_NOREPLACE, alive, identity, is_store_dir, read_lock, renameat2
+from ._schema import SCHEMA_VERSION, StoreError
 
 log = logging.getLogger(__name__)
 
-# set on Ctrl-C: writer tasks still running in this process stop before their next write
-ABORT = threading.Event()
 _ACTIVE: set[StoreWriter] = set()
 
 
@@ -51,127 +48,6 @@ def abort_all() -> None:
     for w in list(_ACTIVE):
         shutil.rmtree(w.tmp, ignore_errors=True)
         w._release_lock()
-
-_DIMS = {"indptr": ("row_ptr",), "indices": ("nnz",), "data": ("nnz",), "send_ptr": ("rank_ptr",),
-         "send_rows": ("send",), "recv_ptr": ("rank_ptr",), "recv_ids": ("recv",), "features": ("row", "feature"),
-         "labels": ("row",), "train_mask": ("row",), "val_mask": ("row",), "test_mask": ("row",),
-         "node_index": ("row",)}
-
-
-def _check_abort() -> None:
-    if ABORT.is_set():
-        raise StoreError("the build was interrupted")
-
-
-def write_array(root: str | Path, name: str, arr: np.ndarray, dims: tuple[str, ...] | None = None) -> str:
-    """Write ``arr`` uncompressed, as one chunk, little-endian, so that a
-    reader can memory-map the chunk file; returns its checksum."""
-    _check_abort()
-    arr = np.ascontiguousarray(arr)
-    if arr.dtype.byteorder == ">":
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
-    if dims is None:
-        dims = _DIMS.get(name.rsplit("/", 1)[-1], tuple(f"dim_{i}" for i in range(arr.ndim)))
-    chunks = tuple(max(1, s) for s in arr.shape)
-    try:
-        z = zarr.create_array(store=str(root), name=name, shape=arr.shape, chunks=chunks, dtype=arr.dtype,
-                              compressors=None, filters=None, fill_value=0, dimension_names=dims,
-                              config={"write_empty_chunks": True}, zarr_format=3, overwrite=True)
-        if arr.size:
-            z[...] = arr
-    except OSError as e:
-        raise _os_error(Path(root), e) from None
-    return array_checksum(arr)
-
-
-def _os_error(root: Path, e: OSError) -> StoreError:
-    if e.errno == errno.ENOSPC:
-        return StoreError(f"{root.parent}: no space left on the device while writing the store")
-    if e.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-        return StoreError(f"{root.parent}: cannot write the store ({os.strerror(e.errno)})")
-    return StoreError(f"{root}: cannot write the store ({e})")
-
-
-def array_checksum(a: np.ndarray) -> str:
-    """sha256 over an array's dtype, shape and bytes."""
-    a = np.ascontiguousarray(a)
-    h = hashlib.sha256(f"{a.dtype.str}:{a.shape};".encode())
-    h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
-    return h.hexdigest()
-
-
-def block_checksum(arrays: dict[str, np.ndarray]) -> str:
-    """sha256 over the names, shapes, dtypes and bytes of a block's arrays."""
-    h = hashlib.sha256()
-    for name, a in arrays.items():
-        a = np.ascontiguousarray(a)
-        h.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
-        h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
-    return h.hexdigest()
-
-
-def write_rank(root: str | Path, block: RankBlock) -> str:
-    """Write one rank's block; returns its checksum. Safe to run for
-    different ranks in parallel (Dask tasks ``write-rank``)."""
-    arrays = block_arrays(block)
-    for name, a in arrays.items():
-        write_array(root, _layout.rank_array(block.rank, name), a)
-    return block_checksum(arrays)
-
-
-def write_graph_block(root: str | Path, b: int, indptr: np.ndarray, indices: np.ndarray) -> str:
-    """Row block ``b`` of the input graph's pattern (a ``write-graph`` task);
-    returns its checksum."""
-    sums = [write_array(root, _layout.graph_block(b, "indptr"), np.asarray(indptr, np.int64)),
-            write_array(root, _layout.graph_block(b, "indices"), np.asarray(indices, np.int32))]
-    return hashlib.sha256("".join(sums).encode()).hexdigest()
-
-
-NODE_ARRAYS = {"features": ("node", "feature"), "labels": ("node",), "train_mask": ("node",),
-               "val_mask": ("node",), "test_mask": ("node",)}
-
-
-def write_node_rows(root: str | Path, lo: int, arrays: dict[str, np.ndarray]) -> None:
-    """Rows ``lo..`` of the node arrays (a ``write-nodes`` task; ``lo`` is a
-    chunk boundary, so parallel tasks never share a chunk)."""
-    _check_abort()
-    try:
-        g = zarr.open_group(str(root), path=_layout.NODES, mode="r+", zarr_format=3)
-        for name, a in arrays.items():
-            z = g[name]
-            z[lo:lo + a.shape[0]] = a  # type: ignore[index]
-    except OSError as e:
-        raise _os_error(Path(root), e) from None
-
-
-# ------------------------------------------------------------------ the writer
-
-def _renameat2(src: Path, dst: Path, flags: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    at_fdcwd = -100
-    if libc.renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), flags) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), str(dst))
-
-
-RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
-
-
-def is_store_dir(path: Path) -> bool:
-    """A directory that a shgcn build wrote (complete or not)."""
-    try:
-        meta = json.loads((path / _layout.ROOT_META).read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and "schema_version" in meta.get("attributes", {})
-
-
-def _identity(path: Path) -> tuple | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 class StoreWriter:
@@ -194,7 +70,7 @@ class StoreWriter:
         self.path = self.path.absolute()
         self.overwrite = overwrite
         self._check_target()
-        self.start_identity = _identity(self.path)
+        self.start_identity = identity(self.path)
         self.tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.tmp = self.path.parent / f".{self.path.name}.partial-{self.tag}"
         self.lock = self.path.parent / f".{self.path.name}.lock"
@@ -230,7 +106,7 @@ class StoreWriter:
             zarr.open_group(str(self.tmp), mode="w", zarr_format=3)
         except OSError as e:
             self._release_lock()
-            raise _os_error(self.tmp, e) from None
+            raise os_error(self.tmp, e) from None
         _ACTIVE.add(self)
         return self
 
@@ -251,8 +127,8 @@ class StoreWriter:
             try:
                 fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                holder = _read_lock(self.lock)
-                if holder and _alive(holder):
+                holder = read_lock(self.lock)
+                if holder and alive(holder):
                     raise StoreError(f"{self.path}: another build (pid {holder.get('pid')} on {holder.get('host')}) "
                                      f"is writing this store; its lock is {self.lock}") from None
                 log.warning("%s: taking over the lock of a build that is no longer running (pid %s)", self.lock,
@@ -261,7 +137,7 @@ class StoreWriter:
                     os.unlink(self.lock)
                 continue
             except OSError as e:
-                raise _os_error(self.path, e) from None
+                raise os_error(self.path, e) from None
             with os.fdopen(fd, "w") as f:
                 json.dump(me, f)
             self._locked = True
@@ -360,8 +236,8 @@ class StoreWriter:
             with _quiet_zarr():
                 zarr.consolidate_metadata(str(self.tmp), zarr_format=3)
         except OSError as e:
-            raise _os_error(self.tmp, e) from None
-        now = _identity(self.path)
+            raise os_error(self.tmp, e) from None
+        now = identity(self.path)
         if now != self.start_identity or (now is not None and not (self.path.is_dir() and
                                                                     (is_store_dir(self.path) or not any(self.path.iterdir())))):
             kept = self.tmp.parent / f"{self.path.name}.new-{self.tag}"
@@ -374,12 +250,12 @@ class StoreWriter:
 
     def _swap(self, exists: bool) -> None:
         try:
-            _renameat2(self.tmp, self.path, RENAME_EXCHANGE if exists else RENAME_NOREPLACE)
+            renameat2(self.tmp, self.path, RENAME_EXCHANGE if exists else RENAME_NOREPLACE)
         except (OSError, AttributeError) as e:
             if isinstance(e, OSError) and e.errno == errno.EEXIST:
                 raise StoreError(f"{self.path}: appeared during the build; the new store stays at {self.tmp}") from None
             if isinstance(e, OSError) and e.errno not in (errno.ENOSYS, errno.EINVAL):
-                raise _os_error(self.path, e) from None
+                raise os_error(self.path, e) from None
             # no renameat2 here: two renames (a kill between them leaves the old store under .old-)
             old = self.path.parent / f".{self.path.name}.partial-old-{self.tag}"
             if exists:
@@ -400,22 +276,3 @@ def _quiet_zarr():
         warnings.filterwarnings("ignore", message=r".*data type \(FixedLengthUTF32.*")
         warnings.filterwarnings("ignore", message=".*Consolidated metadata is currently not part.*")
         yield
-
-
-def _read_lock(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _alive(holder: dict) -> bool:
-    if holder.get("host") != socket.gethostname():
-        return True  # another machine's build: cannot tell, assume it runs
-    try:
-        os.kill(int(holder.get("pid", -1)), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError, TypeError):
-        return True
-    return True

@@ -23,3 +23,11 @@ def shared_data() -> Path:
     if not (SHARED / "README.md").exists():
         pytest.skip(f"shared datasets not found at {SHARED}")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def mpi_stores(tmp_path_factory, client):
+    """One hp store per (graph kind, P in 1, 2, 4) for the MPI tests, built once (tests/helpers/mpi.py)."""
+    from helpers.mpi import build_stores
+
+    return build_stores(tmp_path_factory.mktemp("mpi-stores"), client)

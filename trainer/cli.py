@@ -28,6 +28,15 @@ def share_cores() -> None:
         os.environ.setdefault(var, threads)
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("shgcn")
+    except metadata.PackageNotFoundError:  # a checkout that is not installed
+        return "0+unknown"
+
+
 def _hidden(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in text.split(",") if x)
@@ -45,6 +54,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shgcn-train", formatter_class=fmt,
                                 description="Distributed GCN training (full-batch or mini-batch) on a shgcn store. "
                                             "Run with 'mpirun -n P' where P is the store's number of parts.")
+    p.add_argument("--version", action="version", version=f"shgcn {_version()}")
     p.add_argument("store", metavar="STORE", help="store built by 'pipeline build' with --parts equal to the ranks")
     p.add_argument("--epochs", type=int, default=200, help="epochs to train")
     p.add_argument("--lr", type=float, default=0.01, help="Adam learning rate")

@@ -147,14 +147,7 @@ def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, tra
     ex.counters.comm_time += waited + time.perf_counter() - t0
     loss_sum, correct, count = float(flat[-3]), int(round(float(flat[-2]))), int(round(float(flat[-1])))
     total = max(train_total if weights is not None else count, 1)
-    grads, pos = [], 0
-    for w in model.ws:
-        grads.append(flat[pos:pos + w.size].reshape(w.shape) / np.float32(total))
-        pos += w.size
-    # L2 on the first layer's weights, as Kipf & Welling (loss term taken before the step)
-    l2 = cfg.weight_decay / 2 * float((model.ws[0].astype(np.float64) ** 2).sum())
-    grads[0] = grads[0] + np.float32(cfg.weight_decay) * model.ws[0]
-    ctx.opt.step(grads)
+    l2 = apply_gradients(ctx, flat, np.float32(total))
     loss = loss_sum / total + l2
     return StepStats(step, v.vertices, count, loss, *sent), correct, count, nxt
 
@@ -198,15 +191,25 @@ def _step(ctx: Context, comm, spmm, x, labels, train_mask, gids, total: int, key
     comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
     comm.Allreduce(MPI.IN_PLACE, stats, op=MPI.SUM)
     ctx.exchange.counters.comm_time += time.perf_counter() - t_ar
+    l2 = apply_gradients(ctx, flat)
+    return float(stats[0]), int(stats[1]), l2
+
+
+def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = None) -> float:
+    """The optimizer step of full-batch and mini-batch training alike: the
+    weights' gradients from the allreduced ``flat`` buffer (divided by
+    ``scale`` when given), L2 on the first layer's weights (Kipf & Welling),
+    Adam. Returns the L2 term of the loss, taken before the step."""
+    cfg, model = ctx.cfg, ctx.model
     grads, pos = [], 0
     for w in model.ws:
-        grads.append(flat[pos:pos + w.size].reshape(w.shape))
+        g = flat[pos:pos + w.size].reshape(w.shape)
+        grads.append(g / scale if scale is not None else g)
         pos += w.size
-    # L2 on the first layer's weights, as Kipf & Welling (loss term taken before the step)
     l2 = cfg.weight_decay / 2 * float((model.ws[0].astype(np.float64) ** 2).sum())
     grads[0] = grads[0] + np.float32(cfg.weight_decay) * model.ws[0]
     ctx.opt.step(grads)
-    return float(stats[0]), int(stats[1]), l2
+    return l2
 
 
 def _global_counts(ctx: Context, comm) -> dict[str, int]:

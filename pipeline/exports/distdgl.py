@@ -51,7 +51,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from shgcn.store import Store
-from shgcn.store.export import require
+from shgcn.store.interop import require
 
 from ..errors import UserError
 from .assignment import check_out

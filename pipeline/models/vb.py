@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_TOTAL_INCREASE = Option(
-    "--max-total-increase", 0.02, "the -vb models: the total volume may grow by at most this fraction while the "
+    "--max-total-increase", 0.3, "the -vb models: the total volume may grow by at most this fraction while the "
     "maximum send and receive volume fall", type=float)
 
 

@@ -16,3 +16,16 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subpro
     """Run ``python -m shgcn.pipeline ARGS`` and capture its output."""
     return subprocess.run([sys.executable, "-m", "shgcn.pipeline", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=timeout)
+
+
+def one_line(res, *fragments, code=2):
+    """Exit ``code`` with one line on stderr naming every fragment, no traceback."""
+    assert res.returncode == code, (res.returncode, res.stderr[-2000:])
+    lines = [x for x in res.stderr.splitlines() if x.strip() and " INFO: " not in x and " WARNING: " not in x]
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+
+
+def build_cli(*args, cwd=None, timeout=300):
+    return run_cli("build", *args, cwd=cwd, timeout=timeout)

@@ -24,7 +24,7 @@ from shgcn.pipeline.exports.distdgl import (
     store_layout,
 )
 from shgcn.store.errors import UserError
-from shgcn.store.export import graph_arrays
+from shgcn.store.interop import graph_arrays
 
 # what dgl.distributed.load_partition_book and load_partition read from the config
 DGL_KEYS = {"graph_name", "num_nodes", "num_edges", "num_parts", "halo_hops", "part_method", "node_map", "edge_map",
@@ -315,5 +315,5 @@ def test_missing_store_is_one_line(tmp_path):
 
 def test_export_module_imports_without_torch():
     code = ("import sys; sys.modules['torch'] = None; sys.modules['dgl'] = None\n"
-            "import shgcn.pipeline.exports.distdgl, shgcn.store.export\n")
+            "import shgcn.pipeline.exports.distdgl, shgcn.store.interop\n")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

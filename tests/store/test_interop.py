@@ -1,4 +1,4 @@
-"""Exporters of the store (shgcn.store.export): the whole graph and one rank's
+"""Exporters of the store (shgcn.store.interop): the whole graph and one rank's
 block with its halo, as numpy arrays, PyG Data and DGL graphs, checked
 against the store exactly."""
 
@@ -7,22 +7,11 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers.interop import RMAT, SBM, import_dgl, make
 
-from shgcn import store
-from shgcn.pipeline.compose import BuildConfig, build
-from shgcn.pipeline.normalize import normalized_adjacency
+from shgcn.pipeline.stages.normalize import normalized_adjacency
 from shgcn.store.errors import UserError
-from shgcn.store.export import graph_arrays, require, to_dgl, to_pyg
-
-SBM = "sbm:n=400,classes=4,degree=6,features=24,seed=3"
-RMAT = "rmat:scale=8,edge_factor=6,seed=4"
-
-
-def make(root, client, name, source, parts, **kw):
-    out = root / name
-    build(BuildConfig(source=str(source), out=str(out), parts=parts, models=kw.pop("models", ("rp", "hp")), **kw),
-          client, echo=lambda *a: None)
-    return store.open_store(out)
+from shgcn.store.interop import graph_arrays, require, to_dgl, to_pyg
 
 
 @pytest.fixture(scope="module")
@@ -37,22 +26,10 @@ def stores(tmp_path_factory, client):
     }
 
 
-def import_dgl():
-    """DGL, or a clean skip where it is absent or does not import (DGL 2.1's
-    GraphBolt has no library for a newer torch and raises FileNotFoundError)."""
-    try:
-        import dgl
-    except Exception as e:
-        pytest.skip(f"DGL does not import here ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]})")
-    return dgl
-
-
 def matrix(src, dst, values, n) -> sp.csr_matrix:
     """M[dst, src] = value: the matrix whose rows aggregate (Â's orientation)."""
     return sp.csr_matrix((values, (dst, src)), shape=(n, n))
 
-
-# ------------------------------------------------------------- numpy core
 
 def test_whole_graph_of_a_path_is_exact(stores):
     s = stores["path"]
@@ -158,8 +135,6 @@ def test_a_package_that_fails_to_import_is_one_line(tmp_path, monkeypatch):
     assert msg.endswith("pip install 'shgcn[dgl]'")
 
 
-# -------------------------------------------------------------------- PyG
-
 def test_to_pyg_holds_the_export(stores):
     torch = pytest.importorskip("torch")
     pytest.importorskip("torch_geometric")
@@ -221,8 +196,6 @@ def test_pyg_gcn_trains_on_the_export(stores):
     acc = (out.argmax(1)[data.test_mask] == data.y[data.test_mask]).float().mean().item()
     assert acc > 0.5  # 4 balanced classes: chance is 0.25
 
-
-# -------------------------------------------------------------------- DGL
 
 def test_to_dgl_holds_the_export(stores):
     dgl = import_dgl()

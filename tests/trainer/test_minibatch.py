@@ -3,22 +3,23 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from helpers.mpi import GRAPHS, build_stores, read_log, train
+from helpers.mpi import GRAPHS, read_log, train
 
 from shgcn import store
 from shgcn.pipeline import batch_quality
-from shgcn.pipeline.compose import BuildConfig, build
-from shgcn.pipeline.ingest import to_graph
-from shgcn.pipeline.normalize import normalized_adjacency
-from shgcn.pipeline.synthetic import parse_spec
+from shgcn.pipeline.builder import build
+from shgcn.pipeline.config import BuildConfig
+from shgcn.pipeline.sources.synthetic import parse_spec
+from shgcn.pipeline.stages.ingest import to_graph
+from shgcn.pipeline.stages.normalize import normalized_adjacency
 from shgcn.store.costs import spmm_widths
 from shgcn.store.sample import TRAIN, Sampler, SamplerConfig
 
 pytestmark = pytest.mark.mpi
 
-@pytest.fixture(scope="module")
-def stores(tmp_path_factory, client):
-    return build_stores(tmp_path_factory.mktemp("mb"), client)
+@pytest.fixture
+def stores(mpi_stores):
+    return mpi_stores
 
 
 def steps(log):
@@ -70,7 +71,7 @@ def test_batch_plans_follow_the_definition(directed):
     """Every rank's batch plan, by its definition on the whole matrix: row j
     goes from its owner to q iff j and a row of q with a nonzero in column j
     are in the batch; the local matrix is the batch rows' block of Â."""
-    from shgcn.pipeline.layout import in_memory
+    from shgcn.pipeline.stages.layout import in_memory
     from shgcn.trainer.minibatch import MiniBatches
     from shgcn.trainer.plan import comm_plan, full_local
 

@@ -1,0 +1,114 @@
+"""Writing one array of a store: uncompressed, one chunk, little-endian (so
+that a reader can memory-map the chunk file), with its checksum; and the
+pieces the workers write in parallel (a rank's block, a graph block, node
+rows). A build interrupted in this process (:data:`ABORT`) stops before its
+next write."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from . import _layout
+from ._schema import RankBlock, StoreError, block_arrays
+
+# set on Ctrl-C: writer tasks still running in this process stop before their next write
+ABORT = threading.Event()
+
+
+def _check_abort() -> None:
+    if ABORT.is_set():
+        raise StoreError("the build was interrupted")
+
+
+_DIMS = {"indptr": ("row_ptr",), "indices": ("nnz",), "data": ("nnz",), "send_ptr": ("rank_ptr",),
+         "send_rows": ("send",), "recv_ptr": ("rank_ptr",), "recv_ids": ("recv",), "features": ("row", "feature"),
+         "labels": ("row",), "train_mask": ("row",), "val_mask": ("row",), "test_mask": ("row",),
+         "node_index": ("row",)}
+
+
+def write_array(root: str | Path, name: str, arr: np.ndarray, dims: tuple[str, ...] | None = None) -> str:
+    """Write ``arr`` uncompressed, as one chunk, little-endian, so that a
+    reader can memory-map the chunk file; returns its checksum."""
+    _check_abort()
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    if dims is None:
+        dims = _DIMS.get(name.rsplit("/", 1)[-1], tuple(f"dim_{i}" for i in range(arr.ndim)))
+    chunks = tuple(max(1, s) for s in arr.shape)
+    try:
+        z = zarr.create_array(store=str(root), name=name, shape=arr.shape, chunks=chunks, dtype=arr.dtype,
+                              compressors=None, filters=None, fill_value=0, dimension_names=dims,
+                              config={"write_empty_chunks": True}, zarr_format=3, overwrite=True)
+        if arr.size:
+            z[...] = arr
+    except OSError as e:
+        raise os_error(Path(root), e) from None
+    return array_checksum(arr)
+
+
+def os_error(root: Path, e: OSError) -> StoreError:
+    if e.errno == errno.ENOSPC:
+        return StoreError(f"{root.parent}: no space left on the device while writing the store")
+    if e.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+        return StoreError(f"{root.parent}: cannot write the store ({os.strerror(e.errno)})")
+    return StoreError(f"{root}: cannot write the store ({e})")
+
+
+def array_checksum(a: np.ndarray) -> str:
+    """sha256 over an array's dtype, shape and bytes."""
+    a = np.ascontiguousarray(a)
+    h = hashlib.sha256(f"{a.dtype.str}:{a.shape};".encode())
+    h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
+    return h.hexdigest()
+
+
+def block_checksum(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 over the names, shapes, dtypes and bytes of a block's arrays."""
+    h = hashlib.sha256()
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        h.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
+        h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
+    return h.hexdigest()
+
+
+def write_rank(root: str | Path, block: RankBlock) -> str:
+    """Write one rank's block; returns its checksum. Safe to run for
+    different ranks in parallel (Dask tasks ``write-rank``)."""
+    arrays = block_arrays(block)
+    for name, a in arrays.items():
+        write_array(root, _layout.rank_array(block.rank, name), a)
+    return block_checksum(arrays)
+
+
+def write_graph_block(root: str | Path, b: int, indptr: np.ndarray, indices: np.ndarray) -> str:
+    """Row block ``b`` of the input graph's pattern (a ``write-graph`` task);
+    returns its checksum."""
+    sums = [write_array(root, _layout.graph_block(b, "indptr"), np.asarray(indptr, np.int64)),
+            write_array(root, _layout.graph_block(b, "indices"), np.asarray(indices, np.int32))]
+    return hashlib.sha256("".join(sums).encode()).hexdigest()
+
+
+NODE_ARRAYS = {"features": ("node", "feature"), "labels": ("node",), "train_mask": ("node",),
+               "val_mask": ("node",), "test_mask": ("node",)}
+
+
+def write_node_rows(root: str | Path, lo: int, arrays: dict[str, np.ndarray]) -> None:
+    """Rows ``lo..`` of the node arrays (a ``write-nodes`` task; ``lo`` is a
+    chunk boundary, so parallel tasks never share a chunk)."""
+    _check_abort()
+    try:
+        g = zarr.open_group(str(root), path=_layout.NODES, mode="r+", zarr_format=3)
+        for name, a in arrays.items():
+            z = g[name]
+            z[lo:lo + a.shape[0]] = a  # type: ignore[index]
+    except OSError as e:
+        raise os_error(Path(root), e) from None

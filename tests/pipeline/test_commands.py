@@ -1,0 +1,123 @@
+"""The pipeline command on bad input (issue 14): one line naming the file or
+option and the problem, exit 2, no traceback, no store."""
+
+import gzip
+import resource
+
+import numpy as np
+import pytest
+from helpers import build_cli, one_line, run_cli
+
+from shgcn import store
+
+SBM = "sbm:n=300,classes=3,degree=6,features=4,seed=0"
+
+
+def test_non_finite_features_are_refused_at_build_with_row_and_column(tmp_path):
+    x = np.ones((300, 4), np.float32)
+    x[17, 2] = np.nan
+    np.save(tmp_path / "x.npy", x)
+    one_line(build_cli(SBM, "--parts", "2", "--model", "rp", "--features", str(tmp_path / "x.npy"),
+                       "--out", str(tmp_path / "s.zarr")), "vertex 17, column 2")
+    np.save(tmp_path / "s.npy", np.array([["a"] * 4] * 300))
+    one_line(build_cli(SBM, "--parts", "2", "--model", "rp", "--features", str(tmp_path / "s.npy"),
+                       "--out", str(tmp_path / "t.zarr")), "features must be numbers")
+
+
+def test_gzip_bomb_is_one_line_with_bounded_memory(tmp_path):
+    bomb = tmp_path / "bomb.txt.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as f:
+        block = b"\0" * (1 << 24)
+        for _ in range(64):  # 1 GiB of zeros, about 1 MB compressed
+            f.write(block)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    res = build_cli(str(bomb), "--parts", "2", "--out", str(tmp_path / "s.zarr"))
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    one_line(res, str(bomb), "longer than")
+    assert peak_mib < 1024 or before / 1024 >= 1024, peak_mib
+
+
+def test_a_declared_size_that_cannot_fit_is_one_line(tmp_path):
+    m = tmp_path / "huge.mtx"
+    m.write_text("%%MatrixMarket matrix coordinate pattern general\n1000000000000 1000000000000 1\n1 2\n")
+    one_line(build_cli(str(m), "--parts", "2", "--out", str(tmp_path / "a.zarr")), str(m), "declared size")
+    z = tmp_path / "zero.mtx"
+    z.write_text("%%MatrixMarket matrix coordinate pattern general\n0 0 0\n")
+    one_line(build_cli(str(z), "--parts", "2", "--out", str(tmp_path / "b.zarr")), str(z), "at least one vertex")
+    npz = tmp_path / "huge.npz"
+    np.savez(npz, shape=np.array([10**12, 10**12]), format=np.array("csr"), data=np.ones(1),
+             indices=np.zeros(1, np.int32), indptr=np.zeros(2, np.int64))
+    one_line(build_cli(str(npz), "--parts", "2", "--out", str(tmp_path / "c.zarr")), str(npz), "declared size")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--eps", "inf"], "--eps inf"),
+    (["--eps", "1e308"], "--eps 1e+308"),
+    (["--split", "nan,0.2,0.2"], "--split nan"),
+    (["--scheduler", "foo://bar"], "--scheduler 'foo://bar'"),
+])
+def test_bad_options_are_one_line(tmp_path, args, fragment):
+    one_line(build_cli(SBM, "--parts", "2", "--out", str(tmp_path / "s.zarr"), *args), fragment)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out", [".", ""])
+def test_out_must_name_a_new_directory(tmp_path, out):
+    one_line(build_cli(SBM, "--parts", "2", "--out", out, cwd=tmp_path), "--out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_info_and_report_on_a_plain_file(tmp_path):
+    f = tmp_path / "plain.txt"
+    f.write_text("hello")
+    one_line(run_cli("info", str(f)), str(f), "not a store")
+    one_line(run_cli("report", str(f), "--out", str(tmp_path / "r.html")), str(f), "not a store")
+
+
+def test_planetoid_with_unexpected_types_is_one_line(tmp_path):
+    import pickle
+    from collections import defaultdict
+
+    d = tmp_path
+    for ext, obj in {"x": np.zeros((1, 2)), "y": np.zeros((1, 2)), "tx": np.zeros((1, 2)), "ty": np.zeros((1, 2)),
+                     "allx": np.zeros((2, 2)), "ally": np.zeros((2, 2)),
+                     "graph": defaultdict(list, {"zero": [1], "one": [0]})}.items():
+        (d / f"ind.bad.{ext}").write_bytes(pickle.dumps(obj, protocol=2))
+    (d / "ind.bad.test.index").write_text("2\n")
+    one_line(build_cli(str(d / "ind.bad.graph"), "--format", "planetoid", "--parts", "2",
+                       "--out", str(tmp_path / "s.zarr")), "ind.bad")
+
+
+def test_mtx_whose_entry_count_disagrees_is_one_line(tmp_path):
+    m = tmp_path / "t.mtx"
+    m.write_text("%%MatrixMarket matrix coordinate pattern general\n5 5 4\n1 2\n2 3\n")
+    one_line(build_cli(str(m), "--parts", "2", "--out", str(tmp_path / "s.zarr")), str(m),
+             "declares 4 entries but the file has 2")
+
+
+def test_long_non_numeric_token_is_called_so(tmp_path):
+    f = tmp_path / "e.txt"
+    f.write_text("1 2\n3 notanintegeratallbutaverylongword\n")
+    one_line(build_cli(str(f), "--parts", "2", "--out", str(tmp_path / "s.zarr")), f"{f}:2", "non-numeric token")
+
+
+def test_a_size_header_line_is_skipped_with_a_warning(tmp_path):
+    edges = [(0, 1), (1, 2), (2, 3), (3, 0), (4, 1)]
+    f = tmp_path / "enron.txt"
+    f.write_text("5 10\n" + "".join(f"{u} {v}\n" for u, v in edges))
+    res = build_cli(str(f), "--parts", "2", "--model", "rp", "--undirected", "--out", str(tmp_path / "a.zarr"))
+    assert res.returncode == 0 and "is the file's size" in res.stderr
+    s = store.open_store(tmp_path / "a.zarr")
+    assert s.attrs["n"] == 5 and s.attrs["edges"] == 5
+    res = build_cli(str(f), "--parts", "2", "--model", "rp", "--undirected", "--header", "no",
+                    "--out", str(tmp_path / "b.zarr"))
+    assert store.open_store(tmp_path / "b.zarr").attrs["n"] == 7  # ids 0..5 and 10: read as an edge when asked
+
+
+def test_direction_is_said_and_a_one_way_list_is_flagged(tmp_path):
+    f = tmp_path / "coauthors.txt"
+    f.write_text("".join(f"{i} {i + 1}\n" for i in range(50)))
+    res = build_cli(str(f), "--parts", "2", "--model", "rp", "--out", str(tmp_path / "a.zarr"))
+    assert res.returncode == 0
+    assert "as directed (the default for edge lists; --undirected changes it)" in res.stderr
+    assert "no edge has its reverse" in res.stderr

@@ -1,0 +1,77 @@
+"""shgcn-train as a command: one rank without mpirun, the run log's keys, and
+the stores it must refuse before any work."""
+
+import subprocess
+import sys
+
+import pytest
+from helpers.mpi import train
+
+
+@pytest.fixture
+def stores(mpi_stores):
+    return mpi_stores
+
+
+def test_runs_without_mpirun_and_log_keys(stores, tmp_path):
+    import json
+
+    log = tmp_path / "run.jsonl"
+    res = train(1, stores["undirected", 1], "--epochs", 3, log=log, use_mpirun=False)
+    assert res.returncode == 0, res.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    header, epochs = lines[0], lines[1:]
+    for key in ("store", "parts", "exchange", "mode", "versions"):  # the JSON keys are an interface
+        assert key in header
+    for key in ("epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_time", "comm_time", "compute_time",
+                "bytes_sent", "msgs_sent"):
+        assert key in epochs[0]
+    assert epochs[0]["bytes_sent"] == [0] and len(epochs) == 3
+
+
+def test_wrong_rank_count(stores):
+    res = train(2, stores["undirected", 4], "--epochs", 1)
+    assert res.returncode != 0
+    assert "has 4 parts but the job has 2 ranks" in res.stderr and res.stderr.count("shgcn-train: error") == 1
+    res1 = train(1, stores["undirected", 4], "--epochs", 1, use_mpirun=False)
+    assert res1.returncode == 2 and "mpirun -n 4" in res1.stderr
+
+
+def test_missing_store(tmp_path):
+    res = train(1, tmp_path / "nope.zarr", use_mpirun=False)
+    assert res.returncode == 2 and "store not found" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_corrupt_block_is_reported_before_training(stores, tmp_path):
+    import shutil
+    path = tmp_path / "c.zarr"
+    shutil.copytree(stores["undirected", 2], path)
+    chunk = path / "ranks" / "1" / "data" / "c" / "0"
+    raw = bytearray(chunk.read_bytes())
+    raw[0] ^= 0x40
+    chunk.write_bytes(bytes(raw))
+    log = tmp_path / "run.jsonl"
+    res = train(2, path, "--epochs", 5, log=log, timeout=120)
+    assert res.returncode != 0
+    assert "(rank 1)" in res.stderr and "checksum mismatch" in res.stderr
+    assert not log.exists()  # no epoch ran
+
+
+def test_injected_failure_aborts_the_job(stores):
+    res = train(4, stores["undirected", 4], "--epochs", 50, "--fail-at", "2:3", timeout=120)
+    assert res.returncode != 0
+    assert "rank 2: RuntimeError: injected failure at epoch 3" in res.stderr
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_help_and_version_import_nothing_heavy(args):
+    """--help and --version answer without loading MPI, zarr, Dask or numba."""
+    code = ("import sys\nfrom shgcn.trainer.cli import main\n"
+            f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'mpi4py', 'zarr', 'dask', 'numba', 'scipy', "
+            "'mtkahypar', 'distributed'}))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "[]"
+    if args == ["--version"]:
+        assert res.stdout.startswith("shgcn ")
