@@ -52,7 +52,7 @@ def test_volume_balanced_models_in_the_store_and_simulate(tmp_path, client):
     assert s.models == ["rp", "hp", "hp-vb", "gp-vb"]
     q = {r["model"]: r for r in res.table}
     assert q["hp-vb"]["max_send"] <= q["hp"]["max_send"] and q["hp-vb"]["max_recv"] <= q["hp"]["max_recv"]
-    assert q["hp-vb"]["total_volume"] <= 1.02 * q["hp"]["total_volume"]
+    assert q["hp-vb"]["total_volume"] <= 1.3 * q["hp"]["total_volume"]  # --max-total-increase
     assert q["hp-vb"]["work_imbalance"] <= max(0.03, q["hp"]["work_imbalance"]) + 1e-9  # the weights balanced
     info = s.attrs["partitions"]
     assert info["hp-vb"]["base"] == "hp" and "base_seconds" not in info["hp-vb"]  # refined the build's hp

@@ -36,7 +36,7 @@ def test_build_help_lists_every_model_and_default():
     text = run_cli("build", "--help").stdout
     for m in ("rp:", "gp:", "hp:", "shp:"):
         assert m in text
-    assert "(default: 0.03)" in text and "(default: auto)" in text
+    assert "(default: 0.01)" in text and "(default: auto)" in text
 
 
 def test_build_info_json(tmp_path):

@@ -78,9 +78,16 @@ def test_what_appears_at_the_output_during_a_build_is_kept(tmp_path, client, mon
 def test_ctrl_c_leaves_nothing_and_ends_within_seconds(tmp_path, stage):
     out = tmp_path / "s.zarr"
     src = "sbm:n=30000,classes=8,degree=12,features=4,seed=1"
-    proc = subprocess.Popen([sys.executable, "-m", "shgcn.pipeline", "build", src, "--parts", "8", "--model", "hp",
-                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    marker = "stage layout" if stage == "write" else "stage normalize"
+    # write: a rank's write that takes a minute (so that Ctrl-C lands in it); partition: Mt-KaHyPar's
+    # deterministic preset, which runs for seconds in its child
+    script = ("import sys, time\nfrom shgcn import store\nreal = store.write_rank\n"
+              "def slow(root, block):\n    print('WRITING', file=sys.stderr, flush=True)\n    time.sleep(60)\n"
+              "    return real(root, block)\nstore.write_rank = slow\n" if stage == "write" else "import sys\n")
+    script += ("from shgcn.pipeline.cli import main\n"
+               f"sys.exit(main(['build', {src!r}, '--parts', '8', '--model', 'hp', '--hp-preset', 'deterministic', "
+               f"'--out', {str(out)!r}]))")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    marker = "WRITING" if stage == "write" else "stage normalize"
     assert proc.stderr is not None
     for line in proc.stderr:
         if marker in line:

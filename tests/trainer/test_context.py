@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import one_line
+from helpers import REPO, one_line
 from helpers.mpi import mpirun, train
 
 
@@ -105,7 +105,7 @@ def test_resume_says_where_truncates_the_log_and_refuses_changed_options(stores,
     from shgcn.store.runlog import read_run_log
 
     assert [e.epoch for e in read_run_log(log).epochs] == [0, 1, 2, 3, 4]
-    res = subprocess.run([mpirun(), "-n", "2", sys.executable, str(Path(__file__).parents[1] / "trainer" / "train.py"),
+    res = subprocess.run([mpirun(), "-n", "2", sys.executable, str(REPO / "trainer" / "train.py"),
                           str(path), "--epochs", "8", "--checkpoint", str(ck), "--checkpoint-every", "3", "--resume",
                           "--log", str(log)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and "resumed at epoch 3" in res.stdout, res.stderr

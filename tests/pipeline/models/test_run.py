@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from helpers.conformance import sbm_graph  # noqa: F401  (the fixture)
 
-from shgcn.pipeline.models import Inputs, PartitionConfig
+from shgcn.pipeline.models import Inputs, PartitionConfig, default_options
 from shgcn.pipeline.models.run import run
 from shgcn.pipeline.runtime.child import kill_children
 
@@ -25,6 +25,7 @@ def test_a_killed_child_is_an_error_not_a_hang(sbm_graph):  # noqa: F811
     timer.start()
     try:
         with pytest.raises(RuntimeError, match="killed by signal SIGKILL"):
-            run("hp", Inputs(big.shape[0], big), PartitionConfig(parts=8, seed=5))
+            run("hp", Inputs(big.shape[0], big),
+                PartitionConfig(parts=8, seed=5, options={**default_options(), "hp_preset": "deterministic"}))
     finally:
         timer.cancel()
