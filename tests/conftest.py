@@ -31,3 +31,11 @@ def mpi_stores(tmp_path_factory, client):
     from helpers.mpi import build_stores
 
     return build_stores(tmp_path_factory.mktemp("mpi-stores"), client)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory, client):
+    """A small store (rp, gp, hp; 3 parts) that tests read and copy, never change."""
+    from helpers.stores import make_in
+
+    return make_in(tmp_path_factory.mktemp("store"), client)

@@ -34,3 +34,11 @@ def make(path, client, source=SBM, **kw):
     kw.setdefault("models", ("rp", "gp", "hp"))
     cfg = BuildConfig(source=source, out=str(path), parts=kw.pop("parts", 3), **kw)
     return build(cfg, client, echo=lambda *a: None)
+
+
+SMALL = "sbm:n=600,classes=4,degree=6,features=8,seed=1"
+
+
+def make_in(root: Path, client, name: str = "s.zarr", source: str = SMALL, **kw):
+    """:func:`make` at ``root/name``, of the small SBM by default."""
+    return make(root / name, client, source=source, **kw)

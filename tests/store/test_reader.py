@@ -6,26 +6,13 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers.stores import SMALL as SBM
+from helpers.stores import make_in as make
 
 from shgcn import store
-from shgcn.pipeline.builder import build
-from shgcn.pipeline.config import BuildConfig
 from shgcn.pipeline.sources.synthetic import parse_spec
 from shgcn.pipeline.stages.ingest import to_graph
 from shgcn.pipeline.stages.normalize import normalized_adjacency
-
-SBM = "sbm:n=600,classes=4,degree=6,features=8,seed=1"
-
-
-def make(tmp_path, client, name="s.zarr", source=SBM, **kw):
-    cfg = BuildConfig(source=source, out=str(tmp_path / name), parts=kw.pop("parts", 3),
-                      models=kw.pop("models", ("rp", "gp", "hp")), **kw)
-    return build(cfg, client, echo=lambda *a: None)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, client):
-    return make(tmp_path_factory.mktemp("store"), client)
 
 
 def reassemble(s, directed=False):

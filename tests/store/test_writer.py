@@ -11,23 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import run_cli
+from helpers.stores import SMALL as SBM
+from helpers.stores import make_in as make
 
 from shgcn import store
-from shgcn.pipeline.builder import build
-from shgcn.pipeline.config import BuildConfig
-
-SBM = "sbm:n=600,classes=4,degree=6,features=8,seed=1"
-
-
-def make(tmp_path, client, name="s.zarr", source=SBM, **kw):
-    cfg = BuildConfig(source=source, out=str(tmp_path / name), parts=kw.pop("parts", 3),
-                      models=kw.pop("models", ("rp", "gp", "hp")), **kw)
-    return build(cfg, client, echo=lambda *a: None)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, client):
-    return make(tmp_path_factory.mktemp("store"), client)
 
 
 def _array_files(root: Path):

@@ -2,18 +2,12 @@
 total volume, keeps the load bound, reports the exact total, and is seeded."""
 
 import numpy as np
-from helpers.graphs import FIG2_EDGES, a_hat
+from helpers.graphs import FIG2_EDGES, a_hat, random_a_hat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shgcn.pipeline.metrics.volume import volume_matrix
 from shgcn.pipeline.models.km1 import refine_km1
-
-
-def random_a_hat(n, deg, seed, directed=False):
-    rng = np.random.default_rng(seed)
-    edges = [tuple(e) for e in rng.integers(0, n, size=(max(1, int(n * deg / 2)), 2)) if e[0] != e[1]] or [(0, 1)]
-    return a_hat(n, edges, directed=directed)
 
 
 def test_figure2_a_vertex_with_all_its_nets_elsewhere_moves():

@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
-from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat
+from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat, random_a_hat, send_recv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shgcn.pipeline.errors import UserError
-from shgcn.pipeline.metrics.volume import volume_matrix
 from shgcn.pipeline.models.vb import volume_balance
 
 
@@ -24,19 +23,6 @@ class TestGpVb(PartitionerTests):
     model = "gp-vb"
     balance_slack = 0.05  # its start is METIS's
     bad_options = {"max_total_increase": -1.0}
-
-
-def random_a_hat(n, avg_degree, seed, directed=False):
-    rng = np.random.default_rng(seed)
-    m = max(1, int(n * avg_degree / 2))
-    edges = rng.integers(0, n, size=(m, 2))
-    edges = [tuple(e) for e in edges if e[0] != e[1]] or [(0, 1)]
-    return a_hat(n, edges, directed=directed)
-
-
-def send_recv(a, part, parts):
-    v = volume_matrix(a, np.asarray(part), parts)
-    return v.sum(1), v.sum(0)
 
 
 def load_imbalance(a, part, parts):
