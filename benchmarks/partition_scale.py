@@ -7,10 +7,11 @@ A run ``MODEL:SCALE:PARTS`` is ``pipeline build rmat:scale=SCALE,edge_factor=16,
 --parts PARTS`` with every other option at its default (KaMinPar for gp, ``--hp-preset fast`` for hp,
 ``--balance work``), in a fresh process. The store records each stage's wall time and the peak memory
 of every process that worked in it (the build's process: client, scheduler and worker in one; each
-partitioner child); the table adds the peak of the build's process and of the partitioner's child, and
-their sum (an upper bound of the memory in use at once: the child lives only in the partition stage).
+partitioner child); the table adds the peak of the build's process and of the partitioner's child over all stages, and
+their sum (a loose upper bound: the two peaks may come from different stages).
 Targets (issue 22): scale 22 gp within 10 minutes; scale 23 gp with at most 16 GiB summed over all
-processes; scale 20 hp within 10 minutes.
+processes; scale 20 hp within 10 minutes. ``at once`` is the largest sum over the processes of one stage
+(each process's peak is reset when a stage starts): the most memory the build can have held at any moment.
 """
 
 from __future__ import annotations
@@ -36,11 +37,15 @@ def one(model: str, scale: int, parts: int, out: Path) -> tuple[dict, Path]:
     peaks = info["peak_rss_mib_by_stage"]
     main = max(v for p in peaks.values() for k, v in p.items() if not k.startswith("child"))
     child = max((v for p in peaks.values() for k, v in p.items() if k.startswith("child")), default=0.0)
+    # every process's peak is reset at each stage: the most memory in use at once is at most the largest
+    # per-stage sum (the child exists only in the partition stage)
+    at_once = max(sum(p.values()) for p in peaks.values())
+    worst = max(peaks, key=lambda s: sum(peaks[s].values()))
     q = info["quality"][model]
     row = {"run": f"{model} scale {scale} p={parts}", "vertices": f"{info['n']:,}", "nnz(Â)": f"{info['nnz']:,}",
            "wall": f"{wall:.0f} s", **{s: f"{t:.0f} s" for s, t in info["timings"].items()},
            "build process peak": f"{main / 1024:.1f} GiB", "partitioner child peak": f"{child / 1024:.1f} GiB",
-           "sum": f"{(main + child) / 1024:.1f} GiB",
+           "sum": f"{(main + child) / 1024:.1f} GiB", "at once": f"{at_once / 1024:.1f} GiB ({worst})",
            "work imb": f"{q['work_imbalance']:.3f}", "total volume": f"{q['total_volume']:,}"}
     return row, path
 
@@ -61,7 +66,7 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(path, ignore_errors=True)
     cols = [(k, k) for k in ("run", "vertices", "nnz(Â)", "wall", "ingest", "normalize", "partition", "quality",
-                             "layout", "write", "build process peak", "partitioner child peak", "sum", "work imb",
+                             "layout", "write", "build process peak", "partitioner child peak", "sum", "at once", "work imb",
                              "total volume")]
     write_section("Partitioning at scale (issue 22)", __doc__.split("\n\n", 2)[2] + "\n\n" + table(rows, cols))
 
