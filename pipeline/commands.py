@@ -123,7 +123,8 @@ def cmd_info(args) -> int:
     print(f"dataset    {a['dataset']}  ({a['n']:,} vertices, {a['edges']:,} {kind} edges, nnz(Â) {a['nnz']:,})")
     print(f"parts      {a['parts']}  layout model {a['model']}  models {', '.join(a['models'])}  "
           f"eps {a['eps']}  seed {a['seed']}")
-    print(f"features   {a['feature_dim']}  classes {a['classes']}")
+    kind = " (multi-label: sigmoid loss, micro-F1)" if a.get("label_kind") == "multi" else ""
+    print(f"features   {a['feature_dim']} ({a.get('feature_dtype', 'float32')})  classes {a['classes']}{kind}")
     print(f"built by   {a['command']}")
     print("stages     " + ", ".join(f"{k} {v:.1f} s" for k, v in a.get("timings", {}).items()))
     for stage, peaks in a.get("peak_rss_mib_by_stage", {}).items():

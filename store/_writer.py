@@ -193,12 +193,12 @@ class StoreWriter:
         (n, C) bool for multi-label targets (``multi_label_classes`` C)."""
         g = zarr.open_group(str(self.tmp), mode="a", zarr_format=3).require_group(_layout.NODES)
         g.attrs.update({"description": "node data in original vertex order; file_id is the id in the input file"})
-        dtypes = {"features": np.dtype(feature_dtype), "labels": np.int32, "train_mask": bool, "val_mask": bool,
-                  "test_mask": bool}
+        dtypes: dict[str, np.dtype] = {"features": np.dtype(feature_dtype), "labels": np.dtype(np.int32),
+                                       **dict.fromkeys(("train_mask", "val_mask", "test_mask"), np.dtype(bool))}
         shapes = {"features": (n, dim), "labels": (n,)}
         dims = dict(NODE_ARRAYS)
         if multi_label_classes is not None:
-            dtypes["labels"], shapes["labels"] = bool, (n, multi_label_classes)
+            dtypes["labels"], shapes["labels"] = np.dtype(bool), (n, multi_label_classes)
             dims["labels"] = ("node", "class")
         for name in NODE_ARRAYS:
             shape = shapes.get(name, (n,))

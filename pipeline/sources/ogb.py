@@ -187,7 +187,7 @@ def ogb_nodes(lay: OgbLayout, work_dir: str | None, dtype: str, chunk_bytes: int
         if n is None:
             n = arr.shape[0]
         elif arr.shape[0] != n:
-            raise located(where, f"{arr.shape[0]:,} {what} rows, but the graph has {n:,} vertices "
+            raise located(where or lay.root, f"{arr.shape[0]:,} {what} rows, but the graph has {n:,} vertices "
                                  "(raw/num-node-list.csv.gz; a truncated or mismatched file?)")
     if n is None:
         raise located(lay.root, "no vertex count: raw/num-node-list.csv.gz, node-feat or node-label is needed")

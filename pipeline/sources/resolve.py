@@ -58,7 +58,7 @@ def read_source(tasks, source: Any, fmt: str | None, data_dir: str | None, featu
                 from None
         raise
     if Path(source).is_dir():  # a dataset directory named like a registered dataset reads as that dataset does
-        ds = datasets.REGISTRY.get(Path(source).resolve().name.replace("_", "-").lower())
-        if ds is not None:
-            return Source(raw, Path(source).name, ds.directed, feature_norm or ds.feature_norm, "dataset")
+        named = datasets.REGISTRY.get(Path(source).resolve().name.replace("_", "-").lower())
+        if named is not None:
+            return Source(raw, Path(source).name, named.directed, feature_norm or named.feature_norm, "dataset")
     return Source(raw, Path(source).name, None, norm, "file")
