@@ -36,19 +36,22 @@ def _split(root: Path, scheme: str = "random") -> None:
         _gz(root / "split" / scheme / f"{name}.csv.gz", "".join(f"{i}\n" for i in ids))
 
 
-def ogb_csv(root: Path, multi: bool = False) -> Path:
-    """The OGB CSV layout: raw/*.csv.gz and split/random/ (an unlabelled vertex's label is NaN)."""
+def ogb_csv(root: Path, multi: bool = False, scheme: str = "random") -> Path:
+    """The OGB CSV layout: raw/*.csv.gz and split/<scheme>/ (an unlabelled vertex's label is NaN), with
+    node_year.csv.gz as ogbn-arxiv has it (OGB's own loader reads it; ours ignores it)."""
     raw = root / "raw"
     _gz(raw / "edge.csv.gz", "".join(f"{a},{b}\n" for a, b in EDGES))
     _gz(raw / "num-node-list.csv.gz", f"{N}\n")
     _gz(raw / "num-edge-list.csv.gz", f"{len(EDGES)}\n")
     _gz(raw / "node-feat.csv.gz", _floats(FEATURES))
+    _gz(raw / "node_year.csv.gz", "".join(f"{2000 + i}\n" for i in range(N)))
     if multi:
         _gz(raw / "node-label.csv.gz", "".join(",".join(str(int(v)) for v in row) + "\n" for row in MULTI))
     else:
         _gz(raw / "node-label.csv.gz", "".join(("nan" if y < 0 else str(y)) + "\n" for y in LABELS))
-    _split(root)
+    _split(root, scheme)
     (root / "RELEASE_v1.txt").write_text("# fixture\n")
+    (root / "processed").mkdir()  # as in OGB's zips: its loader saves its cache there
     return root
 
 
