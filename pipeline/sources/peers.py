@@ -42,6 +42,14 @@ def _numpy(t: Any) -> np.ndarray | None:
     return np.asarray(t)
 
 
+def _array(t: Any) -> np.ndarray:
+    """A required array (edge lists, sizes)."""
+    a = _numpy(t)
+    if a is None:
+        raise UserError("the graph has no edges (edge_index is None)")
+    return a
+
+
 def _library(obj: Any) -> str:
     return type(obj).__module__.split(".")[0]
 
@@ -82,7 +90,7 @@ def from_pyg(data: Any) -> PeerGraph:
     if not hasattr(data, "edge_index") and hasattr(data, "__getitem__"):
         data = data[0]
     n = int(data.num_nodes)
-    ei = _numpy(data.edge_index)
+    ei = _array(data.edge_index)
     m, directed = _graph(ei[0], ei[1], n, "PyG Data")
     get = (lambda k: getattr(data, k, None))
     return PeerGraph(m, _numpy(data.x), _numpy(getattr(data, "y", None)), _masks_of(get), directed, "PyG Data")
@@ -91,7 +99,7 @@ def from_pyg(data: Any) -> PeerGraph:
 def from_dgl(g: Any) -> PeerGraph:
     """A ``dgl.DGLGraph`` (homogeneous): ``ndata`` feat, label and the three masks."""
     u, v = g.edges()
-    m, directed = _graph(_numpy(u), _numpy(v), int(g.num_nodes()), "DGL graph")
+    m, directed = _graph(_array(u), _array(v), int(g.num_nodes()), "DGL graph")
     nd = g.ndata
     get = (lambda k: nd[k] if k in nd else None)
     return PeerGraph(m, _first(get, _FEATURES), _first(get, _LABELS), _masks_of(get), directed, "DGL graph")
