@@ -111,6 +111,11 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
     from .builder import build as run
     from .models import default_options
 
+    for name, value in (("features", features), ("labels", labels)):
+        if isinstance(value, str):  # a spec ("random:D", "auto", an .npy path), as on the command line
+            options[name] = value
+    features = None if isinstance(features, str) else features
+    labels = None if isinstance(labels, str) else labels
     source, features, labels, masks = _from_peer(source, features, labels, masks, options)
     nodes = _node_source(features, labels, masks)
     if nodes is not None and ("features" in options or "labels" in options):

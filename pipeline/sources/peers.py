@@ -1,7 +1,14 @@
 """Graphs from the peers' own objects, for the Python API: a PyG ``Data``
 (or a PyG dataset: its first graph), a DGL graph, or an OGB node-property
 dataset (``NodePropPredDataset``, and OGB's PyG and DGL variants), with
-their features, labels and train/val/test split. Nothing here imports torch,
+their features, labels and train/val/test split.
+
+Direction: in a PyG or DGL graph an edge ``u -> v`` carries a message from u
+to v, so it becomes the entry A[v, u] (row v aggregates over u), the inverse
+of what :func:`shgcn.store.to_pyg` and ``to_dgl`` export: building from their
+graphs gives back the store they came from. OGB's raw ``edge_index``
+(``NodePropPredDataset``) holds ``edge.csv.gz``'s lines and is read like the
+directory, A[u, v] per line. Nothing here imports torch,
 PyG, DGL or OGB: objects are recognised by their class's module and read
 through their public attributes, so the libraries are needed only by whoever
 made the object."""
@@ -58,11 +65,12 @@ def is_peer(obj: Any) -> bool:
     return _library(obj) in ("torch_geometric", "dgl", "ogb")
 
 
-def _graph(src: np.ndarray, dst: np.ndarray, n: int, kind: str) -> tuple[sp.coo_matrix, bool]:
-    src, dst = np.asarray(src, np.int64).ravel(), np.asarray(dst, np.int64).ravel()
-    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+def _graph(rows: np.ndarray, cols: np.ndarray, n: int, kind: str) -> tuple[sp.coo_matrix, bool]:
+    """The adjacency with an entry (rows[k], cols[k]) per edge, and whether it is not symmetric."""
+    rows, cols = np.asarray(rows, np.int64).ravel(), np.asarray(cols, np.int64).ravel()
+    if rows.size and (min(rows.min(), cols.min()) < 0 or max(rows.max(), cols.max()) >= n):
         raise UserError(f"{kind}: an edge names a vertex outside 0..{n - 1}")
-    m = sp.coo_matrix((np.ones(src.size, np.int8), (src, dst)), shape=(n, n))
+    m = sp.coo_matrix((np.ones(rows.size, np.int8), (rows, cols)), shape=(n, n))
     pattern = m.tocsr()
     pattern.data[:] = 1
     return m, (pattern != pattern.T).nnz > 0
@@ -91,7 +99,7 @@ def from_pyg(data: Any) -> PeerGraph:
         data = data[0]
     n = int(data.num_nodes)
     ei = _array(data.edge_index)
-    m, directed = _graph(ei[0], ei[1], n, "PyG Data")
+    m, directed = _graph(ei[1], ei[0], n, "PyG Data")  # messages flow source -> target: row target
     get = (lambda k: getattr(data, k, None))
     return PeerGraph(m, _numpy(data.x), _numpy(getattr(data, "y", None)), _masks_of(get), directed, "PyG Data")
 
@@ -99,7 +107,7 @@ def from_pyg(data: Any) -> PeerGraph:
 def from_dgl(g: Any) -> PeerGraph:
     """A ``dgl.DGLGraph`` (homogeneous): ``ndata`` feat, label and the three masks."""
     u, v = g.edges()
-    m, directed = _graph(_array(u), _array(v), int(g.num_nodes()), "DGL graph")
+    m, directed = _graph(_array(v), _array(u), int(g.num_nodes()), "DGL graph")  # messages u -> v: row v
     nd = g.ndata
     get = (lambda k: nd[k] if k in nd else None)
     return PeerGraph(m, _first(get, _FEATURES), _first(get, _LABELS), _masks_of(get), directed, "DGL graph")
@@ -114,6 +122,7 @@ def from_ogb(ds: Any) -> PeerGraph:
         graph, labels = item
         if isinstance(graph, dict):
             n = int(graph["num_nodes"])
+            # OGB's raw edge_index is edge.csv.gz's lines: read as the directory (and any edge list) is read
             m, directed = _graph(graph["edge_index"][0], graph["edge_index"][1], n, "OGB dataset")
             peer = PeerGraph(m, _numpy(graph.get("node_feat")), None, None, directed, "OGB dataset")
         else:

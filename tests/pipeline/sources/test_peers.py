@@ -91,3 +91,14 @@ def test_pyg_data_keeps_features_labels_and_masks(tmp_path, client):
     assert not s.attrs["directed"]
     np.testing.assert_array_equal(s.nodes()["labels"].values, fx.LABELS)
     np.testing.assert_array_equal(s.nodes()["train_mask"].values, m["train"])
+
+
+@pytest.mark.parametrize("spec, extra", [("rmat:scale=7,edge_factor=4,seed=2", {"features": "random:4"}),
+                                         ("sbm:n=300,classes=3,degree=6,features=5,seed=1", {})])
+def test_build_of_to_pyg_gives_back_its_store(tmp_path, client, spec, extra):
+    """A directed store exported to PyG (edge j -> i for A[i, j]) and built again: the same rank blocks."""
+    pytest.importorskip("torch_geometric")
+    s = store.open_store(pl.build(spec, parts=3, out=tmp_path / "a.zarr", models=("rp", "gp"), client=client,
+                                  **extra).path)
+    again = pl.build(store.to_pyg(s), parts=3, out=tmp_path / "b.zarr", models=("rp", "gp"), client=client)
+    same_store(s.path, again.path)
