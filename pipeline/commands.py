@@ -97,7 +97,8 @@ def _keep_dashboard(client, say) -> None:
 def summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
     """The JSON summary of a store (``build --json``, ``info --json``)."""
     keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed", "balance",
-            "feature_dim", "classes", "command", "versions", "timings", "peak_rss_mib", "peak_rss_mib_by_stage",
+            "feature_dim", "classes", "label_kind", "feature_dtype", "command", "versions", "timings", "peak_rss_mib",
+            "peak_rss_mib_by_stage",
             "partitions", "stats", "notes", *_record_attributes(attrs))
     out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}
     if minibatch is not None:

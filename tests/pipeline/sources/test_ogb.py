@@ -105,6 +105,7 @@ def test_bad_directories_are_one_line(tmp_path, client, damage, fragments):
         assert f in str(e.value)
 
 
+@pytest.mark.slow
 def test_cli_unknown_split_scheme_and_wrong_shape_exit_2(tmp_path):
     d = fx.ogb_npz(tmp_path / "papers")
     one_line(build_cli(str(d), "--parts", "2", "--out", str(tmp_path / "o.zarr"), "--split-scheme", "time"),

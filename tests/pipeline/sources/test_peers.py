@@ -36,6 +36,7 @@ def test_labels_of():
         labels_of(np.array([[0, 2], [1, 1]]))
 
 
+@pytest.mark.slow
 def test_pyg_loaders_read_our_graphsaint_fixtures_as_we_do(tmp_path, client):
     pytest.importorskip("torch_geometric")
     from torch_geometric.datasets import Flickr, Yelp
