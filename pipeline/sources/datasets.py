@@ -266,6 +266,8 @@ def _pooch(target: Path, ds: Dataset, names: list[str]):
     """A pooch over ``target`` that knows ``names`` (paths relative to it), their URLs and hashes."""
     import pooch
 
+    # our own log says what is downloaded; pooch's handler would print its retries besides the one-line error
+    pooch.get_logger().setLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
     hashes = ds.hashes or (NO_HASH,) * len(ds.urls)
     return pooch.create(path=target, base_url="", registry=dict(zip(names, hashes)), urls=dict(zip(names, ds.urls)),
                         retry_if_failed=2)
