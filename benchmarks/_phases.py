@@ -15,7 +15,7 @@ from shgcn.trainer import cli
 
 cli.share_cores()  # before numpy loads, as the trainer's own entry point
 
-from shgcn.trainer import exchange, loop, minibatch, model, spmm  # noqa: E402
+from shgcn.trainer import exchange, loop, minibatch, model, spmm, targets  # noqa: E402
 
 ACC: dict[str, float] = defaultdict(float)
 ON = {"epochs": 0, "measure": False}
@@ -59,7 +59,7 @@ wrap(spmm.DistSpMM, "forward", "spmm")
 wrap(exchange.Exchange, "_wait", "exchange wait")
 wrap(model.GCN, "forward", "forward")
 wrap(model.GCN, "backward", "backward")
-wrap(loop, "masked_cross_entropy", "loss")
+wrap(targets.SingleLabel, "loss", "loss")
 wrap(model.Adam, "step", "adam")
 wrap(loop, "_minibatch_step", "step")
 epoch_wrapper()

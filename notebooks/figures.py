@@ -49,6 +49,11 @@ def _integer_ticks(axis, n: int) -> None:
         axis.set_major_locator(MaxNLocator(nbins=6, integer=True))
 
 
+def degree_name(s: store_mod.Store) -> str:
+    """``out-degree`` for a directed graph, ``degree`` for an undirected one."""
+    return "out-degree" if s.attrs["directed"] else "degree"
+
+
 def fig_degrees(s: store_mod.Store):
     """Degree distribution of the input graph (log-log)."""
     deg = np.diff(s.graph().indptr)
@@ -56,10 +61,22 @@ def fig_degrees(s: store_mod.Store):
     ax = axes[0][0]
     values, counts = np.unique(deg[deg > 0], return_counts=True)
     ax.loglog(values, counts, ".", ms=3)
-    ax.set_xlabel("degree")
+    ax.set_xlabel(degree_name(s))
     ax.set_ylabel("vertices")
-    ax.set_title(f"{s.attrs['dataset']}: out-degree distribution", fontsize=10)
+    ax.set_title(f"{s.attrs['dataset']}: {degree_name(s)} distribution", fontsize=10)
     return fig
+
+
+def _log_counts(ax, values) -> None:
+    """A log axis for counts (linear below 1 when some are 0): small parts stay visible beside large ones."""
+    from matplotlib.ticker import EngFormatter
+
+    if (np.asarray(values) > 0).all():
+        ax.set_yscale("log")
+    else:
+        ax.set_yscale("symlog", linthresh=1)
+        ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(EngFormatter(sep=""))
 
 
 def fig_quality(s: store_mod.Store):
@@ -110,9 +127,52 @@ def fig_parts(s: store_mod.Store):
         ax.bar(x - 0.2, send, 0.4, label="send")
         ax.bar(x + 0.2, recv, 0.4, label="receive")
         _integer_ticks(ax.xaxis, send.size)
+        _log_counts(ax, q[["send_volume", "recv_volume"]].to_array().values)
         ax.set_title(m, fontsize=10)
         ax.set_xlabel("part")
-    axes[0][0].set_ylabel("rows per SpMM")
+    axes[0][0].set_ylabel("rows per SpMM (log scale)")
+    _legend(fig)
+    return fig
+
+
+def _reference(s: store_mod.Store) -> tuple[str | None, str]:
+    """The model to compare with (gp) and its name: METIS when built with --gp-backend metis."""
+    models = [str(m) for m in s.quality()["model"].values]
+    if "gp" not in models:
+        return None, ""
+    backend = s.attrs.get("config", {}).get("options", {}).get("gp_backend", "kaminpar")
+    return "gp", "gp (METIS)" if backend == "metis" else f"gp ({backend}; --gp-backend metis for METIS)"
+
+
+def fig_parts_vs_metis(s: store_mod.Store):
+    """Send and receive volume of every part, sorted from the busiest, of
+    every model against gp's (METIS, what DistDGL partitions with); None
+    without a gp model."""
+    ref, ref_name = _reference(s)
+    if ref is None:
+        return None
+    q = s.quality()
+    models = [str(m) for m in q["model"].values]
+    fig, axes = _figure(2, width=9.5, height=3.4, sharey=True)
+    from matplotlib.ticker import MaxNLocator
+
+    parts = s.parts
+    for ax, (var, what) in zip(axes[0], (("send_volume", "send"), ("recv_volume", "receive"))):
+        for k, m in enumerate(models):
+            v = np.sort(q[var].sel(model=m).values)[::-1]
+            x = np.arange(1, v.size + 1)
+            if m == ref:
+                ax.plot(x, v, "k--", lw=2, label=ref_name, zorder=3)
+            else:
+                ax.plot(x, v, "o-" if v.size <= 32 else "-", ms=3, color=f"C{k % 10}", label=m)
+        if parts <= 8:
+            ax.set_xticks(np.arange(1, parts + 1))
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+        _log_counts(ax, q[["send_volume", "recv_volume"]].to_array().values)
+        ax.set_xlabel("parts, busiest first")
+        ax.set_title(f"{what} volume per part", fontsize=10)
+    axes[0][0].set_ylabel("rows per SpMM (log scale)")
     _legend(fig)
     return fig
 
@@ -180,12 +240,14 @@ def fig_minibatch(s: store_mod.Store):
 
 
 def fig_training(runs: list[runlog.RunLog]):
-    """Loss and accuracy against epochs for every run: one colour per run;
-    test accuracy solid, validation dotted. The legend names the runs."""
+    """Loss and score (accuracy, or micro-F1 for multi-label stores) against
+    epochs for every run: one colour per run; test solid, validation dotted.
+    The legend names the runs by colour, then the two line styles."""
     if not runs:
         return None
     from matplotlib.lines import Line2D
-    fig, axes = _figure(2, width=10, height=3.6 + 0.22 * len(runs))
+    metric = runs[0].header.metric
+    fig, axes = _figure(2, width=10, height=3.8 + 0.22 * len(runs))
     a1, a2 = axes[0]
     for k, (r, label) in enumerate(zip(runs, run_labels(runs))):
         ep, color = r.epochs, f"C{k % 10}"
@@ -196,13 +258,17 @@ def fig_training(runs: list[runlog.RunLog]):
     a1.set_xlabel("epoch")
     a1.set_ylabel("training loss")
     a1.set_title("loss", fontsize=10)
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in (a1, a2):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     a2.set_xlabel("epoch")
-    a2.set_ylabel("accuracy")
-    a2.set_title("accuracy", fontsize=10)
+    a2.set_ylabel(metric)
+    a2.set_title(f"{metric}: test (solid), validation (dotted)", fontsize=10)
     handles, labels = a1.get_legend_handles_labels()
     handles += [Line2D([], [], color="0.3"), Line2D([], [], color="0.3", ls=":")]
-    labels += ["test accuracy", "validation accuracy"]
-    _legend(fig, handles, labels, where="lower center", ncols=1 if len(runs) > 2 else 2)
+    labels += [f"test {metric} (solid line)", f"validation {metric} (dotted line)"]
+    _legend(fig, handles, labels, where="lower center", ncols=1, title="run (colour); line style")
     return fig
 
 

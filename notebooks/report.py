@@ -8,6 +8,7 @@ from .figures import (
     fig_degrees,
     fig_minibatch,
     fig_parts,
+    fig_parts_vs_metis,
     fig_quality,
     fig_simulation,
     fig_time_split,
@@ -25,11 +26,14 @@ from .tables import (
     quality_table,
     run_labels,
     runs_table,
+    sig3,
+    simulation_note,
     simulation_table,
     warning_html,
 )
 
 __all__ = ["SECTIONS", "build_table", "check_runs", "fig_bytes", "fig_convergence", "fig_degrees", "fig_minibatch",
-           "fig_parts", "fig_quality", "fig_simulation", "fig_time_split", "fig_training", "fig_volume_matrix",
+           "fig_parts", "fig_parts_vs_metis", "fig_quality", "fig_simulation", "fig_time_split", "fig_training",
+           "fig_volume_matrix",
            "load_runs", "minibatch_table", "predicted_bytes", "quality_display", "quality_table", "run_labels",
-           "runs_table", "simulation_table", "warning_html"]
+           "runs_table", "sig3", "simulation_note", "simulation_table", "warning_html"]

@@ -14,6 +14,35 @@ from shgcn import store as store_mod
 from shgcn.store import costs, epoch, runlog
 from shgcn.store.tables import minibatch_rows, table_from_dataset
 
+
+def sig3(x) -> str:
+    """A number to 3 significant digits (never in exponent notation; an
+    integer part is never cut: 12,346), thousands separated."""
+    import math
+
+    if x is None:
+        return ""
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 999.5:
+        return f"{x:,.0f}"
+    digits = 2 - math.floor(math.log10(abs(float(f"{x:.3g}")))) if x else 0  # after rounding: 0.9996 -> 1.00
+    return f"{x:.{max(0, digits)}f}"
+
+
+def pct3(x) -> str:
+    """A fraction as a percentage to 3 significant digits (0.0123 -> 1.23%)."""
+    return "" if x is None else sig3(100 * float(x)) + "%"
+
+
+def count(x) -> str:
+    """An exact count (rows, messages, bytes), thousands separated."""
+    return f"{float(x):,.0f}"
+
+
 SECTIONS = ("Dataset and build", "Partition quality", "Per-part volume", "Predicted epoch time",
             "Mini-batch partitioning", "Training runs")
 
@@ -64,8 +93,9 @@ def runs_table(runs: list[runlog.RunLog]):
     """One row per run: its log file, label, epochs and final numbers."""
     import pandas as pd
     rows = [{"log": Path(r.path).name, "run": lab, "epochs": len(r.epochs),
-             "final loss": f"{r.epochs[-1].loss:.4f}" if r.epochs else "",
-             "final test accuracy": next((f"{e.test_acc:.3f}" for e in reversed(r.epochs) if e.test_acc is not None), "")}
+             "final loss": sig3(r.epochs[-1].loss) if r.epochs else "",
+             "final test score": next((f"{sig3(e.test_acc)} ({r.header.metric})" for e in reversed(r.epochs)
+                                       if e.test_acc is not None), "")}
             for r, lab in zip(runs, run_labels(runs))]
     out = pd.DataFrame(rows).set_index("log")
     out.columns.name, out.index.name = "log", None  # one header row, "log" over the index column
@@ -81,8 +111,10 @@ def build_table(s: store_mod.Store) -> list[tuple[str, str]]:
             ("edges", f"{a['edges']:,} ({'directed' if a['directed'] else 'undirected'})"),
             ("nonzeros of Â", f"{a['nnz']:,}"), ("parts", str(a["parts"])), ("models", ", ".join(a["models"])),
             ("layout model", a["model"]), ("eps", str(a["eps"])), ("seed", str(a["seed"])),
-            ("features", f"{a['feature_dim']} ({_NORMS.get(a.get('feature_norm', 'none'), a.get('feature_norm'))})"),
-            ("classes", str(a["classes"])), ("command", a["command"])]
+            ("features", f"{a['feature_dim']} ({_NORMS.get(a.get('feature_norm', 'none'), a.get('feature_norm'))}, "
+                         f"{a.get('feature_dtype', 'float32')})"),
+            ("classes", str(a["classes"]) + (" (multi-label: sigmoid loss, micro-F1)"
+                                             if a.get("label_kind") == "multi" else "")), ("command", a["command"])]
     rows += [(f"version of {k}", v) for k, v in a.get("versions", {}).items()]
     return rows
 
@@ -95,25 +127,27 @@ def quality_table(s: store_mod.Store):
 
 
 # (group, column, raw key, format) of the displayed quality table
+# counts are exact; every other number has 3 significant digits
 QUALITY_COLUMNS = (
-    ("rows per SpMM", "total", "total_volume", "{:,.0f}"), ("rows per SpMM", "avg send", "avg_send", "{:,.1f}"),
-    ("rows per SpMM", "max send", "max_send", "{:,.0f}"), ("rows per SpMM", "max receive", "max_recv", "{:,.0f}"),
-    ("messages per part", "avg", "avg_msgs", "{:,.1f}"), ("messages per part", "max", "max_msgs", "{:,.0f}"),
-    ("imbalance (max/avg - 1)", "rows", "rows_imbalance", "{:.1%}"),
-    ("imbalance (max/avg - 1)", "nonzeros", "imbalance", "{:.1%}"),
-    ("imbalance (max/avg - 1)", "modelled compute", "work_imbalance", "{:.1%}"), ("graph", "edge cut", "edge_cut", "{:,.0f}"),
-    ("graph", "connectivity − 1", "km1", "{:,.0f}"), ("relative to rp", "total volume", "total_volume_vs_rp", "{:.3f}"),
-    ("relative to rp", "max send", "max_send_vs_rp", "{:.3f}"), ("relative to rp", "avg messages", "avg_msgs_vs_rp",
-                                                                  "{:.3f}"),
-    ("time", "partitioning (s)", "seconds", "{:.3g}"),
+    ("rows per SpMM", "total", "total_volume", count), ("rows per SpMM", "avg send", "avg_send", sig3),
+    ("rows per SpMM", "max send", "max_send", count), ("rows per SpMM", "max receive", "max_recv", count),
+    ("messages per part", "avg", "avg_msgs", sig3), ("messages per part", "max", "max_msgs", count),
+    ("imbalance (max/avg - 1)", "rows", "rows_imbalance", pct3),
+    ("imbalance (max/avg - 1)", "nonzeros", "imbalance", pct3),
+    ("imbalance (max/avg - 1)", "modelled compute", "work_imbalance", pct3), ("graph", "edge cut", "edge_cut", count),
+    ("graph", "connectivity − 1", "km1", count), ("relative to rp", "total volume", "total_volume_vs_rp", sig3),
+    ("relative to rp", "max send", "max_send_vs_rp", sig3), ("relative to rp", "avg messages", "avg_msgs_vs_rp", sig3),
+    ("time", "partitioning (s)", "seconds", sig3),
 )
 
 
 def _display_table(raw, columns):
-    """A DataFrame of formatted strings with two-level, human column names."""
+    """A DataFrame of formatted strings with two-level, human column names
+    (a column's format: a function of the value, or a format string)."""
     import pandas as pd
     cols = [c for c in columns if c[2] in raw]
-    out = pd.DataFrame({(g, name): [fmt.format(v) for v in raw[key]] for g, name, key, fmt in cols}, index=raw.index)
+    out = pd.DataFrame({(g, name): [fmt(v) if callable(fmt) else fmt.format(v) for v in raw[key]]
+                        for g, name, key, fmt in cols}, index=raw.index)
     out.columns = pd.MultiIndex.from_tuples(out.columns, names=["", "model"])  # "model" heads the index column
     out.index.name = None
     return out
@@ -138,13 +172,44 @@ def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tu
     raw = _simulation(s, network, hidden).set_index(["model", "exchange"])
     raw[["epoch", "compute", "comm"]] *= 1000  # seconds -> ms
     return _display_table(raw, (
-        ("predicted epoch", "ms", "epoch", "{:,.3f}"), ("predicted epoch", "compute ms", "compute", "{:,.3f}"),
-        ("predicted epoch", "communication ms", "comm", "{:,.3f}"),
-        ("slowest rank", "bytes sent", "max_bytes", "{:,.0f}"),
-        ("imbalance", "rows", "rows_imbalance", "{:.1%}"), ("imbalance", "nonzeros", "nnz_imbalance", "{:.1%}"),
-        ("imbalance", "compute", "compute_imbalance", "{:.1%}"),
-        ("speedup", "over rp", "vs_rp", "{:.2f}"), ("speedup", "over bcast", "vs_bcast", "{:.2f}"),
+        ("predicted epoch", "ms", "epoch", sig3), ("predicted epoch", "compute ms", "compute", sig3),
+        ("predicted epoch", "communication ms", "comm", sig3),
+        ("slowest rank", "bytes sent", "max_bytes", count),
+        ("imbalance (max/avg - 1)", "rows", "rows_imbalance", pct3),
+        ("imbalance (max/avg - 1)", "nonzeros", "nnz_imbalance", pct3),
+        ("imbalance (max/avg - 1)", "compute", "compute_imbalance", pct3),
+        ("speedup", "over rp", "vs_rp", sig3), ("speedup", "over bcast", "vs_bcast", sig3),
     ))
+
+
+def _comm_words(r, rp) -> str:
+    saved = (rp["comm"] - r["comm"]) * 1000
+    if saved > 0:
+        return f"its communication is {sig3(saved)} ms shorter, which does not make up for it."
+    return f"its communication is not shorter either ({sig3(r['comm'] * 1000)} ms, rp {sig3(rp['comm'] * 1000)} ms)."
+
+
+def simulation_note(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)) -> str:
+    """One sentence per model predicted slower than rp (p2p): why, from its
+    busiest rank's compute, rows and nonzeros against rp's, and its bytes."""
+    t = _simulation(s, network, hidden)
+    t = t[t["exchange"] == "p2p"].set_index("model")
+    if "rp" not in t.index:
+        return ""
+    rp = t.loc["rp"]
+    out = []
+    for m, r in t.iterrows():
+        if m == "rp" or r["epoch"] <= rp["epoch"]:
+            continue
+        out.append(f"- **{m}** is predicted {pct3(r['epoch'] / rp['epoch'] - 1)} slower than rp: its slowest rank "
+                   f"computes {sig3(r['compute'] * 1000)} ms against rp's {sig3(rp['compute'] * 1000)} ms (compute "
+                   f"imbalance {pct3(r['compute_imbalance'])}, rp {pct3(rp['compute_imbalance'])}; rows "
+                   f"{pct3(r['rows_imbalance'])}, rp {pct3(rp['rows_imbalance'])}; nonzeros "
+                   f"{pct3(r['nnz_imbalance'])}, rp {pct3(rp['nnz_imbalance'])}); " + _comm_words(r, rp))
+    if not out:
+        return "Every model is predicted at least as fast as rp with the p2p exchange."
+    return ("The slowest rank sets the epoch. Where a model is slower than rp, its busiest rank does more work "
+            "than rp's, which deals rows evenly:\n\n" + "\n".join(out))
 
 
 def minibatch_table(s: store_mod.Store):
@@ -154,15 +219,15 @@ def minibatch_table(s: store_mod.Store):
     if mb is None:
         return None
     raw = pd.DataFrame(minibatch_rows(mb)).set_index("model")
-    raw["volume"] = [f"{m:,.2f} ± {c:,.2f}" for m, c in zip(raw["heldout_volume_mean"], raw["heldout_volume_ci"])]
-    raw["max_send"] = [f"{m:,.2f} ± {c:,.2f}" for m, c in zip(raw["heldout_max_send_mean"], raw["heldout_max_send_ci"])]
+    raw["volume"] = [f"{sig3(m)} ± {sig3(c)}" for m, c in zip(raw["heldout_volume_mean"], raw["heldout_volume_ci"])]
+    raw["max_send"] = [f"{sig3(m)} ± {sig3(c)}" for m, c in zip(raw["heldout_max_send_mean"], raw["heldout_max_send_ci"])]
     return _display_table(raw, (
         ("held-out batches (mean ± 95% CI)", "volume", "volume", "{}"),
         ("held-out batches (mean ± 95% CI)", "max send", "max_send", "{}"),
-        ("held-out batches (mean ± 95% CI)", "connectivity λ", "heldout_connectivity", "{:.3f}"),
-        ("closed form", "volume", "expected_volume", "{:,.2f}"),
-        ("sampled nets", "estimated λ", "estimated_connectivity", "{:.3f}"),
-        ("volume relative to", "rp", "vs_rp", "{:.3f}"), ("volume relative to", "hp", "vs_hp", "{:.3f}"),
+        ("held-out batches (mean ± 95% CI)", "connectivity λ", "heldout_connectivity", sig3),
+        ("closed form", "volume", "expected_volume", sig3),
+        ("sampled nets", "estimated λ", "estimated_connectivity", sig3),
+        ("volume relative to", "rp", "vs_rp", sig3), ("volume relative to", "hp", "vs_hp", sig3),
     ))
 
 

@@ -45,18 +45,35 @@ def _client(client) -> Iterator:
 
 
 def _node_source(features, labels, masks) -> NodeSource | None:
+    from .sources.peers import labels_of
+
     if features is None and labels is None and masks is None:
         return None
     x = None if features is None else np.asarray(features)
     if x is not None and (x.ndim != 2 or x.dtype.kind not in "fiub"):
         raise UserError(f"features: expected an (n, D) array of numbers, got shape {x.shape} of {x.dtype}")
-    y = None if labels is None else np.asarray(labels)
-    if y is not None and (y.ndim != 1 or y.dtype.kind not in "iu"):
-        raise UserError(f"labels: expected an (n,) integer array, got shape {y.shape} of {y.dtype}")
+    y, kind = labels_of(labels)
     if masks is not None and set(masks) != {"train", "val", "test"}:
         raise UserError("masks: expected a dict with keys train, val, test")
-    return NodeSource(None if x is None else x.astype(np.float32), None if y is None else y.astype(np.int32),
-                      None if masks is None else {k: np.asarray(v, bool) for k, v in masks.items()})
+    return NodeSource(None if x is None else x.astype(np.float32), y,
+                      None if masks is None else {k: np.asarray(v, bool) for k, v in masks.items()}, label_kind=kind)
+
+
+def _from_peer(source: Any, features, labels, masks, options: dict) -> tuple[Any, Any, Any, Any]:
+    """A PyG Data, DGL graph or OGB dataset -> (adjacency, features, labels,
+    masks); arrays the caller gives win over the object's. Its direction is
+    what its edges say (every edge with its reverse: undirected) unless
+    ``directed`` is given."""
+    from .sources.peers import from_peer, is_peer
+
+    if not is_peer(source):
+        return source, features, labels, masks
+    peer = from_peer(source)
+    options.setdefault("directed", peer.directed)
+    log.info("%s: %d vertices, %d edges (%s)", peer.kind, peer.matrix.shape[0], peer.matrix.nnz,
+             "directed" if peer.directed else "every edge with its reverse: undirected")
+    return (peer.matrix, peer.features if features is None else features, peer.labels if labels is None else labels,
+            peer.masks if masks is None else masks)
 
 
 def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",), client=None,
@@ -66,15 +83,18 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
 
     Parameters
     ----------
-    source : a dataset name, a file path, a generator spec (``rmat:...``), a
-        scipy.sparse matrix (n, n), or a (2, E) integer edge_index array
+    source : a dataset name, a file path (or an OGB / GraphSAINT directory), a
+        generator spec (``rmat:...``), a scipy.sparse matrix (n, n), a (2, E)
+        integer edge_index array, or a peer's object where its library is
+        installed: a PyG ``Data``, a DGL graph, an OGB ``NodePropPredDataset``
+        (their features, labels and masks are kept)
     parts : number of parts (MPI ranks)
     out : the store directory to create
     models : partition models (see ``shgcn.pipeline.models.REGISTRY``)
     client : a ``distributed.Client``; default: the current one, else
         ``$DASK_SCHEDULER_ADDRESS``, else an embedded cluster
     features : (n, D) array of node features, optional
-    labels : (n,) integer labels (-1: unknown), optional
+    labels : (n,) integer labels (-1: unknown), or (n, C) 0/1 multi-label targets, optional
     masks : {"train", "val", "test"} -> (n,) bool, optional (else a seeded split)
     options : any other :class:`~.config.BuildConfig` field (``eps``, ``seed``,
         ``directed``, ``layout_model``, ``split``...) or model option by its
@@ -91,6 +111,12 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
     from .builder import build as run
     from .models import default_options
 
+    for name, value in (("features", features), ("labels", labels)):
+        if isinstance(value, str):  # a spec ("random:D", "auto", an .npy path), as on the command line
+            options[name] = value
+    features = None if isinstance(features, str) else features
+    labels = None if isinstance(labels, str) else labels
+    source, features, labels, masks = _from_peer(source, features, labels, masks, options)
     nodes = _node_source(features, labels, masks)
     if nodes is not None and ("features" in options or "labels" in options):
         raise UserError("give features/labels either as arrays or as specs (features='random:D'), not both")

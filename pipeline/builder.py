@@ -58,7 +58,7 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
         with writer if own_writer else contextlib.nullcontext(writer):
             with mon.stage("ingest"):
                 given = None if nodes is None else tasks.submit("ingest-nodes", _given_nodes, nodes)
-                ing = ingest_stage(tasks, cfg, mon, given)
+                ing = ingest_stage(tasks, cfg, mon, given, writer.work_dir)
             with mon.stage("normalize"):
                 nrm = normalize_stage(tasks, ing, mon)
             with mon.stage("partition"):

@@ -76,7 +76,9 @@ def _build_parser(sub, common) -> None:
         "build", parents=[common], formatter_class=_FMT,
         help="build a partitioned store from a dataset, a file or a generator",
         description="Build a partitioned store. SOURCE is a dataset name (see 'pipeline datasets'), a file (edge "
-                    "list .txt[.gz], .mtx, METIS .graph, .npz, Planetoid ind.NAME), or a generator: "
+                    "list .txt[.gz], .mtx, METIS .graph, .npz, Planetoid ind.NAME), a dataset directory (OGB "
+                    "node-property: raw/ and split/; GraphSAINT: adj_full.npz, feats.npy, class_map.json, "
+                    "role.json), or a generator: "
                     "rmat:scale=S,edge_factor=E,seed=K or sbm:n=N,classes=C,... Edge lists are read as DIRECTED "
                     "unless the dataset says otherwise (--undirected stores every edge both ways).")
     b.add_argument("source", metavar="SOURCE")
@@ -97,6 +99,11 @@ def _build_parser(sub, common) -> None:
     b.add_argument("--labels", default="auto", help="auto (the dataset's own) or random:C")
     b.add_argument("--split", type=_split, default=(0.6, 0.2, 0.2),
                    help="train,val,test fractions for graphs without a split")
+    b.add_argument("--split-scheme", default=None,
+                   help="OGB directories: the split/<scheme> to use (default: the dataset's, or the only one)")
+    b.add_argument("--feature-dtype", choices=("float32", "float16"), default="float32",
+                   help="the store's features: float32, or float16 for half the bytes on disk (the trainer "
+                        "computes in float32)")
     b.add_argument("--overwrite", action="store_true", help="replace an existing store (only a store, or an empty "
                                                             "directory, is ever replaced)")
     b.add_argument("--chunk-bytes", type=int, default=16 * 2**20, help="bytes of text per parse task")

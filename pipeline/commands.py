@@ -43,7 +43,8 @@ def build_config(args):
         models=_models(args.model) if args.model else (), layout_model=args.layout_model, eps=args.eps,
         seed=args.seed, threads=args.threads, fmt=args.fmt, data_dir=args.data_dir,
         directed=args.directed, features=args.features, labels=args.labels, feature_norm=args.feature_norm,
-        split=args.split, overwrite=args.overwrite, chunk_bytes=args.chunk_bytes, max_line=args.max_line,
+        split=args.split, split_scheme=args.split_scheme, feature_dtype=args.feature_dtype,
+        overwrite=args.overwrite, chunk_bytes=args.chunk_bytes, max_line=args.max_line,
         header=args.header, block_nnz=args.block_nnz, partition_files=tuple(args.partition_file),
         balance=args.balance, hidden=tuple(args.hidden),
         options={o.dest: getattr(args, o.dest) for o in options()},
@@ -96,7 +97,8 @@ def _keep_dashboard(client, say) -> None:
 def summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
     """The JSON summary of a store (``build --json``, ``info --json``)."""
     keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed", "balance",
-            "feature_dim", "classes", "command", "versions", "timings", "peak_rss_mib", "peak_rss_mib_by_stage",
+            "feature_dim", "classes", "label_kind", "feature_dtype", "command", "versions", "timings", "peak_rss_mib",
+            "peak_rss_mib_by_stage",
             "partitions", "stats", "notes", *_record_attributes(attrs))
     out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}
     if minibatch is not None:
@@ -122,7 +124,8 @@ def cmd_info(args) -> int:
     print(f"dataset    {a['dataset']}  ({a['n']:,} vertices, {a['edges']:,} {kind} edges, nnz(Â) {a['nnz']:,})")
     print(f"parts      {a['parts']}  layout model {a['model']}  models {', '.join(a['models'])}  "
           f"eps {a['eps']}  seed {a['seed']}")
-    print(f"features   {a['feature_dim']}  classes {a['classes']}")
+    kind = " (multi-label: sigmoid loss, micro-F1)" if a.get("label_kind") == "multi" else ""
+    print(f"features   {a['feature_dim']} ({a.get('feature_dtype', 'float32')})  classes {a['classes']}{kind}")
     print(f"built by   {a['command']}")
     print("stages     " + ", ".join(f"{k} {v:.1f} s" for k, v in a.get("timings", {}).items()))
     for stage, peaks in a.get("peak_rss_mib_by_stage", {}).items():

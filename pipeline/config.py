@@ -50,6 +50,8 @@ class BuildConfig:
     labels: str = "auto"
     feature_norm: str | None = None  # None: the dataset's default
     split: tuple[float, float, float] = (0.6, 0.2, 0.2)
+    split_scheme: str | None = None  # OGB: split/<scheme>/ (None: the dataset's, or the only one)
+    feature_dtype: str = "float32"  # the store's features: float32, or float16 (half the bytes)
     overwrite: bool = False
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     max_line: int = MAX_LINE_BYTES
@@ -114,7 +116,8 @@ class BuildConfig:
         if not (math.isfinite(self.eps) and 0 < self.eps < 100):
             raise UserError(f"--eps {self.eps}: must be a finite number above 0 (e.g. 0.01)")
         self._check_models()
-        NodeSpec(self.features, self.labels, self.split, self.seed, self.feature_norm or "none").check()
+        NodeSpec(self.features, self.labels, self.split, self.seed, self.feature_norm or "none",
+                 self.feature_dtype).check()
         if self.chunk_bytes < 1024:
             raise UserError("--chunk-bytes must be at least 1024")
         if self.max_line < 64:

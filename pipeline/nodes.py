@@ -29,6 +29,7 @@ _FEATURE_SEED, _LABEL_SEED, _SPLIT_SEED = 1, 2, 3  # separate streams of the bui
 DEFAULT_DIM, DEFAULT_CLASSES = 64, 16
 NODE_CHUNK = 65536
 FEATURE_NORMS = ("none", "row")
+FEATURE_DTYPES = ("float32", "float16")
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,14 @@ class NodeSpec:
     split: tuple[float, float, float] = (0.6, 0.2, 0.2)
     seed: int = 0
     feature_norm: str = "none"
+    feature_dtype: str = "float32"  # what the store holds; float16 halves it (the trainer computes in float32)
 
     def check(self) -> None:
         if not self.features.endswith(".npy"):
             parse_generated(self.features, "features")
         parse_generated(self.labels, "labels")
+        if self.feature_dtype not in FEATURE_DTYPES:
+            raise UserError(f"--feature-dtype {self.feature_dtype!r}: choose from {', '.join(FEATURE_DTYPES)}")
         if self.feature_norm not in FEATURE_NORMS:
             raise UserError(f"--feature-norm {self.feature_norm!r}: choose from {', '.join(FEATURE_NORMS)}")
         f = self.split
@@ -59,8 +63,8 @@ class NodeSpec:
 class NodeData:
     """Node data of all n vertices (in-memory path and tests).
 
-    Attributes: features (n, d) float32; labels (n,) int32, -1 unknown;
-    train, val, test (n,) bool."""
+    Attributes: features (n, d) float32; labels (n,) int32, -1 unknown, or
+    (n, C) bool (multi-label); train, val, test (n,) bool."""
 
     features: np.ndarray
     labels: np.ndarray
@@ -70,6 +74,8 @@ class NodeData:
 
     @property
     def classes(self) -> int:
+        if self.labels.ndim == 2:
+            return int(self.labels.shape[1])
         return int(self.labels.max()) + 1 if self.labels.size else 0
 
 
@@ -103,6 +109,7 @@ class NodePlan:
     features_from: str  # "source", "file", "random"
     labels_from: str  # "source", "random"
     split_from: str  # "source", "random"
+    label_kind: str = "single"  # "multi": (n, C) bool targets (a sigmoid per class)
 
 
 def parse_generated(spec: str, what: str) -> int | None:
@@ -116,16 +123,21 @@ def parse_generated(spec: str, what: str) -> int | None:
     return int(value)
 
 
-def source_facts(src: NodeSource | None) -> tuple[int | None, int | None, bool, int | None]:
-    """(feature width, class count, has masks, rows) of a source (a small
-    task); rows is None when the arrays disagree about it."""
+Facts = tuple[int | None, int | None, bool, int | None, str]
+
+
+def source_facts(src: NodeSource | None) -> Facts:
+    """(feature width, class count, has masks, rows, label kind) of a source
+    (a small task); rows is -1 when the arrays disagree about it."""
     if src is None:
-        return None, None, False, None
+        return None, None, False, None, "single"
     dim = None if src.features is None else int(src.features.shape[1])
-    classes = None if src.labels is None else int(np.max(src.labels, initial=-1)) + 1
+    classes = src.classes
+    if classes is None and src.labels is not None:
+        classes = int(src.labels.shape[1]) if src.label_kind == "multi" else int(np.max(src.labels, initial=-1)) + 1
     lengths = {a.shape[0] for a in (src.features, src.labels, *(src.masks or {}).values()) if a is not None}
     rows = lengths.pop() if len(lengths) == 1 else -1
-    return dim, classes, src.masks is not None, rows
+    return dim, classes, src.masks is not None, rows, src.label_kind
 
 
 def npy_shape(path: str) -> tuple[tuple[int, ...], str]:
@@ -139,10 +151,10 @@ def npy_shape(path: str) -> tuple[tuple[int, ...], str]:
     return tuple(x.shape), x.dtype.str
 
 
-def plan(spec: NodeSpec, n: int, name: str, facts: tuple[int | None, int | None, bool, int | None],
-         npy: tuple[tuple[int, ...], str] | None, notes: list[str]) -> NodePlan:
+def plan(spec: NodeSpec, n: int, name: str, facts: Facts, npy: tuple[tuple[int, ...], str] | None,
+         notes: list[str]) -> NodePlan:
     """Choose the sources of features, labels and split; warn about generated ones."""
-    dim_src, classes_src, masks_src, rows_src = facts
+    dim_src, classes_src, masks_src, rows_src, kind = facts
     if rows_src is not None and rows_src != n:
         raise UserError(f"{name}: the node data has {'arrays of different lengths' if rows_src < 0 else rows_src} "
                         f"rows, the graph has {n} vertices")
@@ -171,7 +183,7 @@ def plan(spec: NodeSpec, n: int, name: str, facts: tuple[int | None, int | None,
         c = DEFAULT_CLASSES
     if c is not None:
         return NodePlan(dim, c, features_from, "random", "random")
-    return NodePlan(dim, int(classes_src or 0), features_from, "source", "source" if masks_src else "random")
+    return NodePlan(dim, int(classes_src or 0), features_from, "source", "source" if masks_src else "random", kind)
 
 
 def split_codes(n: int, fractions: tuple[float, float, float], seed: int) -> np.ndarray:
@@ -217,14 +229,14 @@ def node_block(lo: int, hi: int, spec: NodeSpec, np_: NodePlan, source: NodeSour
     else:
         x = _chunked(lo, hi, lambda c, k: np.random.default_rng([seed, _FEATURE_SEED, c])
                      .standard_normal((k, np_.dim), dtype=np.float32))
-    x = normalize_features(x, spec.feature_norm)
+    x = normalize_features(x, spec.feature_norm).astype(spec.feature_dtype, copy=False)
     bad = None
     finite = np.isfinite(x)
     if not finite.all():
         r, c = np.argwhere(~finite)[0]
         bad = (lo + int(r), int(c))
     if np_.labels_from == "source" and source is not None and source.labels is not None:
-        y = np.asarray(source.labels[lo:hi], np.int32)
+        y = np.asarray(source.labels[lo:hi], bool if np_.label_kind == "multi" else np.int32)
     else:
         y = _chunked(lo, hi, lambda c, k: np.random.default_rng([seed, _LABEL_SEED, c])
                      .integers(0, np_.classes, k).astype(np.int32))

@@ -42,6 +42,8 @@ def write_array(root: str | Path, name: str, arr: np.ndarray, dims: tuple[str, .
         arr = arr.astype(arr.dtype.newbyteorder("<"))
     if dims is None:
         dims = _DIMS.get(name.rsplit("/", 1)[-1], tuple(f"dim_{i}" for i in range(arr.ndim)))
+        if len(dims) == 1 and arr.ndim == 2:  # multi-label targets: one column per class
+            dims = (*dims, "class")
     chunks = tuple(max(1, s) for s in arr.shape)
     try:
         z = zarr.create_array(store=str(root), name=name, shape=arr.shape, chunks=chunks, dtype=arr.dtype,

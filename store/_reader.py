@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _layout
 from ._arrays import array_checksum, block_checksum
-from ._schema import NODE_DTYPES, SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays
+from ._schema import SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays, node_dtypes
 
 _BYTES_CODECS = ([{"name": "bytes", "configuration": {"endian": "little"}}], [{"name": "bytes"}])
 
@@ -83,7 +83,7 @@ def open_rank(path: str | Path, r: int, verify: bool = True) -> RankBlock:
     prefix = _layout.rank_array(r, "")
     plan = _plan(root, prefix, PLAN_DTYPES)
     transpose = _plan(root, prefix + "transpose/", PLAN_DTYPES) if s.attrs["directed"] else None
-    node = {k: memmap_array(root, prefix + k, dt) for k, dt in NODE_DTYPES.items()}
+    node = {k: memmap_array(root, prefix + k, dt) for k, dt in node_dtypes(s.attrs).items()}
     offsets = s.offsets
     block = RankBlock(rank=r, offset=int(offsets[r]), plan=plan, transpose=transpose, **node)
     if block.n_own != offsets[r + 1] - offsets[r]:

@@ -69,8 +69,8 @@ class RankBlock:
     ----------
     offset : int
         Global (permuted) id of the first own row.
-    features : (n_own, d) float32
-    labels : (n_own,) int32, -1 where unknown
+    features : (n_own, d) float32 (float16 in a store built with ``--feature-dtype float16``)
+    labels : (n_own,) int32, -1 where unknown; (n_own, C) bool for multi-label targets
     train_mask, val_mask, test_mask : (n_own,) bool
     node_index : (n_own,) int64
         Original vertex index (ingest order) of each own row.
@@ -94,6 +94,19 @@ class RankBlock:
 
 NODE_DTYPES = {"features": "<f4", "labels": "<i4", "train_mask": "|b1", "val_mask": "|b1", "test_mask": "|b1",
                "node_index": "<i8"}
+FEATURE_DTYPES = {"float32": "<f4", "float16": "<f2"}  # the store's feature_dtype attribute
+LABEL_KINDS = ("single", "multi")  # labels (n,) int32 class, -1 unknown; or (n, C) bool, one column per class
+
+
+def node_dtypes(attrs: dict) -> dict[str, str]:
+    """The node arrays' data types in a store with these root attributes:
+    features float16 when ``feature_dtype`` says so, labels (n, C) bool for
+    multi-label targets (``label_kind`` ``multi``)."""
+    out = dict(NODE_DTYPES)
+    out["features"] = FEATURE_DTYPES.get(attrs.get("feature_dtype", "float32"), "<f4")
+    if attrs.get("label_kind", "single") == "multi":
+        out["labels"] = "|b1"
+    return out
 
 
 def block_arrays(block: RankBlock) -> dict[str, np.ndarray]:

@@ -185,16 +185,25 @@ class StoreWriter:
         for b, s in enumerate(sums):
             self.sums[_layout.graph_block(b, "")] = s
 
-    def create_nodes(self, n: int, dim: int, chunk_rows: int, file_id: np.ndarray, part: np.ndarray) -> None:
+    def create_nodes(self, n: int, dim: int, chunk_rows: int, file_id: np.ndarray, part: np.ndarray,
+                     feature_dtype: str = "float32", multi_label_classes: int | None = None) -> None:
         """The node arrays (filled by ``write-nodes`` tasks, one chunk of rows
-        each), and the ``node``, ``file_id`` and ``part`` columns (O(n))."""
+        each), and the ``node``, ``file_id`` and ``part`` columns (O(n)).
+        Features are float32, or float16 when asked; labels (n,) int32, or
+        (n, C) bool for multi-label targets (``multi_label_classes`` C)."""
         g = zarr.open_group(str(self.tmp), mode="a", zarr_format=3).require_group(_layout.NODES)
         g.attrs.update({"description": "node data in original vertex order; file_id is the id in the input file"})
-        dtypes = {"features": np.float32, "labels": np.int32, "train_mask": bool, "val_mask": bool, "test_mask": bool}
-        for name, dims in NODE_ARRAYS.items():
-            shape = (n, dim) if name == "features" else (n,)
-            chunks = (max(1, chunk_rows), max(1, dim)) if name == "features" else (max(1, chunk_rows),)
-            g.create_array(name, shape=shape, chunks=chunks, dtype=dtypes[name], dimension_names=dims,
+        dtypes: dict[str, np.dtype] = {"features": np.dtype(feature_dtype), "labels": np.dtype(np.int32),
+                                       **dict.fromkeys(("train_mask", "val_mask", "test_mask"), np.dtype(bool))}
+        shapes = {"features": (n, dim), "labels": (n,)}
+        dims = dict(NODE_ARRAYS)
+        if multi_label_classes is not None:
+            dtypes["labels"], shapes["labels"] = np.dtype(bool), (n, multi_label_classes)
+            dims["labels"] = ("node", "class")
+        for name in NODE_ARRAYS:
+            shape = shapes.get(name, (n,))
+            chunks = (max(1, chunk_rows), *(max(1, s) for s in shape[1:]))
+            g.create_array(name, shape=shape, chunks=chunks, dtype=dtypes[name], dimension_names=dims[name],
                            fill_value=0, compressors=None)
         for name, values in (("node", np.arange(n, dtype=np.int64)), ("file_id", np.asarray(file_id, np.int64)),
                              ("part", np.asarray(part, np.int32))):

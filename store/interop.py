@@ -74,7 +74,8 @@ class GraphArrays:
     weight : (E,) float32 or None
         Â's value of each edge (``normalized=True`` only).
     features : (N, D) float32
-    labels : (N,) int64, -1 where unknown
+    labels : (N,) int64, -1 where unknown; (N, C) float32 0/1 for multi-label targets (as PyG's and
+        DGL's multi-label datasets hold them)
     train_mask, val_mask, test_mask : (N,) bool
     node_ids : (N,) int64
         Original vertex index of each node.
@@ -166,7 +167,7 @@ def _whole(s: Store, normalized: bool, verify: bool) -> GraphArrays:
     return GraphArrays(
         src=src, dst=dst, weight=weight,
         features=np.ascontiguousarray(nodes["features"].values, dtype=np.float32),
-        labels=nodes["labels"].values.astype(np.int64),
+        labels=_labels(nodes["labels"].values),
         **{k: nodes[k].values.astype(bool) for k in ("train_mask", "val_mask", "test_mask")},
         node_ids=np.arange(n, dtype=np.int64), halo=np.zeros(n, bool))
 
@@ -209,7 +210,7 @@ def _rank(s: Store, r: int, normalized: bool, verify: bool) -> GraphArrays:
     return GraphArrays(
         src=src, dst=dst, weight=weight,
         features=np.concatenate([np.asarray(b.features, dtype=np.float32), halo_x]),
-        labels=np.concatenate([np.asarray(b.labels), halo_y]).astype(np.int64),
+        labels=_labels(np.concatenate([np.asarray(b.labels), halo_y])),
         train_mask=np.concatenate([np.asarray(b.train_mask, bool), no_mask]),
         val_mask=np.concatenate([np.asarray(b.val_mask, bool), no_mask]),
         test_mask=np.concatenate([np.asarray(b.test_mask, bool), no_mask]),
@@ -221,7 +222,9 @@ def _halo_rows(s: Store, plan, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Features (R, D) and labels (R,) of the received rows, read from their
     owners' memory-mapped blocks (only those rows are touched)."""
     offsets = s.offsets
-    xs, ys = [np.zeros((0, dim), np.float32)], [np.zeros(0, np.int32)]
+    multi = s.attrs.get("label_kind", "single") == "multi"
+    ys = [np.zeros((0, int(s.attrs["classes"])), bool) if multi else np.zeros(0, np.int32)]
+    xs = [np.zeros((0, dim), np.float32)]
     recv_ptr, recv_ids = np.asarray(plan.recv_ptr), np.asarray(plan.recv_ids)
     for q in np.flatnonzero(np.diff(recv_ptr)):  # one read per sending rank
         owner = s.rank(int(q), verify=False)
@@ -229,6 +232,11 @@ def _halo_rows(s: Store, plan, dim: int) -> tuple[np.ndarray, np.ndarray]:
         xs.append(np.asarray(owner.features[rows], dtype=np.float32))
         ys.append(np.asarray(owner.labels[rows]))
     return np.concatenate(xs), np.concatenate(ys)
+
+
+def _labels(y: np.ndarray) -> np.ndarray:
+    """Class ids as int64 (-1 unknown); multi-label rows as float32 0/1."""
+    return y.astype(np.float32) if y.ndim == 2 else y.astype(np.int64)
 
 
 def _tensor(torch: Any, a: np.ndarray):

@@ -36,6 +36,7 @@ class Header:
     versions: dict[str, str] = field(default_factory=dict)
     sampler: str | None = None  # mini-batch mode
     batch_size: int | None = None  # mini-batch mode
+    metric: str = "accuracy"  # what train_acc, val_acc, test_acc hold: accuracy, or micro-F1 (multi-label stores)
     type: ClassVar[str] = "header"
 
     @property

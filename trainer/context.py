@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +20,7 @@ from .minibatch import MiniBatches
 from .model import GCN, Adam, as_input
 from .plan import CommPlan, comm_plan, full_local, local_matrix
 from .spmm import DistSpMM
+from .targets import SingleLabel, for_store
 
 
 @dataclass
@@ -28,7 +30,7 @@ class RankData:
     Attributes
     ----------
     x : (n_own, D) float32 ndarray, or csr_matrix for sparse features
-    labels : (n_own,) int32, -1 where unknown
+    labels : (n_own,) int32, -1 where unknown; (n_own, C) bool for multi-label targets
     train, val, test : (n_own,) bool (unlabelled rows excluded)
     gids : (n_own,) int64, original vertex index (dropout keys)
     """
@@ -57,6 +59,7 @@ class Context:
     identity: dict
     start: int
     batches: MiniBatches | None = None
+    targets: Any = SingleLabel()  # loss and score by the store's label kind (trainer/targets.py)
 
     @property
     def symmetric(self) -> bool:
@@ -89,7 +92,8 @@ def setup(cfg: TrainConfig, comm) -> Context:
     cp = comm_plan(block.plan, comm.rank, s.offsets)
     ex = STRATEGIES[cfg.exchange](comm, cp)
     spmm = DistSpMM(local_matrix(block.plan, cp), ex, symmetric=not s.attrs["directed"])
-    labelled = np.asarray(block.labels) >= 0
+    targets = for_store(s.attrs)
+    labelled = targets.labelled(block.labels)
     data = RankData(x=as_input(block.features), labels=np.asarray(block.labels),
                     train=np.asarray(block.train_mask) & labelled, val=np.asarray(block.val_mask) & labelled,
                     test=np.asarray(block.test_mask) & labelled, gids=np.asarray(block.node_index))
@@ -98,7 +102,7 @@ def setup(cfg: TrainConfig, comm) -> Context:
     identity = {"store": s.attrs["checksums"], "dims": model.dims, **cfg.training_options()}
     start = checkpoint.load(cfg, model, opt, identity) if cfg.resume else 0
     batches = _minibatches(cfg, s, block, cp) if cfg.mode == "minibatch" else None
-    return Context(cfg, s, data, cp, ex, spmm, model, opt, identity, start, batches)
+    return Context(cfg, s, data, cp, ex, spmm, model, opt, identity, start, batches, targets)
 
 
 def _minibatches(cfg: TrainConfig, s: store.Store, block: store.RankBlock, cp: CommPlan) -> MiniBatches:

@@ -15,7 +15,6 @@ from shgcn.store import runlog
 from . import checkpoint
 from .context import Context, versions
 from .minibatch import MiniBatches
-from .model import correct_count, masked_cross_entropy
 from .spmm import DistSpMM
 
 
@@ -91,9 +90,9 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
 def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochResult:
     """One optimizer step on all own rows."""
     d = ctx.data
-    loss_sum, correct, l2 = _step(ctx, comm, ctx.spmm, d.x, d.labels, d.train, d.gids, train_total, epoch)
+    loss_sum, counts, l2 = _step(ctx, comm, ctx.spmm, d.x, d.labels, d.train, d.gids, train_total, epoch)
     total = max(train_total, 1)
-    return EpochResult(loss_sum / total + l2, correct / total)
+    return EpochResult(loss_sum / total + l2, ctx.targets.score(counts))
 
 
 def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total: int) -> EpochResult:
@@ -106,23 +105,23 @@ def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total
     it completes (a rank that is ahead works instead of waiting). Gradients
     are summed unnormalized and divided by the global count after it."""
     steps: list[StepStats] = []
-    right, seen = 0, 0
+    seen = np.zeros(ctx.targets.width)
     view = mb.view(epoch, 0) if mb.steps else None
     for step in range(mb.steps):
         nxt = (lambda s=step + 1: mb.view(epoch, s)) if step + 1 < mb.steps else None
-        st, correct, count, view = _minibatch_step(ctx, comm, view, mb.batch_number(epoch, step), step,
-                                                   mb.loss_weight, train_total, nxt)
-        right, seen = right + correct, seen + count
+        st, counts, view = _minibatch_step(ctx, comm, view, mb.batch_number(epoch, step), step,
+                                           mb.loss_weight, train_total, nxt)
+        seen += counts
         steps.append(st)
     losses = [st.loss for st in steps]
-    return EpochResult(float(np.mean(losses)) if losses else 0.0, right / max(seen, 1), steps)
+    return EpochResult(float(np.mean(losses)) if losses else 0.0, ctx.targets.score(seen), steps)
 
 
 def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, train_total: int, prefetch):
     """One optimizer step on batch view ``v``: forward and backward with the
-    batch's plan, one allreduce of [gradients, loss, correct, count] while
-    ``prefetch()`` makes the next view, Adam. Returns (StepStats, correct,
-    count, the next view)."""
+    batch's plan, one allreduce of [gradients, loss, counts] while
+    ``prefetch()`` makes the next view, Adam. Returns (StepStats, the
+    allreduced counts of the targets' score, the next view)."""
     from mpi4py import MPI
 
     cfg, model, d, ex = ctx.cfg, ctx.model, ctx.data, ctx.exchange
@@ -134,10 +133,10 @@ def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, tra
         spmm = DistSpMM(v.lm, ex, symmetric=ctx.symmetric)
         logits, cache = model.forward(d.x[rows], spmm, dropout=cfg.dropout, seed=cfg.seed, epoch=key,
                                       gids=d.gids[rows])
-        loss_sum, g, correct = masked_cross_entropy(logits, d.labels[rows], train_b, 1, weights)  # sums
+        loss_sum, g, counts = ctx.targets.loss(logits, d.labels[rows], train_b, 1, weights)  # sums
         grads = model.backward(cache, g, spmm)
     sent = (ex.counters.bytes_sent - before[0], ex.counters.msgs_sent - before[1])
-    flat = np.concatenate([*(gr.ravel() for gr in grads), [loss_sum, correct, train_b.sum()]]).astype(np.float32)
+    flat = np.concatenate([*(gr.ravel() for gr in grads), [loss_sum], counts]).astype(np.float32)
     t0 = time.perf_counter()
     req = comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
     waited = time.perf_counter() - t0
@@ -145,22 +144,24 @@ def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, tra
     t0 = time.perf_counter()
     req.Wait()
     ex.counters.comm_time += waited + time.perf_counter() - t0
-    loss_sum, correct, count = float(flat[-3]), int(round(float(flat[-2]))), int(round(float(flat[-1])))
+    w = ctx.targets.width
+    loss_sum, counts = float(flat[-w - 1]), np.round(flat[-w:].astype(np.float64))
+    count = int(counts[0])
     total = max(train_total if weights is not None else count, 1)
-    l2 = apply_gradients(ctx, flat, np.float32(total))
+    l2 = apply_gradients(ctx, flat[:-w - 1], np.float32(total))
     loss = loss_sum / total + l2
-    return StepStats(step, v.vertices, count, loss, *sent), correct, count, nxt
+    return StepStats(step, v.vertices, count, loss, *sent), counts, nxt
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
     """Validation and test accuracy of a full-batch forward pass (no dropout)."""
     from mpi4py import MPI
 
-    d = ctx.data
+    d, t = ctx.data, ctx.targets
     logits, _ = ctx.model.forward(d.x, ctx.spmm)
-    counts = np.array([correct_count(logits, d.labels, d.val), correct_count(logits, d.labels, d.test)], np.int64)
+    counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
-    return float(counts[0] / max(totals["val"], 1)), float(counts[1] / max(totals["test"], 1))
+    return t.score(counts[:t.width]), t.score(counts[t.width:])
 
 
 def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
@@ -174,25 +175,25 @@ def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
 
 
 def _step(ctx: Context, comm, spmm, x, labels, train_mask, gids, total: int, key: int, weights=None
-          ) -> tuple[float, int, float]:
+          ) -> tuple[float, np.ndarray, float]:
     """One optimizer step on the rows given (all own rows, or a batch's):
     forward, loss over ``total`` training rows (global), backward, one
     allreduce of all weight gradients, Adam. Returns the global loss sum,
-    correct training predictions and the L2 term."""
+    the global counts of the targets' score and the L2 term."""
     from mpi4py import MPI
 
     cfg, model = ctx.cfg, ctx.model
     logits, cache = model.forward(x, spmm, dropout=cfg.dropout, seed=cfg.seed, epoch=key, gids=gids)
-    loss_sum, g, correct = masked_cross_entropy(logits, labels, train_mask, total, weights)
+    loss_sum, g, counts = ctx.targets.loss(logits, labels, train_mask, total, weights)
     grads = model.backward(cache, g, spmm)
     flat = np.concatenate([gr.ravel() for gr in grads]).astype(np.float32)
-    stats = np.array([loss_sum, correct], np.float64)
+    stats = np.concatenate([[loss_sum], counts])
     t_ar = time.perf_counter()
     comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
     comm.Allreduce(MPI.IN_PLACE, stats, op=MPI.SUM)
     ctx.exchange.counters.comm_time += time.perf_counter() - t_ar
     l2 = apply_gradients(ctx, flat)
-    return float(stats[0]), int(stats[1]), l2
+    return float(stats[0]), stats[1:], l2
 
 
 def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = None) -> float:
@@ -230,7 +231,7 @@ def _open_log(ctx: Context, comm, train_count: int) -> runlog.RunLogWriter:
         model=s.attrs["model"], dims=ctx.model.dims, w_first=[ctx.model.w_first(k) for k in range(len(ctx.model.ws))],
         config={k: v for k, v in asdict(cfg).items() if k != "fail_at"}, train_count=train_count,
         start_epoch=ctx.start, versions=versions(), sampler=cfg.sampler if mb is not None else None,
-        batch_size=mb.sampler.cfg.size if mb is not None else None)
+        batch_size=mb.sampler.cfg.size if mb is not None else None, metric=ctx.targets.metric)
     return runlog.RunLogWriter(cfg.log or "", header, resume_from=ctx.start if cfg.resume else None)
 
 

@@ -267,7 +267,7 @@ class DGLWriter:
 @dataclass
 class NodeData:
     """Node data in original order: features (n, D) float32, labels (n,)
-    int64, masks (n,) bool."""
+    int64 (or (n, C) float32 0/1, multi-label, as DGL's multi-label datasets hold them), masks (n,) bool."""
 
     features: np.ndarray
     labels: np.ndarray
@@ -315,7 +315,7 @@ def store_layout(s: Store, model: str) -> tuple[DistDGLLayout, NodeData]:
     lay = distdgl_layout(g.indptr, g.indices, part, s.parts, order)
     ds = s.nodes()
     nodes = NodeData(features=np.ascontiguousarray(ds["features"].values, dtype=np.float32),
-                     labels=ds["labels"].values.astype(np.int64),
+                     labels=ds["labels"].values.astype(np.float32 if ds["labels"].ndim == 2 else np.int64),
                      **{k: ds[k].values.astype(bool) for k in ("train_mask", "val_mask", "test_mask")})
     return lay, nodes
 

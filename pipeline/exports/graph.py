@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from pathlib import Path
 
 from ..config import BuildConfig
@@ -42,11 +43,12 @@ def export_graph(cfg: BuildConfig, client, fmt: str, overwrite: bool = False) ->
     if out.is_dir():
         raise UserError(f"{out}: is a directory; name the graph file to write")
     tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    scratch = out.with_name(f".{out.name}.work-{os.getpid()}")  # node data converted by a reader, if any
     tasks = Tasks(client)
     mon = Monitor(client, cfg.heartbeat, cfg.progress)
     try:
         with mon.stage("ingest"):
-            ing = ingest_stage(tasks, cfg, mon)
+            ing = ingest_stage(tasks, cfg, mon, work_dir=str(scratch))
         with mon.stage("normalize"):
             nrm = normalize_stage(tasks, ing, mon)
         with mon.stage("write"):
@@ -58,4 +60,5 @@ def export_graph(cfg: BuildConfig, client, fmt: str, overwrite: bool = False) ->
         tasks.release()
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        shutil.rmtree(scratch, ignore_errors=True)
     return GraphFile(str(out), fmt, written.n, written.m)

@@ -240,7 +240,13 @@ def _check_range(t: Tokens, a, b, first, max_id, base) -> ChunkError | None:
     return ChunkError(line, f"id {val} beyond the declared size {max_id}")
 
 
-PARSERS: dict[str, Callable[..., ParsedChunk]] = {"pairs": parse_pairs, "adjacency": parse_adjacency}
+def parse_csv_pairs(data: bytes, max_id: int | None = None, base: int = 0) -> ParsedChunk:
+    """Lines ``u,v`` (OGB's ``edge.csv.gz``): the pairs parser with commas as separators."""
+    return parse_pairs(data.replace(b",", b" "), max_id, base)
+
+
+PARSERS: dict[str, Callable[..., ParsedChunk]] = {"pairs": parse_pairs, "adjacency": parse_adjacency,
+                                                  "csv-pairs": parse_csv_pairs}
 
 
 # ------------------------------------------------------------------- tasks

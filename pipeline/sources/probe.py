@@ -24,11 +24,26 @@ def detect_format(path: str | Path) -> str:
         return "metis"
     if name.endswith(".npz"):
         return "npz"
-    if name.startswith("ind.") or Path(path).is_dir():
+    if Path(path).is_dir():
+        return _dir_format(Path(path))
+    if name.startswith("ind."):
         return "planetoid"
     if name.endswith((".txt", ".edges", ".el", ".tsv", ".edgelist", ".csv")) or "." not in name:
         return "edgelist"
     raise UserError(f"{path}: unknown format; pass --format, one of {', '.join(FORMATS)}")
+
+
+def _dir_format(path: Path) -> str:
+    """A directory: an OGB node-property directory (raw/edge.csv.gz or
+    raw/data.npz), a GraphSAINT one (adj_full.npz, role.json), else Planetoid."""
+    raw = path / "raw"
+    if raw.is_dir() and any((raw / f).exists() for f in ("edge.csv.gz", "edge.csv", "data.npz")):
+        return "ogb"
+    if (path / "adj_full.npz").exists() or (path / "role.json").exists():
+        return "saint"
+    if raw.is_dir() or (path / "split").is_dir():
+        return "ogb"  # an OGB directory that lacks its edges: its reader names the missing file
+    return "planetoid"
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,18 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ReadOptions:
     """chunk_bytes: text per parse task; max_line: longest line accepted;
-    header: ``auto`` (skip a first line that is the file's size), yes, no."""
+    header: ``auto`` (skip a first line that is the file's size), yes, no;
+    split_scheme: an OGB directory's ``split/<scheme>`` (None: the only one,
+    or the dataset's); work_dir: scratch space for node data converted to
+    row-addressable files (None: a temporary directory); feature_dtype:
+    what those files hold (float32 or float16)."""
 
     chunk_bytes: int = parsing.DEFAULT_CHUNK_BYTES
     max_line: int = parsing.MAX_LINE_BYTES
     header: str = "auto"
+    split_scheme: str | None = None
+    work_dir: str | None = None
+    feature_dtype: str = "float32"
 
 
 @dataclass
@@ -141,6 +148,11 @@ def submit_read(tasks, path: str, fmt: str | None, opts: ReadOptions = ReadOptio
         raise UserError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
     if opts.header not in HEADERS:
         raise UserError(f"--header {opts.header!r}: choose from {', '.join(HEADERS)}")
+    if fmt in ("ogb", "saint"):  # dataset directories (their own modules; they import this one)
+        from .ogb import submit_ogb
+        from .saint import submit_saint
+
+        return (submit_ogb if fmt == "ogb" else submit_saint)(tasks, path, opts)
     pb: Probe = tasks.submit("ingest-probe", probe, path, fmt).result()
     if pb.kind == "whole":
         whole = tasks.submit("ingest-read", read_planetoid_whole if fmt == "planetoid" else read_npz, path)
@@ -248,10 +260,19 @@ def _mtx_after(tasks, pb: Probe, raw: RawSource) -> None:
         raw.directed = False
 
 
+def _whole_array(a):
+    """An in-memory array of a node array (a RowFile is read whole: tests and small graphs only)."""
+    return a if a is None or isinstance(a, np.ndarray) else a[0:a.shape[0]]
+
+
 def gather_raw(tasks, raw: RawSource) -> RawGraph:
     """Everything a RawSource holds, on the client (tests and small graphs only)."""
     chunks = tasks.gather(raw.chunks)
     nodes = raw.nodes.result() if raw.nodes is not None else None
+    if nodes is not None:
+        nodes = NodeSource(_whole_array(nodes.features) if nodes.features is not None else None,
+                           _whole_array(nodes.labels) if nodes.labels is not None else None, nodes.masks,
+                           nodes.classes, nodes.label_kind)
     src = np.concatenate([c.a for c in chunks]) if chunks else np.zeros(0, np.int64)
     dst = np.concatenate([c.b for c in chunks]) if chunks else np.zeros(0, np.int64)
     return RawGraph(src=src, dst=dst, n=raw.n, directed=raw.directed, source=raw.name, lines=int(src.size),
@@ -261,12 +282,16 @@ def gather_raw(tasks, raw: RawSource) -> RawGraph:
 
 
 def read(path: str | Path, fmt: str | None, client, chunk_bytes: int = parsing.DEFAULT_CHUNK_BYTES,
-         header: str = "auto") -> RawGraph:
-    """Read ``path`` and bring its edges to the client (tests and small graphs)."""
+         header: str = "auto", split_scheme: str | None = None) -> RawGraph:
+    """Read ``path`` and bring its edges (and node data) to the client (tests and small graphs)."""
+    import tempfile
+
     from ..runtime.client import Tasks
 
     tasks = Tasks(client)
-    try:
-        return gather_raw(tasks, submit_read(tasks, str(path), fmt, ReadOptions(chunk_bytes=chunk_bytes, header=header)))
-    finally:
-        tasks.release()
+    with tempfile.TemporaryDirectory(prefix="shgcn-read-") as work:
+        try:
+            opts = ReadOptions(chunk_bytes=chunk_bytes, header=header, split_scheme=split_scheme, work_dir=work)
+            return gather_raw(tasks, submit_read(tasks, str(path), fmt, opts))
+        finally:
+            tasks.release()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,15 +33,23 @@ class ParsedChunk:
 
 @dataclass
 class NodeSource:
-    """Node data that came with the graph (Planetoid, generators), in vertex order.
+    """Node data that came with the graph (Planetoid, OGB, GraphSAINT,
+    generators), in vertex order.
 
-    Attributes: features (n, d) float32 or None; labels (n,) int32 or None, -1
-    unknown; masks dict of (n,) bool (train, val, test) or None.
+    Attributes: features (n, d) numbers, or None; labels (n,) int32, -1
+    unknown, or (n, C) bool for multi-label targets (``label_kind``
+    ``multi``), or None; masks dict of (n,) bool (train, val, test) or None;
+    classes: the class count when the source knows it (else from the
+    labels). Features and labels may be :class:`~.rowfiles.RowFile` views
+    of arrays on disk: each row block reads only its rows, and nothing
+    travels but the file's name.
     """
 
-    features: np.ndarray | None = None
-    labels: np.ndarray | None = None
+    features: Any = None
+    labels: Any = None
     masks: dict[str, np.ndarray] | None = None
+    classes: int | None = None
+    label_kind: str = "single"
 
 
 @dataclass

@@ -4,7 +4,7 @@ graph (the Python API)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,8 @@ def read_source(tasks, source: Any, fmt: str | None, data_dir: str | None, featu
     if source.lower() in datasets.REGISTRY:
         ds = datasets.lookup(source)
         path = str(datasets.locate(ds, data_dir))
+        if opts.split_scheme is None and ds.split_scheme is not None:
+            opts = replace(opts, split_scheme=ds.split_scheme)
         return Source(submit_read(tasks, path, fmt or ds.format, opts), ds.name, ds.directed,
                       feature_norm or ds.feature_norm, "dataset")
     try:
@@ -55,4 +57,8 @@ def read_source(tasks, source: Any, fmt: str | None, data_dir: str | None, featu
             raise UserError(f"{source}: no such file, and not a known dataset ({known}) or rmat:/sbm: spec") \
                 from None
         raise
+    if Path(source).is_dir():  # a dataset directory named like a registered dataset reads as that dataset does
+        named = datasets.REGISTRY.get(Path(source).resolve().name.replace("_", "-").lower())
+        if named is not None:
+            return Source(raw, Path(source).name, named.directed, feature_norm or named.feature_norm, "dataset")
     return Source(raw, Path(source).name, None, norm, "file")

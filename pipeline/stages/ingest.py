@@ -49,11 +49,15 @@ class Ingested:
     notes: tuple[str, ...] = ()
 
 
-def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any = None) -> Ingested:
+def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any = None,
+                 work_dir: str | None = None) -> Ingested:
     """Read, relabel, cut into row blocks (deduplicated, no self loops), and
-    make the node data of every block."""
+    make the node data of every block. ``work_dir``: scratch space for
+    readers that convert node data into row-addressable files (removed with
+    the build's partial store)."""
     src = read_source(tasks, cfg.source, cfg.fmt, cfg.data_dir, cfg.feature_norm,
-                      ReadOptions(cfg.chunk_bytes, cfg.max_line, cfg.header))
+                      ReadOptions(cfg.chunk_bytes, cfg.max_line, cfg.header, cfg.split_scheme, work_dir,
+                                  cfg.feature_dtype))
     raw = src.raw
     directed = cfg.directed if cfg.directed is not None else (
         raw.directed if raw.directed is not None else (src.directed_default if src.directed_default is not None
@@ -80,7 +84,7 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     log.info("%s: %d nodes, %d %s edges (%d self loops removed)", src.name, n, kept,
              "directed" if directed else "undirected", loops)
     nodes_source = node_source if node_source is not None else raw.nodes
-    spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed, src.feature_norm)
+    spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed, src.feature_norm, cfg.feature_dtype)
     node_plan, node_blocks = _node_blocks(tasks, spec, n, bounds, nodes_source, src.name, raw.notes, mon)
     return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, tuple(node_blocks), node_plan,
                     src.feature_norm, stats, tuple(raw.notes))
@@ -152,7 +156,7 @@ def _reciprocal(ab: blocks.RowBlock, tb: blocks.RowBlock) -> int:
 def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, n: int, bounds: np.ndarray, source, name: str,
                  notes: list[str], mon: Monitor) -> tuple[nodes.NodePlan, list]:
     facts = tasks.submit("nodes-facts", nodes.source_facts, source).result() if source is not None \
-        else (None, None, False, None)
+        else (None, None, False, None, "single")
     npy = tasks.submit("nodes-probe", nodes.npy_shape, spec.features).result() \
         if spec.features.endswith(".npy") else None
     plan = nodes.plan(spec, n, name, facts, npy, notes)
@@ -164,7 +168,8 @@ def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, n: int, bounds: np.ndarray,
     for bad in tasks.gather([tasks.submit("nodes-check", nodes.bad_feature, b) for b in out]):
         if bad is not None:
             where = spec.features if plan.features_from == "file" else name
-            raise UserError(f"{where}: non-finite feature at vertex {bad[0]}, column {bad[1]} (NaN or infinity)")
+            why = "NaN or infinity" if spec.feature_dtype == "float32" else "NaN, infinity, or beyond float16's range"
+            raise UserError(f"{where}: non-finite feature at vertex {bad[0]}, column {bad[1]} ({why})")
     return plan, out
 
 

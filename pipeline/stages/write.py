@@ -37,7 +37,8 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nnz: int, parts: 
     layout_part = parts.results[cfg.layout].part
     file_ids = ing.file_ids.result()
     rows = blocks.STORE_ROWS
-    writer.create_nodes(ing.n, ing.node_plan.dim, rows, file_ids, layout_part)
+    multi = ing.node_plan.classes if ing.node_plan.label_kind == "multi" else None
+    writer.create_nodes(ing.n, ing.node_plan.dim, rows, file_ids, layout_part, cfg.feature_dtype, multi)
     rank_f = [tasks.submit("write-rank", _write_rank, root, x, laid.offsets, s, t)
               for x, s, t in zip(laid.ranks, laid.sends, laid.t_sends or [None] * len(laid.ranks))]
     store_bounds = np.append(np.arange(0, ing.n, rows, dtype=np.int64), ing.n)
@@ -115,6 +116,8 @@ def _attrs(cfg: BuildConfig, ing: Ingested, nnz: int, parts: Partitioned, sums: 
         "work_dims": cfg.dims(ing.node_plan.dim, ing.node_plan.classes),
         "feature_dim": int(ing.node_plan.dim),
         "classes": int(ing.node_plan.classes),
+        "label_kind": ing.node_plan.label_kind,
+        "feature_dtype": cfg.feature_dtype,
         "feature_norm": ing.feature_norm,
         "split": list(cfg.split),
         "stats": ing.stats,

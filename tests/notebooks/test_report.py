@@ -171,7 +171,8 @@ def test_quiet_and_json_logs(tmp_path):
 
 def all_figures(s, runs):
     """Every figure of the report for a store and its runs."""
-    figs = [report.fig_degrees(s), report.fig_quality(s), report.fig_parts(s), report.fig_volume_matrix(s),
+    figs = [report.fig_degrees(s), report.fig_quality(s), report.fig_parts(s), report.fig_parts_vs_metis(s),
+            report.fig_volume_matrix(s),
             report.fig_convergence(s), report.fig_minibatch(s), report.fig_training(runs), report.fig_time_split(runs),
             report.fig_bytes(s, runs)]
     assert all(f is not None for f in figs)
@@ -231,7 +232,7 @@ def test_legends_sit_outside_every_axes(opened):
             box = leg.get_window_extent()
             for ax in fig.axes:
                 assert not box.overlaps(ax.get_window_extent()), (fig.axes[0].get_title(), leg)
-    assert legends >= 7  # every figure but the degree plot and the heat map has one
+    assert legends >= 8  # every figure but the degree plot and the heat map has one
 
 
 def test_loss_plot_has_a_legend_naming_every_run(opened, stores):
@@ -244,7 +245,54 @@ def test_loss_plot_has_a_legend_naming_every_run(opened, stores):
     texts = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
     labels = [line.get_label() for line in loss.get_lines()]
     assert labels == [f"{runs[0].header.label} [{log.name}]"] * 2 and labels[0] in texts
-    assert "test accuracy" in texts and "validation accuracy" in texts
+    assert "test accuracy (solid line)" in texts and "validation accuracy (dotted line)" in texts
+
+
+def test_degree_name_log_axes_and_parts_against_metis(opened, tmp_path, client):
+    s, _ = opened
+    assert not s.attrs["directed"] and report.fig_degrees(s).axes[0].get_xlabel() == "degree"
+    assert all(ax.get_yscale() in ("log", "symlog") for ax in report.fig_parts(s).axes)
+    fig = report.fig_parts_vs_metis(s)
+    texts = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert texts == ["rp", "gp (kaminpar; --gp-backend metis for METIS)", "hp", "shp"]
+    assert [ax.get_xlabel() for ax in fig.axes] == ["parts, busiest first"] * 2
+    directed = tmp_path / "d.zarr"
+    build(BuildConfig(source="rmat:scale=7,edge_factor=4,seed=1", out=str(directed), parts=2, models=("rp", "gp"),
+                      options={"gp_backend": "metis"}), client, echo=lambda *a: None)
+    d = store.open_store(directed)
+    assert report.fig_degrees(d).axes[0].get_xlabel() == "out-degree"
+    assert "gp (METIS)" in [t.get_text() for leg in report.fig_parts_vs_metis(d).legends for t in leg.get_texts()]
+    bare = store.open_store(stores_bare(opened))
+    assert report.fig_parts_vs_metis(bare) is None
+
+
+def stores_bare(opened):
+    s, _ = opened
+    return s.path.parent / "bare.zarr"
+
+
+def test_three_significant_digits(opened):
+    import re
+
+    from shgcn.notebooks.tables import pct3, sig3
+
+    assert [sig3(v) for v in (0.9996, 0.00195, 12345.6, 1, 0.536, 0.0000830, 99.96, 0)] == \
+        ["1.00", "0.00195", "12,346", "1.00", "0.536", "0.0000830", "100", "0"]
+    assert pct3(0.00672) == "0.672%"
+    s, _ = opened
+    t = report.quality_display(s)
+    exact = {("rows per SpMM", "total"), ("rows per SpMM", "max send"), ("rows per SpMM", "max receive"),
+             ("messages per part", "max"), ("graph", "edge cut"), ("graph", "connectivity − 1")}
+    for col in t.columns:
+        for v in t[col]:
+            if col in exact:
+                assert re.fullmatch(r"[\d,]+", v), (col, v)
+            else:  # three significant digits: the digits after the leading zeros, without separators
+                digits = re.sub(r"^0*", "", v.rstrip("%").replace(",", "").replace(".", ""))
+                assert len(digits) == 3 or float(v.rstrip("%").replace(",", "")) in (0, ) or \
+                    float(v.rstrip("%").replace(",", "")) >= 1000, (col, v)
+    note = report.simulation_note(s)
+    assert note and all(f"**{m}** is predicted" in note for m in [m for m in s.models if f"**{m}**" in note])
 
 
 def test_run_labels_name_mode_and_sampler():
@@ -335,3 +383,57 @@ def test_cli_format_follows_the_extension(stores, tmp_path):
     res = run_cli("report", str(full), "--out", str(tmp_path / "r.pdf"))
     assert res.returncode == 2 and "unknown report format '.pdf'" in res.stderr and res.stderr.count("\n") == 1
     assert not (tmp_path / "r.pdf").exists()
+
+
+# ------------------------------------------------ in a real browser (issue 25)
+
+_IMAGES = """() => Array.from(document.images).map(img => {
+  const c = document.createElement('canvas');
+  c.width = img.naturalWidth; c.height = img.naturalHeight;
+  const ctx = c.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const d = c.width && c.height ? ctx.getImageData(0, 0, c.width, c.height).data : [];
+  const seen = new Set();
+  for (let i = 0; i < d.length && seen.size < 3; i += 4 * 97) seen.add(d[i] + ',' + d[i + 1] + ',' + d[i + 2]);
+  return {width: img.naturalWidth, height: img.naturalHeight, colours: seen.size};
+})"""
+
+
+def browser() -> str | None:
+    """Debian's chromium (playwright's own browser download cannot reach its host here)."""
+    import os
+    import shutil
+
+    return os.environ.get("SHGCN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_report_loads_in_a_headless_browser_with_every_figure_drawn(stores, tmp_path):
+    exe = browser()
+    if exe is None:
+        pytest.skip("no chromium installed (apt-get install chromium; .ci/run installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    full, _, log = stores
+    out = tmp_path / "report.html"
+    res = run_cli("report", str(full), "--run", str(log), "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    problems: list[str] = []
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"], headless=True)
+        try:
+            page = b.new_page()
+            page.on("console", lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning")
+                    else None)
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+            page.goto(out.as_uri(), wait_until="load", timeout=60_000)
+            page.wait_for_timeout(300)
+            images = page.evaluate(_IMAGES)
+            titles = page.evaluate("() => Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+        finally:
+            b.close()
+    assert problems == []
+    import re
+
+    assert len(images) == len(re.findall(r'<img [^>]*src="data:image/png;base64,', out.read_text())) >= 10
+    assert all(i["width"] > 100 and i["height"] > 100 and i["colours"] > 1 for i in images), images
+    assert [t.rstrip("¶") for t in titles] == list(SECTIONS)

@@ -1,0 +1,127 @@
+"""Node data of dataset directories (OGB, GraphSAINT) turned into what the
+build reads by row blocks: labels checked and converted block by block
+(single-label class ids, or multi-label 0/1 rows), masks from lists of
+vertex ids, edges of (2, E) or CSR arrays cut into chunks, and the scratch
+directory the conversions write into."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import located
+from .records import ParsedChunk
+from .rowfiles import RawWriter, RowFile
+from .tokens import ChunkError
+
+_EMPTY = np.zeros(0, np.int64)
+
+
+def scratch(work_dir: str | None, name: str) -> Path:
+    """A file path in the build's scratch directory (a temporary one when the
+    caller gives none)."""
+    base = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="shgcn-"))
+    base.mkdir(parents=True, exist_ok=True)
+    return base / name
+
+
+def write_labels(blocks: Iterable[np.ndarray], out: Path, where: str) -> tuple[RowFile, int, str]:
+    """Label rows, block by block, into ``out``: one column of class ids
+    (NaN or negative: unlabelled, -1) -> int32, single-label; several columns
+    of 0/1 (NaN: 0) -> bool, multi-label. Returns (RowFile, classes, kind)."""
+    writer: RawWriter | None = None
+    top, kind, done = -1, "single", 0
+    try:
+        for b in blocks:
+            b = b.reshape(b.shape[0], -1)
+            if writer is None:
+                kind = "multi" if b.shape[1] > 1 else "single"
+                writer = RawWriter(out, bool if kind == "multi" else np.int32, (b.shape[1],) if kind == "multi" else ())
+            writer.write(_multi(b, where, done) if kind == "multi" else _single(b[:, 0], where, done))
+            if kind == "single" and b.size:
+                top = max(top, int(np.nanmax(b, initial=-1)))
+            done += b.shape[0]
+        if writer is None:
+            raise located(where, "no labels (empty)")
+        classes = top + 1 if kind == "single" else writer.row_shape[0]
+        return writer.close(), classes, kind
+    finally:
+        if writer is not None:
+            writer.__exit__()
+
+
+def _single(y: np.ndarray, where: str, done: int) -> np.ndarray:
+    known = np.isfinite(y) & (y >= 0)
+    bad = np.flatnonzero(known & (y != np.round(y)))
+    if bad.size:
+        raise located(where, f"row {done + int(bad[0])}: label {y[bad[0]]} is not a class number")
+    return np.where(known, y, -1).astype(np.int32)
+
+
+def _multi(y: np.ndarray, where: str, done: int) -> np.ndarray:
+    y = np.nan_to_num(y, nan=0.0)
+    bad = np.argwhere((y != 0) & (y != 1))
+    if bad.size:
+        r, c = bad[0]
+        raise located(where, f"row {done + int(r)}, class {int(c)}: multi-label targets must be 0 or 1, found {y[r, c]}")
+    return y.astype(bool)
+
+
+def mask_of(ids: np.ndarray, n: int, where: str) -> np.ndarray:
+    """(n,) bool mask of a list of vertex ids (checked: whole numbers in 0..n-1)."""
+    ids = np.asarray(ids)
+    if ids.dtype.kind == "f" and (~np.isfinite(ids) | (ids != np.round(ids))).any():
+        raise located(where, "vertex ids must be whole numbers")
+    ids = ids.astype(np.int64)
+    if ids.size and (ids.min() < 0 or ids.max() >= n):
+        bad = ids[(ids < 0) | (ids >= n)][0]
+        raise located(where, f"vertex id {bad} outside 0..{n - 1}")
+    m = np.zeros(n, bool)
+    m[ids] = True
+    return m
+
+
+def pair_chunk(src: RowFile, dst: RowFile, a: int, b: int, n: int, where: str) -> ParsedChunk:
+    """``ingest-edges`` task: edges a..b-1 of a (2, E) edge list, checked against n."""
+    s, d = src[a:b].astype(np.int64), dst[a:b].astype(np.int64)
+    return _checked(s, d, n, where, a)
+
+
+def csr_chunk(indptr: RowFile, indices: RowFile, lo: int, hi: int, n: int, where: str) -> ParsedChunk:
+    """``ingest-edges`` task: the entries of rows lo..hi-1 of a CSR matrix."""
+    ptr = indptr[lo:hi + 1].astype(np.int64)
+    if ptr.size and (np.any(np.diff(ptr) < 0) or ptr[0] < 0 or ptr[-1] > indices.shape[0]):
+        return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"{where}: indptr is not a CSR row pointer "
+                                                                f"(rows {lo}..{hi - 1})"))
+    cols = indices[int(ptr[0]):int(ptr[-1])].astype(np.int64) if ptr.size else _EMPTY
+    rows = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(ptr))
+    return _checked(rows, cols, n, where, int(ptr[0]) if ptr.size else 0)
+
+
+def _checked(s: np.ndarray, d: np.ndarray, n: int, where: str, first: int) -> ParsedChunk:
+    bad = np.flatnonzero((s < 0) | (s >= n) | (d < 0) | (d >= n))
+    if bad.size:
+        i = int(bad[0])
+        return ParsedChunk(_EMPTY, _EMPTY, s.size, 0, ChunkError(-1, f"{where}: edge {first + i} ({s[i]}, {d[i]}) "
+                                                                     f"has an id outside 0..{n - 1}"))
+    return ParsedChunk(s, d, int(s.size), 0)
+
+
+def cuts(total: int, per: int) -> list[tuple[int, int]]:
+    """[a, b) ranges of at most ``per`` covering 0..total-1 (one empty range for 0)."""
+    per = max(1, per)
+    return [(a, min(a + per, total)) for a in range(0, total, per)] or [(0, 0)]
+
+
+def row_cuts(indptr: RowFile, per: int) -> list[tuple[int, int]]:
+    """Row ranges of a CSR matrix holding about ``per`` entries each (a small task: reads indptr)."""
+    ptr = indptr.read().astype(np.int64)
+    n = ptr.size - 1
+    if n <= 0:
+        return [(0, 0)]
+    marks = np.searchsorted(ptr, np.arange(per, int(ptr[-1]), max(1, per)), side="right") - 1
+    bounds = np.unique(np.concatenate([[0], np.clip(marks, 1, n), [n]]))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
