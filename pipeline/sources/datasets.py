@@ -10,6 +10,7 @@ says where the file was looked for.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -130,7 +131,8 @@ def locate(ds: Dataset, data_dir: str | Path | None = None, download: bool = Tru
     if not download:
         raise _missing(ds, dirs, None)
     target = cache_dir()
-    errors = []
+    errors: list[str] = []
+    new_dirs = sorted({d for rel in ds.files for d in (target / rel).parents if not d.exists()}, key=lambda d: -len(d.parts))
     for rel, url in zip(ds.files, ds.urls):
         dest = target / rel
         if dest.exists():
@@ -143,6 +145,9 @@ def locate(ds: Dataset, data_dir: str | Path | None = None, download: bool = Tru
             errors.append(f"{url}: {e}")
             break
     if errors:
+        for d in new_dirs:  # the directories this call made, if the failed download left them empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
         raise _missing(ds, dirs, errors[0])
     return target / ds.files[0]
 
