@@ -41,6 +41,23 @@ class ClusterConfig:
         return self.scheduler or os.environ.get(ENV_SCHEDULER) or None
 
 
+def _reachable(address: str) -> None:
+    """A TCP scheduler address that refuses connections is one line at once
+    (Dask's client would retry until its timeout)."""
+    import socket
+
+    if not address.startswith("tcp://"):
+        return
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=10):
+            return
+    except ValueError:
+        raise UserError(f"--scheduler {address!r}: not a Dask scheduler address (expected tcp://HOST:PORT)") from None
+    except OSError as e:
+        raise UserError(f"cannot connect to the Dask scheduler at {address}: {e.strerror or e}") from None
+
+
 def _host_port(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     try:
@@ -80,6 +97,7 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
     if address:
         if "://" in address and not address.startswith(("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")):
             raise UserError(f"--scheduler {address!r}: not a Dask scheduler address (expected tcp://HOST:PORT)")
+        _reachable(address)
         try:
             client = Client(address, timeout="20s")
         except (OSError, TimeoutError, ValueError) as e:
@@ -164,17 +182,17 @@ class Tasks:
                 f.release()
 
 
-def _see_paths(read: dict[str, tuple[int, int]], marker: str, token: str) -> list[str]:
+def _see_paths(read: dict[str, tuple[int, int] | None], marker: str, token: str) -> list[str]:
     """On a worker: what it does not see as the client does (an input missing
     or different, the output's working directory missing)."""
     problems = []
-    for p, (size, mtime) in read.items():
+    for p, sig in read.items():
         try:
             st = os.stat(p)
         except OSError:
             problems.append(f"cannot read {p}")
             continue
-        if (st.st_size, int(st.st_mtime)) != (size, mtime):
+        if sig is not None and (st.st_size, int(st.st_mtime)) != tuple(sig):
             problems.append(f"sees another {p} than this machine (its size or date differ)")
     if marker:
         try:
@@ -186,9 +204,13 @@ def _see_paths(read: dict[str, tuple[int, int]], marker: str, token: str) -> lis
     return problems
 
 
-def signature(path: str) -> tuple[int, int]:
-    """(size, modification second) of a file: what the workers must see too."""
-    st = os.stat(path)
+def signature(path: str) -> tuple[int, int] | None:
+    """(size, modification second) of a file: what the workers must see too
+    (None: the client does not see it; the workers must)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
     return st.st_size, int(st.st_mtime)
 
 

@@ -135,7 +135,7 @@ def _check_sizes(base: Path, graph: dict, n: int, test_span: int, width: int, li
     the features, against the memory budget, before any (n,) array exists."""
     edges = sum(map(len, graph.values()))
     what = (f"the largest vertex id ({n - 1:,}, from ind.*.graph's keys or ind.*.test.index) implies {n:,} "
-            f"vertices{f' with {width:,} features' if width else ''}; the graph")
+            f"vertices{f' ({width:,} features each)' if width else ''}: that graph")
     budget.check(limit, budget.graph_bytes(n, edges, width) + 8 * test_span * max(width, 1), what, f"{base}.graph")
 
 
