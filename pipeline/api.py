@@ -63,7 +63,7 @@ def _node_source(features, labels, masks) -> NodeSource | None:
 def _warn_if_symmetric(source: Any) -> None:
     """A symmetric matrix (or an edge_index holding every edge both ways) is
     stored as directed unless ``directed=False`` is given: say so, and how to
-    change it (a UserWarning, and the same line in the log)."""
+    change it (a UserWarning)."""
     from .sources.memory import edges_of
 
     src, dst, n = edges_of(source)
@@ -76,7 +76,6 @@ def _warn_if_symmetric(source: Any) -> None:
                    "directed=False to store it as undirected (the same graph, smaller and faster to train), or "
                    "directed=True to keep it directed without this warning")
         warnings.warn(message, UserWarning, stacklevel=3)
-        log.warning("%s", message)
 
 
 def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",), client=None,
