@@ -268,7 +268,7 @@ def parse_gzip(path: str, skip: int, chunk_bytes: int, max_line: int, kind: str,
     ``limit`` allows (a gzip bomb) stops before its edges exhaust memory.
     Stops at the first error."""
     cap = max_edges(limit)
-    if cap is not None and limit is not None and not _lines_within(path, skip, chunk_bytes, cap):
+    if cap is not None and limit is not None and not _lines_within(path, skip, chunk_bytes, cap, max_line):
         return [_too_many(cap, limit)]  # counted without parsing or keeping anything: a bomb stops here
     out: list[ParsedChunk] = []
     lines = 0
@@ -309,17 +309,22 @@ def parse_gzip(path: str, skip: int, chunk_bytes: int, max_line: int, kind: str,
     return out
 
 
-def _lines_within(path: str, skip: int, chunk_bytes: int, cap: int) -> bool:
+def _lines_within(path: str, skip: int, chunk_bytes: int, cap: int, max_line: int) -> bool:
     """Whether the decompressed file (after ``skip`` bytes) has at most
     ``cap`` lines: one pass that counts newlines block by block and stops
-    once past ``cap`` (memory: one block). A corrupt stream counts as within:
-    the parse names its problem."""
-    lines = 0
+    once past ``cap`` (memory: one block). A corrupt stream, or a line longer
+    than ``max_line`` (a binary file), counts as within: the parse names its
+    problem at once."""
+    lines = tail = 0
     try:
         with gzip.open(path, "rb") as f:
             f.read(skip)
             while lines <= cap and (block := f.read(chunk_bytes)):
-                lines += block.count(b"\n")
+                found = block.count(b"\n")
+                tail = tail + len(block) if not found else len(block) - block.rfind(b"\n") - 1
+                if tail > max_line:
+                    return True
+                lines += found
     except (EOFError, OSError, zlib.error):
         return True
     return lines <= cap
