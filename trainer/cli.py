@@ -156,7 +156,9 @@ def _abort(comm, e: BaseException) -> int:
     """Report this rank's failure and bring the whole job down (exit 1)."""
     print(f"shgcn-train: rank {comm.rank}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
     if comm.size > 1:
-        comm.Abort(1)
+        from .watchdog import abort_job
+
+        abort_job(1)
     return 1
 
 

@@ -36,6 +36,7 @@ import time
 import numpy as np
 
 _TAG = 77
+ABORT_GRACE = 1.0  # seconds for the last line to reach the launcher before the job is aborted
 _CURRENT: Watchdog | None = None
 
 
@@ -142,13 +143,26 @@ class Watchdog:
         reporter = min(r for r in range(self.size) if r not in silent)
         if self.rank == reporter:
             print(f"{self.prefix}: error: {line}", file=sys.stderr, flush=True)
-            from mpi4py import MPI
-
-            MPI.COMM_WORLD.Abort(2)
+            abort_job(2)
         # another rank reports and aborts the job; if that does not come, leave on our own
         time.sleep(self.timeout + 5 * self.interval)
         print(f"{self.prefix}: error: {line}", file=sys.stderr, flush=True)
         os._exit(2)
+
+
+def abort_job(code: int) -> None:
+    """End every rank of the job (``MPI_Abort``) after this rank's own line:
+    MPICH's note on stderr ("Abort(2) on node 0 ...: application called
+    MPI_Abort") would be a second line, so stderr goes to /dev/null first.
+    The launcher forwards a rank's output through its proxy, and an abort
+    tears that down: the line gets a moment to travel first."""
+    from mpi4py import MPI
+
+    sys.stderr.flush()
+    time.sleep(ABORT_GRACE)
+    with open(os.devnull, "wb") as null:
+        os.dup2(null.fileno(), 2)
+    MPI.COMM_WORLD.Abort(code)
 
 
 def start(comm, timeout: float) -> Watchdog | None:
@@ -156,6 +170,11 @@ def start(comm, timeout: float) -> Watchdog | None:
     an MPI without thread support). Collective: every rank calls it."""
     from mpi4py import MPI
 
-    if comm.Get_size() < 2 or timeout <= 0 or MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+    if comm.Get_size() < 2 or timeout <= 0:
+        return None
+    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        if comm.Get_rank() == 0:
+            print("shgcn-train: warning: this MPI gives no MPI_THREAD_MULTIPLE, so no watchdog runs (--timeout "
+                  "is ignored; a rank that stops answering leaves the others waiting)", file=sys.stderr, flush=True)
         return None
     return Watchdog(comm, timeout).start()
