@@ -55,7 +55,39 @@ def _kernel_config(tmp: str):
     return c
 
 
-def render(store_path: str, runs: list[str], out: str, fmt: str | None = None, timeout: int = 600) -> Path:
+MARK = "shgcn quality report"  # in every report this writes: <meta name="generator">, or the notebook's metadata
+
+
+def is_report(path: Path) -> bool:
+    """A file :func:`render` wrote (the only kind ``--overwrite`` replaces)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return False
+    return MARK.encode() in head
+
+
+def check_out(out_path: Path, overwrite: bool) -> None:
+    """The report may be written to ``out_path``: its directory exists, and an
+    existing file there is replaced only with ``overwrite``, and only when it
+    is a report this command wrote."""
+    if not out_path.parent.is_dir():
+        raise UserError(f"{out_path.parent}: directory does not exist")
+    if out_path.is_dir():
+        raise UserError(f"{out_path}: is a directory; name the report file, e.g. report.html")
+    if out_path.exists() or out_path.is_symlink():
+        if not overwrite:
+            raise UserError(f"{out_path}: already exists (pass --overwrite to replace a report)")
+        if out_path.is_symlink() or not is_report(out_path):
+            raise UserError(f"{out_path}: not a report this command wrote; --overwrite replaces only those, so it "
+                            "is left as it is")
+    if not os.access(out_path.parent, os.W_OK):
+        raise UserError(f"{out_path.parent}: cannot write into this directory (permission denied)")
+
+
+def render(store_path: str, runs: list[str], out: str, fmt: str | None = None, timeout: int = 600,
+           overwrite: bool = False) -> Path:
     """Execute the report notebook for ``store_path`` (and run logs) and
     write ``out``: HTML with embedded figures, or the executed notebook;
     ``fmt`` overrides the format that ``out``'s extension names.
@@ -69,11 +101,11 @@ def render(store_path: str, runs: list[str], out: str, fmt: str | None = None, t
     from papermill.exceptions import PapermillExecutionError
 
     s = store_mod.open_store(store_path)  # fail early, with the store's own message
+    s.quality()  # the tables every section reads: a store without them is one line, not a notebook traceback
     _, refused = check_runs(s, load_runs(runs))  # and with the run logs' own messages
     fmt = output_format(out, fmt)
     out_path = Path(out)
-    if not out_path.parent.exists():
-        raise UserError(f"{out_path.parent}: directory does not exist")
+    check_out(out_path, overwrite)
     for message in refused:
         log.warning("%s", message)
     params = {"store_path": str(Path(store_path).resolve()), "run_logs": [str(Path(r).resolve()) for r in runs]}
@@ -94,6 +126,7 @@ def _write(nb, out_path: Path, fmt: str) -> None:
     import nbformat
 
     if fmt == "ipynb":
+        nb.metadata["generator"] = MARK
         text = nbformat.writes(nb)
     else:
         from nbconvert import HTMLExporter
@@ -105,6 +138,7 @@ def _write(nb, out_path: Path, fmt: str) -> None:
         text, _ = exporter.from_notebook_node(nb)
         # self-contained: the report needs no require.js or MathJax from a CDN
         text = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", text)
+        text = text.replace("<head>", f'<head>\n<meta name="generator" content="{MARK}">', 1)
     tmp_out = out_path.with_name(f".{out_path.name}.partial-{os.getpid()}")
     tmp_out.write_text(text, encoding="utf-8")
     os.replace(tmp_out, out_path)

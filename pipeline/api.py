@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -76,6 +77,24 @@ def _from_peer(source: Any, features, labels, masks, options: dict) -> tuple[Any
             peer.masks if masks is None else masks)
 
 
+def _warn_if_symmetric(source: Any) -> None:
+    """A symmetric matrix (or an edge_index holding every edge both ways) is
+    stored as directed unless ``directed=False`` is given: say so, and how to
+    change it (a UserWarning)."""
+    from .sources.memory import edges_of
+
+    src, dst, n = edges_of(source)
+    if src.size == 0:
+        return
+    key = np.unique(src * n + dst)
+    if np.array_equal(key, np.unique(dst * n + src)):
+        message = (f"the {type(source).__name__} given is symmetric (every edge appears both ways): it is stored as a "
+                   "DIRECTED graph holding both directions, whose backward pass needs the transposed plans; pass "
+                   "directed=False to store it as undirected (the same graph, smaller and faster to train), or "
+                   "directed=True to keep it directed without this warning")
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
 def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",), client=None,
           features: Any = None, labels: Any = None, masks: dict | None = None, overwrite: bool = False,
           echo=None, **options) -> BuildResult:
@@ -125,6 +144,8 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
     unknown = sorted(set(options) - fields)
     if unknown:
         raise UserError(f"build(): unknown option {unknown[0]!r}")
+    if options.get("directed") is None and not isinstance(source, str):
+        _warn_if_symmetric(source)
     cfg = BuildConfig(source=source, out=str(out), parts=parts, models=tuple(models), overwrite=overwrite,
                       command=f"shgcn.pipeline.build({type(source).__name__}, parts={parts})",
                       options={**options.pop("options", {}), **model_options}, **options)

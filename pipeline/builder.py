@@ -51,11 +51,11 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
     own_writer = writer is None
     if writer is None:
         writer = store.StoreWriter(cfg.out, overwrite=cfg.overwrite)  # refuses an existing output at once
-    if not mon.embedded:  # the workers must see what the client sees
-        check_paths(client, [p for p in _inputs(cfg) if os.path.exists(p)],
-                    str(Path(cfg.out).parent) if Path(cfg.out).parent.exists() else "")
     try:
         with writer if own_writer else contextlib.nullcontext(writer):
+            if not mon.embedded:  # the workers must see what the client sees, the partial store included
+                check_paths(client, [p for p in _inputs(cfg) if os.path.isfile(p)],
+                            str(Path(writer.work_dir) / "shared-file-system-check"))
             with mon.stage("ingest"):
                 given = None if nodes is None else tasks.submit("ingest-nodes", _given_nodes, nodes)
                 ing = ingest_stage(tasks, cfg, mon, given, writer.work_dir)

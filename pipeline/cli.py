@@ -12,7 +12,6 @@ Dask, zarr, numba nor the partitioners); each command imports what it needs
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import sys
@@ -44,6 +43,22 @@ def _ints(text: str) -> tuple[int, ...]:
     if not out or min(out) < 1:
         raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
     return out
+
+
+def _size(text: str) -> int:
+    from .sources.budget import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _memory_argument(b) -> None:
+    b.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
+                   help="memory the build may use, e.g. 16G: every size a file or option declares is checked against "
+                        "it before anything is allocated, and a graph that will not fit stops with one line "
+                        "(default: this machine's memory)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -109,6 +124,7 @@ def _build_parser(sub, common) -> None:
     b.add_argument("--chunk-bytes", type=int, default=16 * 2**20, help="bytes of text per parse task")
     b.add_argument("--max-line", type=int, default=2**20, help="longest line accepted, in bytes")
     b.add_argument("--block-nnz", type=int, default=1 << 22, help="nonzeros per row block (the unit of parallel work)")
+    _memory_argument(b)
     _dask_arguments(b)
     b.add_argument("--json", action="store_true", help="print only the build summary, as JSON, on stdout")
 
@@ -166,6 +182,8 @@ def _info_parser(sub, common) -> None:
     i = sub.add_parser("info", parents=[common], help="show what a store holds and its quality table")
     i.add_argument("store", metavar="STORE")
     i.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    i.add_argument("--verify", action="store_true", help="recompute the checksum of every rank block and array "
+                                                           "(reads the whole store); the first bad one is an error")
 
 
 def _report_parser(sub, common) -> None:
@@ -179,6 +197,8 @@ def _report_parser(sub, common) -> None:
     r.add_argument("--format", choices=("html", "ipynb"), default=None,
                    help="output format (default: from --out's extension, .html or .ipynb)")
     r.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    r.add_argument("--overwrite", action="store_true", help="replace an existing OUT (only a report this command "
+                                                             "wrote is ever replaced)")
 
 
 def _simulate_parser(sub, common) -> None:
@@ -235,6 +255,7 @@ def _export_parser(sub, common) -> None:
     g.add_argument("--hidden", type=_ints, default=(16,), help="--balance work: as pipeline build")
     g.add_argument("--features", default="auto", help="the feature width of the work model: as pipeline build")
     g.add_argument("--labels", default="auto", help="the class count of the work model: as pipeline build")
+    _memory_argument(g)
     _dask_arguments(g)
 
 
@@ -244,23 +265,46 @@ def _formats() -> tuple[str, ...]:
     return FORMATS
 
 
-class _JsonFormatter(logging.Formatter):
-    """One JSON object per log record (for log collectors)."""
+def _json_formatter() -> logging.Formatter:
+    """One JSON object per log record (for log collectors): time, level,
+    logger, message, and ``exit_code`` on the final error line."""
+    from pythonjsonlogger.json import JsonFormatter
 
-    def format(self, record: logging.LogRecord) -> str:
-        return json.dumps({"time": self.formatTime(record), "level": record.levelname, "logger": record.name,
-                           "message": record.getMessage()})
+    return JsonFormatter("{asctime}{levelname}{name}{message}", style="{",
+                         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"})
 
 
 def _logging(args) -> None:
     level = logging.WARNING if args.quiet else (logging.INFO if args.verbose == 1 else
                                                  logging.DEBUG if args.verbose > 1 else logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonFormatter() if args.log_format == "json" else
+    if args.verbose < 2:
+        handler.addFilter(_quiet_libraries)
+    handler.setFormatter(_json_formatter() if args.log_format == "json" else
                          logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler], force=True)
     if not args.quiet and args.verbose == 0:
         logging.getLogger("shgcn").setLevel(logging.INFO)
+
+
+_LIBRARIES = ("distributed", "tornado", "asyncio", "bokeh")
+
+
+def _quiet_libraries(record: logging.LogRecord) -> bool:
+    """Dask's own error reports (a lost scheduler, a failing task) repeat, as
+    tracebacks, what the command says in one line: shown with -vv only."""
+    return record.levelno >= logging.CRITICAL or record.name.split(".")[0] not in _LIBRARIES
+
+
+def fail(args, message: str, code: int = 2) -> int:
+    """The command's last word: one line on stderr (``pipeline: error: ...``,
+    or a JSON object with ``--log-format json``), and its exit code."""
+    if getattr(args, "log_format", "text") == "json":
+        log.error("%s", message, extra={"exit_code": code})
+    else:
+        text = message if code == 1 else " ".join(message.split())  # a user error is one line, whatever it quotes
+        print(f"pipeline: {'error: ' if code != 130 else ''}{text}", file=sys.stderr, flush=True)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,10 +319,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return commands.COMMANDS[args.command](args)
     except UserError as e:
-        print(f"pipeline: error: {e}", file=sys.stderr)
-        return 2
+        return fail(args, str(e), 2)
+    except PermissionError as e:  # a file the user may not read or write, wherever it was opened
+        return fail(args, f"{e.filename or ''}: permission denied ({e.strerror or e})".lstrip(": "), 2)
+    except MemoryError as e:
+        return fail(args, f"out of memory ({type(e).__name__}: {' '.join(str(e).split())[:200]}): the graph does "
+                          "not fit in this machine's memory; lower --memory-limit to be stopped before the work, or "
+                          "use a machine with more memory", 2)
     except KeyboardInterrupt:
-        commands.interrupted()
+        commands.interrupted(lambda message: fail(args, message, 130))
         return 130
 
 

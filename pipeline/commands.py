@@ -48,23 +48,26 @@ def build_config(args):
         header=args.header, block_nnz=args.block_nnz, partition_files=tuple(args.partition_file),
         balance=args.balance, hidden=tuple(args.hidden),
         options={o.dest: getattr(args, o.dest) for o in options()},
-        command="pipeline " + shlex.join(sys.argv[1:]),
+        command="pipeline " + shlex.join(sys.argv[1:]), memory_limit=args.memory_limit,
         progress=not (args.quiet or args.json) and sys.stderr.isatty(), heartbeat=args.heartbeat)
 
 
 def cmd_build(args) -> int:
     from .builder import build
     from .runtime.child import kill_children
-    from .runtime.client import ClusterConfig, dask_client
+    from .runtime.client import ClusterConfig, dask_client, scheduler_lost
+    from .sources.resolve import preflight
 
     cfg = build_config(args).resolved()
     cfg.check()
+    ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,
+                         dashboard_address=args.dashboard_address, processes=args.processes)
+    # before the cluster starts or anything is created: the dataset is there, the files can be read
+    preflight(cfg.source, cfg.data_dir, _input_files(cfg), local=ccfg.address() is None)
     quiet = args.quiet or args.json
     # with --json, stdout holds the JSON only: everything else goes to stderr
     say = (lambda *a, **k: None) if args.quiet else (lambda msg: log.info("%s", msg))
     echo = (lambda *a, **k: None) if quiet else print
-    ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,
-                         dashboard_address=args.dashboard_address, processes=args.processes)
     # the output is checked and locked before the cluster starts: a second build, or an output that must not be
     # replaced, stops at once
     with store.StoreWriter(cfg.out, overwrite=cfg.overwrite) as writer, dask_client(ccfg, announce=say) as client:
@@ -74,6 +77,12 @@ def cmd_build(args) -> int:
             with contextlib.suppress(Exception):  # partitioner children on the workers, too
                 client.run(kill_children)
             raise
+        except Exception as e:
+            if scheduler_lost(client, e):
+                raise UserError(f"the Dask scheduler{f' at {ccfg.address()}' if ccfg.address() else ''} stopped "
+                                "answering during the build (killed, or its machine is gone); nothing was written, "
+                                "the workers stop their tasks") from None
+            raise
         if args.keep_dashboard:
             _keep_dashboard(client, say)
     if args.json:
@@ -81,6 +90,11 @@ def cmd_build(args) -> int:
     else:
         echo(f"wrote {result.path} ({', '.join(f'{k} {v:.2f}s' for k, v in result.timings.items())})")
     return 0
+
+
+def _input_files(cfg) -> tuple[str, ...]:
+    """The files besides the source that a build reads."""
+    return (*cfg.partition_files, *([cfg.features] if cfg.features.endswith(".npy") else []))
 
 
 def _keep_dashboard(client, say) -> None:
@@ -114,6 +128,10 @@ def _record_attributes(attrs: dict) -> list[str]:
 
 def cmd_info(args) -> int:
     s = store.open_store(args.store)
+    if args.verify:  # every rank block's and every array's checksum; the first bad one is the error
+        checked = s.verify()
+        if not args.json:
+            print(f"verified   {s.parts} rank blocks and {checked - s.parts} arrays: every checksum matches")
     table = tables.table_from_dataset(s.quality())
     if args.json:
         print(json.dumps(summary(s.attrs, table, s.minibatch()), indent=2, default=float))
@@ -162,9 +180,12 @@ def cmd_report(args) -> int:
 
     logging.getLogger("traitlets").setLevel(logging.ERROR)  # nbconvert's alt-text notices
     try:
-        out = render(args.store, args.run, args.out, args.format, args.timeout)
+        out = render(args.store, args.run, args.out, args.format, args.timeout, overwrite=args.overwrite)
     except ReportCellError as e:
-        print(f"pipeline: report: a notebook cell failed:\n{e}", file=sys.stderr)
+        if args.log_format == "json":
+            log.error("report: a notebook cell failed: %s", e, extra={"exit_code": 1})
+        else:
+            print(f"pipeline: report: a notebook cell failed:\n{e}", file=sys.stderr)
         return 1
     if not args.quiet:
         print(f"wrote {out}")
@@ -220,6 +241,7 @@ def _export_graph(args) -> int:
     from .config import BuildConfig
     from .exports.graph import export_graph
     from .runtime.client import ClusterConfig, dask_client
+    from .sources.resolve import is_path, preflight
 
     if len(args.items) != 3:
         raise UserError("expected: pipeline export graph SOURCE OUT --format parhip|metis")
@@ -227,10 +249,12 @@ def _export_graph(args) -> int:
     cfg = BuildConfig(source=source, out=out, parts=1, models=("rp",), fmt=args.fmt, data_dir=args.data_dir,
                       directed=args.directed, features=args.features, labels=args.labels, balance=args.balance,
                       hidden=tuple(args.hidden), progress=not args.quiet and sys.stderr.isatty(),
-                      heartbeat=args.heartbeat)
+                      heartbeat=args.heartbeat, memory_limit=args.memory_limit)
     say = (lambda *a, **k: None) if args.quiet else (lambda msg: log.info("%s", msg))
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers, dashboard_address=args.dashboard_address,
                          processes=args.processes)
+    preflight(cfg.source if not isinstance(cfg.source, str) or not is_path(cfg.source) else os.path.abspath(cfg.source),
+              cfg.data_dir, _input_files(cfg), local=ccfg.address() is None)
     with dask_client(ccfg, announce=say) as client:
         g = export_graph(cfg, client, args.export_format, overwrite=args.overwrite)
     if not args.quiet:
@@ -252,7 +276,7 @@ COMMANDS = {"build": cmd_build, "info": cmd_info, "report": cmd_report, "dataset
             "export": cmd_export, "simulate": cmd_simulate}
 
 
-def interrupted() -> None:
+def interrupted(say=lambda message: print(f"pipeline: {message}", file=sys.stderr, flush=True)) -> None:
     """Ctrl-C: kill partitioner children, stop writers, remove the partial
     store, and leave at once (worker threads still inside numpy would
     otherwise be waited for)."""
@@ -262,6 +286,6 @@ def interrupted() -> None:
     store.abort_all()
     time.sleep(0.3)  # a write already inside zarr finishes; then its files go too
     store.abort_all()
-    print("pipeline: interrupted; nothing was written", file=sys.stderr, flush=True)
+    say("interrupted; nothing was written")
     logging.shutdown()
     os._exit(130)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .nodes import NodeSpec
+from .nodes import NodeSpec, check_generated
 from .sources.parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES
 from .sources.readers import HEADERS
 
@@ -64,6 +64,14 @@ class BuildConfig:
     progress: bool = False  # a progress bar per stage on the terminal
     heartbeat: float = 30.0  # seconds between "still running" log lines
     command: str = ""
+    memory_limit: int | None = None  # bytes the build may use (None: this machine's memory)
+
+    @property
+    def limit(self) -> int:
+        """The memory budget in bytes (``--memory-limit``, else this machine's memory)."""
+        from .sources.budget import machine_memory
+
+        return self.memory_limit or machine_memory()
 
     @property
     def source_name(self) -> str:
@@ -116,8 +124,12 @@ class BuildConfig:
         if not (math.isfinite(self.eps) and 0 < self.eps < 100):
             raise UserError(f"--eps {self.eps}: must be a finite number above 0 (e.g. 0.01)")
         self._check_models()
-        NodeSpec(self.features, self.labels, self.split, self.seed, self.feature_norm or "none",
-                 self.feature_dtype).check()
+        spec = NodeSpec(self.features, self.labels, self.split, self.seed, self.feature_norm or "none",
+                        self.feature_dtype)
+        spec.check()
+        check_generated(spec, 1, self.limit)
+        if self.memory_limit is not None and self.memory_limit < 1:
+            raise UserError(f"--memory-limit {self.memory_limit}: must be at least one byte")
         if self.chunk_bytes < 1024:
             raise UserError("--chunk-bytes must be at least 1024")
         if self.max_line < 64:

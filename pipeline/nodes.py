@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,15 @@ class NodeSpec:
         if len(f) != 3 or not all(math.isfinite(x) for x in f) or min(f) < 0 or sum(f) > 1 + 1e-9:
             raise UserError(f"--split {','.join(map(str, f))}: need three finite, non-negative fractions "
                             "summing to at most 1")
+        if f[0] <= 0:
+            raise UserError(f"--split {','.join(map(str, f))}: the train fraction is 0, so no vertex would train "
+                            "(e.g. 0.6,0.2,0.2)")
+
+    def check_split(self, n: int) -> None:
+        """A random split of ``n`` vertices must give at least one training vertex."""
+        if int(round(self.split[0] * n)) < 1:
+            raise UserError(f"--split {','.join(map(str, self.split))}: a train fraction of {self.split[0]} of the "
+                            f"{n:,} vertices is no vertex at all")
 
 
 @dataclass
@@ -113,14 +123,27 @@ class NodePlan:
 
 
 def parse_generated(spec: str, what: str) -> int | None:
-    """``random:D`` -> D; ``auto`` -> None."""
+    """``random:D`` -> D (``random:1e3`` is 1000); ``auto`` -> None."""
     if spec == "auto":
         return None
     kind, _, value = spec.partition(":")
-    if kind != "random" or not value.isdigit() or int(value) < 1:
+    m = re.fullmatch(r"([0-9]{1,30})(?:[eE]\+?([0-9]{1,3}))?", value)
+    number = int(m.group(1)) * 10 ** int(m.group(2) or 0) if m else 0
+    if kind != "random" or number < 1:
         extra = ", or a .npy file" if what == "features" else ""
         raise UserError(f"--{what} {spec!r}: expected 'auto' or 'random:N' with N >= 1{extra}")
-    return int(value)
+    return number
+
+
+def check_generated(spec: NodeSpec, n: int, limit: int | None) -> None:
+    """Generated features must fit the memory budget (``n`` rows of float32),
+    checked before any row is drawn."""
+    from .sources import budget
+
+    dim = None if spec.features.endswith(".npy") else parse_generated(spec.features, "features")
+    if dim is not None:
+        what = f"{n:,} vertices x {dim:,} features (float32)" if n > 1 else f"{dim:,} features (float32) even for one vertex"
+        budget.check(limit, 4 * n * dim, f"--features {spec.features}: {what}")
 
 
 Facts = tuple[int | None, int | None, bool, int | None, str]
@@ -146,6 +169,8 @@ def npy_shape(path: str) -> tuple[tuple[int, ...], str]:
         x = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
         raise UserError(f"{path}: file not found") from None
+    except PermissionError:
+        raise UserError(f"{path}: permission denied: this user may not read the file") from None
     except (ValueError, OSError) as e:
         raise UserError(f"{path}: not a .npy array ({e})") from None
     return tuple(x.shape), x.dtype.str
@@ -181,9 +206,11 @@ def plan(spec: NodeSpec, n: int, name: str, facts: Facts, npy: tuple[tuple[int, 
     if c is None and classes_src is None:
         log.warning("%s has no labels: generating random:%d (choose with --labels random:C)", name, DEFAULT_CLASSES)
         c = DEFAULT_CLASSES
-    if c is not None:
-        return NodePlan(dim, c, features_from, "random", "random")
-    return NodePlan(dim, int(classes_src or 0), features_from, "source", "source" if masks_src else "random", kind)
+    out = NodePlan(dim, c, features_from, "random", "random") if c is not None else \
+        NodePlan(dim, int(classes_src or 0), features_from, "source", "source" if masks_src else "random", kind)
+    if out.split_from == "random":
+        spec.check_split(n)
+    return out
 
 
 def split_codes(n: int, fractions: tuple[float, float, float], seed: int) -> np.ndarray:

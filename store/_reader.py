@@ -199,6 +199,9 @@ class Store:
 
     def quality(self):
         """Quality of every model as an xarray Dataset (dims model, part, sender, receiver)."""
+        if not (self.path / _layout.QUALITY / _layout.ROOT_META).exists():
+            raise StoreError(f"{self.path}: the store has no quality tables ({_layout.QUALITY}/ is missing: a "
+                             "damaged store); rebuild it with pipeline build")
         return self._dataset(_layout.QUALITY)
 
     def graph(self, verify: bool = True):
@@ -230,6 +233,24 @@ class Store:
         indptr = np.concatenate(indptr_parts)
         indices = np.concatenate(indices_parts) if indices_parts else np.zeros(0, np.int32)
         return sp.csr_matrix((np.ones(indices.size, np.float32), indices, indptr), shape=(n, n))
+
+    def verify(self) -> int:
+        """Recompute every checksum the store records: each rank's block (in
+        rank order), the partitions, the permutation and offsets, the graph's
+        blocks. Raises :class:`StoreError` naming the first that does not
+        match; returns how many were checked."""
+        for r in range(self.parts):
+            open_rank(self.path, r, verify=True)
+        checked = self.parts
+        sums = self.attrs.get("array_checksums", {})
+        for name in sorted(sums):
+            if name.startswith(f"{_layout.GRAPH}/"):
+                continue
+            want = "<i4" if name.startswith("partitions/") else "<i8"
+            self._checked(name, want)
+            checked += 1
+        self.graph()
+        return checked + sum(1 for k in sums if k.startswith(f"{_layout.GRAPH}/"))
 
     def minibatch(self):
         """Mini-batch quality (xarray Dataset) when the store has an ``shp`` model, else None."""

@@ -7,12 +7,13 @@ an old store, or rename without replacing). Partials never open as stores
 moment ``NAME`` holds the old store, the new one, or nothing, plus at most
 one partial, which the next build to ``NAME`` removes.
 
-While it runs, a build holds ``.NAME.lock`` (created exclusively; a lock
-left by a dead process is taken over with a log line): a second build to the
-same output stops at once. ``--overwrite`` replaces only a shgcn store or an
-empty directory, and the commit checks again that ``NAME`` is still what it
-was at the start: anything else that appeared there is kept, and the new
-store stays in its partial, named in the message.
+While it runs, a build holds ``.NAME.lock`` (a kernel lock, :mod:`._lock`):
+a second build to the same output stops at once. A store is never written
+inside another store (the outer one's ``--overwrite`` would delete it).
+``--overwrite`` replaces only a shgcn store that holds nothing but what a
+store holds, or an empty directory, and the commit checks again that
+``NAME`` is still what it was at the start: anything else that appeared
+there is kept, and the new store stays in its partial, named in the message.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import json
 import logging
 import os
 import shutil
-import socket
 import uuid
 import warnings
 from pathlib import Path
@@ -33,7 +33,8 @@ import zarr
 
 from . import _layout
 from ._arrays import ABORT, NODE_ARRAYS, _check_abort, os_error, write_array
-from ._atomic import RENAME_EXCHANGE, RENAME_NOREPLACE, alive, identity, is_store_dir, read_lock, renameat2
+from ._atomic import RENAME_EXCHANGE, RENAME_NOREPLACE, enclosing_store, foreign_entries, identity, is_store_dir, renameat2
+from ._lock import OutputLock
 from ._schema import SCHEMA_VERSION, StoreError
 
 log = logging.getLogger(__name__)
@@ -74,14 +75,18 @@ class StoreWriter:
         self.tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.tmp = self.path.parent / f".{self.path.name}.partial-{self.tag}"
         self.lock = self.path.parent / f".{self.path.name}.lock"
+        self._lock = OutputLock(self.lock, self.path, self.tmp.name)
         self.committed = False
-        self._locked = False
         self.sums: dict[str, str] = {}
 
     def _check_target(self) -> None:
         p = self.path
         if p.parent.exists() and not p.parent.is_dir():
             raise StoreError(f"{p.parent}: not a directory")
+        outer = enclosing_store(p)
+        if outer is not None:
+            raise StoreError(f"{p}: inside the store {outer}; a store is never built inside another (that store's "
+                             "--overwrite would delete it): choose a directory outside it")
         if not p.exists() and not p.is_symlink():
             return
         if not self.overwrite:
@@ -92,6 +97,10 @@ class StoreWriter:
         if not is_store_dir(p) and any(p.iterdir()):
             raise StoreError(f"{p}: a directory that is not a shgcn store and is not empty; --overwrite replaces "
                              "only a store or an empty directory, so it is left as it is")
+        extra = foreign_entries(p) if is_store_dir(p) else []
+        if extra:
+            raise StoreError(f"{p}: the store holds {extra[0].relative_to(p)}, which no store holds; --overwrite "
+                             f"deletes only what a store contains, so {p} is left as it is (move that out first)")
 
     def __enter__(self) -> StoreWriter:
         ABORT.clear()
@@ -99,7 +108,7 @@ class StoreWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"{self.path.parent}: cannot create the output directory ({e.strerror})") from None
-        self._take_lock()
+        self._lock.acquire()
         try:
             self._remove_stale_partials()
             self.tmp.mkdir()
@@ -121,40 +130,16 @@ class StoreWriter:
             self._release_lock()
 
     # --- the lock
-    def _take_lock(self) -> None:
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "partial": self.tmp.name}
-        for _ in range(2):
-            try:
-                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = read_lock(self.lock)
-                if holder and alive(holder):
-                    raise StoreError(f"{self.path}: another build (pid {holder.get('pid')} on {holder.get('host')}) "
-                                     f"is writing this store; its lock is {self.lock}") from None
-                log.warning("%s: taking over the lock of a build that is no longer running (pid %s)", self.lock,
-                            (holder or {}).get("pid"))
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.lock)
-                continue
-            except OSError as e:
-                raise os_error(self.path, e) from None
-            with os.fdopen(fd, "w") as f:
-                json.dump(me, f)
-            self._locked = True
-            return
-        raise StoreError(f"{self.lock}: cannot take the lock")
-
     def _release_lock(self) -> None:
-        if self._locked:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.lock)
-            self._locked = False
+        self._lock.release()
 
     def _remove_stale_partials(self) -> None:
-        """With the lock held, any partial of this store is a killed build's."""
+        """With the lock held, any partial of this store is a killed build's
+        (nothing is ever built inside one: :func:`enclosing_store`)."""
         for p in self.path.parent.glob(f".{self.path.name}.partial-*"):
-            log.warning("%s: removing the partial store of an earlier build that did not finish", p)
-            shutil.rmtree(p, ignore_errors=True)
+            if p.is_dir() and not p.is_symlink():
+                log.warning("%s: removing the partial store of an earlier build that did not finish", p)
+                shutil.rmtree(p, ignore_errors=True)
 
     # --- contents
     @property
@@ -247,8 +232,7 @@ class StoreWriter:
         except OSError as e:
             raise os_error(self.tmp, e) from None
         now = identity(self.path)
-        if now != self.start_identity or (now is not None and not (self.path.is_dir() and
-                                                                    (is_store_dir(self.path) or not any(self.path.iterdir())))):
+        if now != self.start_identity or (now is not None and not self._replaceable()):
             kept = self.tmp.parent / f"{self.path.name}.new-{self.tag}"
             os.rename(self.tmp, kept)
             self.committed = True
@@ -256,6 +240,11 @@ class StoreWriter:
                              f"the new store is at {kept}")
         self._swap(now is not None)
         self.committed = True
+
+    def _replaceable(self) -> bool:
+        """Still a store holding only what a store holds, or an empty directory."""
+        p = self.path
+        return p.is_dir() and ((is_store_dir(p) and not foreign_entries(p)) or not any(p.iterdir()))
 
     def _swap(self, exists: bool) -> None:
         try:

@@ -84,7 +84,7 @@ def test_entry_points_answer_help():
                 [sys.executable, str(REPO / "trainer" / "train.py"), "--help"]):
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         assert res.returncode == 0 and "usage:" in res.stdout, (cmd, res.stderr)
-    res = subprocess.run([sys.executable, "-m", "shgcn.trainer", "--help"], capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-m", "shgcn.trainer", "--help"], capture_output=True, text=True, timeout=60)
     assert "(default: 0.01)" in res.stdout  # every default is shown
 
 
@@ -105,3 +105,26 @@ def test_wheel_holds_only_shgcn(tmp_path):
     assert tops == {"shgcn"}
     assert "shgcn/notebooks/quality_report.ipynb" in names
     assert {"shgcn/store/py.typed", "shgcn/pipeline/py.typed", "shgcn/trainer/py.typed"} <= set(names)
+
+
+def _untimed_waits(path: Path) -> list[str]:
+    """Calls in ``path`` that could wait forever: ``subprocess.run`` and its
+    kin, and ``.wait()`` / ``.communicate()``, without a ``timeout``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        name, owner = node.func.attr, node.func.value
+        starts = name in ("run", "check_output", "check_call", "call") and isinstance(owner, ast.Name) and \
+            owner.id == "subprocess"
+        waits = name in ("wait", "communicate") and not node.args
+        if (starts or waits) and not any(k.arg == "timeout" for k in node.keywords):
+            out.append(f"{path.relative_to(REPO)}:{node.lineno} {name}")
+    return out
+
+
+def test_every_process_a_test_starts_has_a_timeout():
+    """The suite cannot hang (issue 24, case 17): every process a test runs,
+    and every wait on one, has a timeout (pytest-timeout is the last resort)."""
+    found = [w for path in sorted((REPO / "tests").rglob("*.py")) for w in _untimed_waits(path)]
+    assert found == []

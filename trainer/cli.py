@@ -13,6 +13,7 @@ rank (the job is aborted with that rank's message, never left hanging).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -73,6 +74,12 @@ def parser() -> argparse.ArgumentParser:
                    help="skip the block checksum (bounds are still checked)")
     p.add_argument("--debug-every", type=int, default=0, help="check every N epochs that weights agree on all ranks")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--overwrite", "--overwrite-log", dest="overwrite", action="store_true",
+                   help="replace an existing --log file and the checkpoint in --checkpoint DIR (only a run log or a "
+                        "checkpoint this trainer wrote is replaced; --resume continues them instead)")
+    p.add_argument("--timeout", type=float, default=1800.0,
+                   help="seconds without progress on any rank (a stopped or hung rank) before every rank stops "
+                        "with a line naming it; 0: never")
     mb = p.add_argument_group("mini-batch training (--mode minibatch)")
     mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
     mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
@@ -94,17 +101,31 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from mpi4py import MPI
 
-    from shgcn.store.errors import UserError
-
+    from . import watchdog
     from .config import TrainConfig
-    from .context import Context, setup
-    from .loop import Diverged, train
 
     comm = MPI.COMM_WORLD
     cfg = TrainConfig(**vars(args))
+    dog = watchdog.start(comm, cfg.timeout if math.isfinite(cfg.timeout) else 0)
+    try:
+        return _run(cfg, comm)
+    finally:
+        if dog is not None:
+            dog.stop()
+
+
+def _run(cfg, comm) -> int:
+    from shgcn.store.errors import UserError
+
+    from .context import Context, setup
+    from .loop import Diverged, train
+    from .outputs import check_outputs
+
     ctx: Context | None = None
     err: str | None = None
     try:
+        cfg.check()
+        check_outputs(cfg, comm.rank)  # the log's and the checkpoint's directories, before any work
         ctx = setup(cfg, comm)
     except UserError as e:
         err = str(e)
@@ -135,7 +156,9 @@ def _abort(comm, e: BaseException) -> int:
     """Report this rank's failure and bring the whole job down (exit 1)."""
     print(f"shgcn-train: rank {comm.rank}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
     if comm.size > 1:
-        comm.Abort(1)
+        from .watchdog import abort_job
+
+        abort_job(1)
     return 1
 
 

@@ -45,6 +45,8 @@ class TrainConfig:
     batches_per_epoch: int = 0
     saint: str = "auto"
     norm_batches: int = 50
+    overwrite: bool = False  # replace an existing run log and checkpoint (only ones the trainer wrote)
+    timeout: float = 1800.0  # seconds without progress on any rank before the job ends (0: no watchdog)
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""
@@ -66,6 +68,8 @@ class TrainConfig:
             raise TrainError(f"--exchange {self.exchange!r}: choose from {', '.join(STRATEGIES)}")
         if self.eval_every < 1 or self.checkpoint_every < 1:
             raise TrainError("--eval-every and --checkpoint-every must be >= 1")
+        if not math.isfinite(self.timeout) or self.timeout < 0:
+            raise TrainError(f"--timeout {self.timeout}: seconds, >= 0 (0: no watchdog)")
         if self.resume and not self.checkpoint:
             raise TrainError("--resume needs --checkpoint DIR")
         if self.mode not in MODES:

@@ -12,7 +12,7 @@ import numpy as np
 
 from shgcn.store import runlog
 
-from . import checkpoint
+from . import checkpoint, watchdog
 from .context import Context, versions
 from .minibatch import MiniBatches
 from .spmm import DistSpMM
@@ -56,6 +56,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
     records = []
     try:
         for epoch in range(ctx.start, cfg.epochs):
+            watchdog.tick()
             if cfg.fail_at is not None and cfg.fail_at == (comm.rank, epoch):
                 raise RuntimeError(f"injected failure at epoch {epoch}")
             t0 = time.perf_counter()
@@ -71,6 +72,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
             accs = None
             if (epoch + 1) % cfg.eval_every == 0 or epoch == cfg.epochs - 1:
                 accs = evaluate(ctx, comm, totals)
+                watchdog.tick()
             eval_comm = ctx.exchange.counters.reset()
             per_rank = comm.gather((epoch_time, train_comm, eval_comm["bytes_sent"], res.steps), root=0)
             if cfg.debug_every and (epoch + 1) % cfg.debug_every == 0:
@@ -113,6 +115,7 @@ def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total
                                            mb.loss_weight, train_total, nxt)
         seen += counts
         steps.append(st)
+        watchdog.tick()
     losses = [st.loss for st in steps]
     return EpochResult(float(np.mean(losses)) if losses else 0.0, ctx.targets.score(seen), steps)
 

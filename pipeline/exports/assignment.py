@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -53,14 +54,31 @@ def is_export(d: Path) -> bool:
     return False
 
 
-def check_out(out: Path, overwrite: bool, directory: bool) -> None:
+def is_assignment(path: Path) -> bool:
+    """A file this command writes: one non-negative part id per line, nothing else."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return re.fullmatch(rb"(?:[0-9]+\n)*", data) is not None
+
+
+def check_out(out: Path, overwrite: bool, directory: bool, ours=is_assignment) -> None:
+    """``out`` may be written: its directory exists, and whatever is there is
+    replaced only with ``overwrite`` and only when this command wrote it
+    (``ours(out)``; for a directory: an export of ours, or empty)."""
     if not out.parent.exists():
         raise UserError(f"{out.parent}: directory does not exist")
-    if out.exists():
+    if out.exists() or out.is_symlink():
         if not overwrite:
             raise UserError(f"{out}: already exists (use --overwrite to replace it)")
-        if out.is_dir() != directory:
-            raise UserError(f"{out}: exists and is {'not ' if directory else ''}a directory")
+        if out.is_symlink() or out.is_dir() != directory:
+            raise UserError(f"{out}: exists and is {'not ' if directory else ''}a directory{' (a link)' * out.is_symlink()}"
+                            "; --overwrite replaces only what this command writes, so it is left as it is")
         if directory and any(out.iterdir()) and not is_export(out):
             raise UserError(f"{out}: a directory that is not an export of ours and is not empty; --overwrite replaces "
                             "only those, so it is left as it is")
+        if not directory and not ours(out):
+            raise UserError(f"{out}: not a file this command writes; --overwrite replaces only those, so it is left "
+                            "as it is")

@@ -14,16 +14,38 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from ..config import BuildConfig
 from ..errors import UserError
-from ..runtime.client import Tasks
+from ..runtime.client import Tasks, check_paths
 from ..runtime.monitor import Monitor
 from ..stages.graphfile import FORMATS, GraphFile, write_graph_file
 from ..stages.ingest import ingest_stage
 from ..stages.normalize import normalize_stage
+from .assignment import check_out
+
+
+def is_graph_file(path: Path) -> bool:
+    """A file this command writes: a ParHIP file with vertex weights whose
+    size its header explains, or a METIS file whose header says ``n m 010``."""
+    from ..graphfile import PARHIP_VERTEX_WEIGHTS, parhip_size
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+        size = path.stat().st_size
+    except OSError:
+        return False
+    if len(head) >= 24:
+        version, n, m = (int(x) for x in np.frombuffer(head[:24], "<u8"))
+        if version == PARHIP_VERTEX_WEIGHTS and n < 2**40 and m < 2**44 and size == parhip_size(n, m):
+            return True
+    return re.match(rb"[0-9]+ [0-9]+ 010\n", head) is not None
 
 
 def export_graph(cfg: BuildConfig, client, fmt: str, overwrite: bool = False) -> GraphFile:
@@ -36,17 +58,17 @@ def export_graph(cfg: BuildConfig, client, fmt: str, overwrite: bool = False) ->
     cfg = cfg.resolved()
     cfg.check()
     out = Path(cfg.out)
-    if not out.parent.is_dir():
-        raise UserError(f"{out.parent}: directory does not exist")
-    if out.exists() and not overwrite:
-        raise UserError(f"{out}: already exists (use --overwrite to replace it)")
     if out.is_dir():
         raise UserError(f"{out}: is a directory; name the graph file to write")
+    check_out(out, overwrite, directory=False, ours=is_graph_file)
     tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
     scratch = out.with_name(f".{out.name}.work-{os.getpid()}")  # node data converted by a reader, if any
     tasks = Tasks(client)
     mon = Monitor(client, cfg.heartbeat, cfg.progress)
     try:
+        if not mon.embedded:  # the workers write the file: they must see it (and the source) as this machine does
+            check_paths(client, [str(cfg.source)] if isinstance(cfg.source, str) and os.path.isfile(cfg.source)
+                        else [], str(tmp))
         with mon.stage("ingest"):
             ing = ingest_stage(tasks, cfg, mon, work_dir=str(scratch))
         with mon.stage("normalize"):

@@ -41,7 +41,7 @@ def run_module(module: str, workdir: Path, what: str) -> None:
     with _LOCK:
         _CHILDREN.add(proc)
     try:
-        _, err = proc.communicate()
+        err = _wait(proc, what)
     finally:
         with _LOCK:
             _CHILDREN.discard(proc)
@@ -52,6 +52,36 @@ def run_module(module: str, workdir: Path, what: str) -> None:
     if proc.returncode < 0:
         raise RuntimeError(f"{what}: the child process was killed by signal {signal.Signals(-proc.returncode).name}")
     raise RuntimeError(f"{what}: failed in its child process (exit {proc.returncode}): {err[-2000:]}")
+
+
+def _wait(proc: subprocess.Popen, what: str) -> str:
+    """Wait for the child (its stderr collected); in a Dask worker that is
+    closing (its scheduler is gone, the cluster shuts down), kill the child
+    at once rather than leave it running until the worker process exits."""
+    while True:
+        try:
+            return proc.communicate(timeout=POLL)[1]
+        except subprocess.TimeoutExpired:
+            if worker_closing():
+                proc.kill()
+                proc.communicate()
+                raise RuntimeError(f"{what}: stopped, the Dask worker that ran it is closing (its scheduler is gone)") \
+                    from None
+
+
+POLL = 0.5  # seconds between looks at the worker while a child runs
+_CLOSING = {"closing", "closing_gracefully", "closed", "failed", "stopping", "stopped"}
+
+
+def worker_closing() -> bool:
+    """Running in a Dask worker that is closing or closed."""
+    try:
+        from distributed import get_worker
+
+        status = get_worker().status
+    except (ImportError, ValueError, AttributeError):
+        return False
+    return getattr(status, "name", str(status)) in _CLOSING
 
 
 def user_error(workdir: Path, message: str) -> None:

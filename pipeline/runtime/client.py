@@ -13,6 +13,7 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
@@ -38,6 +39,23 @@ class ClusterConfig:
 
     def address(self) -> str | None:
         return self.scheduler or os.environ.get(ENV_SCHEDULER) or None
+
+
+def _reachable(address: str) -> None:
+    """A TCP scheduler address that refuses connections is one line at once
+    (Dask's client would retry until its timeout)."""
+    import socket
+
+    if not address.startswith("tcp://"):
+        return
+    host, _, port = address[len("tcp://"):].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=10):
+            return
+    except ValueError:
+        raise UserError(f"--scheduler {address!r}: not a Dask scheduler address (expected tcp://HOST:PORT)") from None
+    except OSError as e:
+        raise UserError(f"cannot connect to the Dask scheduler at {address}: {e.strerror or e}") from None
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -79,6 +97,7 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
     if address:
         if "://" in address and not address.startswith(("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")):
             raise UserError(f"--scheduler {address!r}: not a Dask scheduler address (expected tcp://HOST:PORT)")
+        _reachable(address)
         try:
             client = Client(address, timeout="20s")
         except (OSError, TimeoutError, ValueError) as e:
@@ -93,13 +112,35 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
             cluster = LocalCluster(n_workers=1, threads_per_worker=cores, processes=False,
                                    dashboard_address=f"{host}:{port}", worker_dashboard_address=f"{host}:0")
         client = Client(cluster)
+    interrupted = False
     try:
         announce(f"Dask dashboard: {dashboard_link(client, None if address else host)}")
         yield client
+    except KeyboardInterrupt:  # the command ends the process at once; a graceful close would wait for busy workers
+        interrupted = True
+        raise
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        if not interrupted:
+            _close(client, cluster)
+
+
+def scheduler_lost(client, e: BaseException) -> bool:
+    """``e`` (raised by a build on ``client``) means the scheduler is gone."""
+    from distributed.comm.core import CommClosedError
+
+    status = str(getattr(client, "status", "running"))
+    return isinstance(e, CommClosedError) or "scheduler-connection-lost" in str(e) or \
+        status in ("closing", "closed", "connecting")
+
+
+def _close(client, cluster) -> None:
+    """Close the client and the embedded cluster; a scheduler that is gone
+    (killed mid-build) is not waited for, and its errors are not the user's."""
+    with contextlib.suppress(Exception):
+        client.close(timeout=10)
+    if cluster is not None:
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=10)
 
 
 class Tasks:
@@ -141,18 +182,48 @@ class Tasks:
                 f.release()
 
 
-def _see_paths(read: list[str], write: str) -> list[str]:
-    """On a worker: which of the paths it cannot use."""
-    problems = [f"cannot read {p}" for p in read if not os.path.exists(p)]
-    if write and not os.access(write, os.W_OK):
-        problems.append(f"cannot write into {write}")
+def _see_paths(read: dict[str, tuple[int, int] | None], marker: str, token: str) -> list[str]:
+    """On a worker: what it does not see as the client does (an input missing
+    or different, the output's working directory missing)."""
+    problems = []
+    for p, sig in read.items():
+        try:
+            st = os.stat(p)
+        except OSError:
+            problems.append(f"cannot read {p}")
+            continue
+        if sig is not None and (st.st_size, int(st.st_mtime)) != tuple(sig):
+            problems.append(f"sees another {p} than this machine (its size or date differ)")
+    if marker:
+        try:
+            seen = Path(marker).read_text() == token
+        except OSError:
+            seen = False
+        if not seen:
+            problems.append(f"does not see the store being written under {Path(marker).parent.parent.parent}")
     return problems
 
 
-def check_paths(client, read: list[str], write: str) -> None:
-    """Every worker must see the input files and the output directory at the
-    same (absolute) paths as the client: one line naming the first that does not."""
-    found = client.run(_see_paths, read, write)
+def signature(path: str) -> tuple[int, int] | None:
+    """(size, modification second) of a file: what the workers must see too
+    (None: the client does not see it; the workers must)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, int(st.st_mtime)
+
+
+def check_paths(client, read: list[str], marker: str = "") -> None:
+    """Every worker must see the input files and the output being written
+    (``marker``: a file in the build's partial directory, whose content only
+    this build knows) at the same absolute paths as the client: one line
+    naming the first worker and path that does not. Writes the marker."""
+    token = uuid.uuid4().hex
+    if marker:
+        Path(marker).parent.mkdir(parents=True, exist_ok=True)
+        Path(marker).write_text(token)
+    found = client.run(_see_paths, {p: signature(p) for p in read}, marker, token)
     for worker, problems in sorted(found.items()):
         if problems:
             raise UserError(f"Dask worker {worker} {problems[0]}: the workers need the input and the output directory "

@@ -18,6 +18,8 @@ import threading
 import time
 from collections.abc import Iterator
 
+from .progress import REDRAW, StageBar, label
+
 log = logging.getLogger(__name__)
 
 CLIENT = "client"
@@ -61,7 +63,7 @@ class Monitor:
         self.children: dict[str, float] = {}
         self._stage: str | None = None
         self._t0: float | None = None
-        self._bar = False
+        self._step = ""  # what the stage runs now (a bar's name: "partition: hp")
         self._futures: list = []
         self.embedded = _embedded(client)
 
@@ -98,11 +100,12 @@ class Monitor:
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        self._stage, self._futures = name, []
+        self._stage, self._futures, self._step = name, [], ""
         self.children = {}
         self._reset_all()
         stop = threading.Event()
-        beat = threading.Thread(target=self._beat, args=(name, stop), daemon=True, name=f"heartbeat-{name}")
+        bar = StageBar(name) if self.progress else None
+        beat = threading.Thread(target=self._beat, args=(name, stop, bar), daemon=True, name=f"heartbeat-{name}")
         t0 = self._t0 = time.perf_counter()
         beat.start()
         try:
@@ -110,6 +113,8 @@ class Monitor:
         finally:
             stop.set()
             beat.join()
+            if bar is not None:
+                bar.close(*self._counts(), self._step)
         self.times[name] = round(time.perf_counter() - t0, 3)
         peaks = self._peaks()
         for child, mib in self.children.items():
@@ -125,32 +130,34 @@ class Monitor:
             self.times[self._stage] = round(time.perf_counter() - self._t0, 3)
             self.peaks[self._stage] = self._peaks()
 
-    def _beat(self, name: str, stop: threading.Event) -> None:
-        t0 = time.perf_counter()
-        while not stop.wait(self.heartbeat):
-            if self._bar:  # a progress bar is drawing: it shows the progress, a log line would break it
-                continue
-            done = sum(f.done() for f in self._futures)
-            log.info("stage %s: running for %.0f s (%d of %d tasks done)", name, time.perf_counter() - t0, done,
-                     len(self._futures))
+    def _counts(self) -> tuple[int, int]:
+        futures = list(self._futures)
+        return sum(f.done() for f in futures), len(futures)
+
+    def _beat(self, name: str, stop: threading.Event, bar: StageBar | None) -> None:
+        """The stage's clock: the bar redrawn every half second (elapsed time
+        and spinner move even while one long task runs), and a heartbeat log
+        line every ``heartbeat`` seconds, printed above the bar."""
+        t0 = last = time.perf_counter()
+        while not stop.wait(REDRAW if bar is not None else self.heartbeat):
+            done, total = self._counts()
+            if bar is not None:
+                bar.show(done, total, self._step)
+            now = time.perf_counter()
+            if now - last >= self.heartbeat - 1e-3:
+                last = now
+                log.info("stage %s: running for %.0f s (%d of %d tasks done)", label(name, self._step), now - t0,
+                         done, total)
 
     def bar(self, futures: list, name: str) -> None:
-        """A progress bar named after its stage, on the terminal (stderr)."""
+        """Show ``futures`` as the stage's running step ``name``; on a terminal
+        (``progress``), wait for them while the stage's bar shows them."""
         self.watch(futures)
-        if not self.progress or not futures:
-            return
-        import sys
+        self._step = name
+        if self.progress and futures:
+            from distributed import wait
 
-        from distributed import progress
-
-        print(f"{name}:", file=sys.stderr, flush=True)
-        self._bar = True
-        try:
-            with contextlib.redirect_stdout(sys.stderr):
-                progress(futures, notebook=False)
-        finally:
-            self._bar = False
-        print(file=sys.stderr, flush=True)
+            wait(futures)
 
     def peak_overall(self) -> float:
         return max((v for p in self.peaks.values() for v in p.values()), default=0.0)

@@ -18,6 +18,7 @@ downloads them unchecked).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -231,12 +232,18 @@ def locate(ds: Dataset, data_dir: str | Path | None = None, download: bool = Tru
     if not download:
         raise _missing(ds, dirs, None)
     target = cache_dir()
+    # the directories this call makes: removed again if a failed download leaves them empty
+    new_dirs = sorted({d for rel in ds.files for d in (target / rel).parents if not d.exists()},
+                      key=lambda d: -len(d.parts))
     try:
         if ds.archive == "zip":
             _fetch_zip(ds, target)
         else:
             _fetch_files(ds, target)
     except (OSError, ValueError) as e:  # requests' errors are OSErrors; a hash mismatch is a ValueError
+        for d in new_dirs:
+            with contextlib.suppress(OSError):
+                d.rmdir()
         raise _missing(ds, dirs, _why(e)) from None
     return target / ds.path
 

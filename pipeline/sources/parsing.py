@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .budget import edges_over, max_edges
 from .records import ParsedChunk
 from .tokens import ChunkError, Tokens, count_lines, tokenize
 
@@ -170,6 +171,9 @@ def _fast_mtx(data: bytes, n: int, field: str) -> ParsedChunk | None:
     return ParsedChunk(coo.row.astype(np.int64), coo.col.astype(np.int64), lines, 0)
 
 
+_NOT_DECIMAL = (b"0x", b"0X", b"-0")  # what pyarrow's integer parser accepts and a vertex id must not be
+
+
 def _fast_pairs(data: bytes, max_id: int | None, base: int) -> ParsedChunk | None:
     """pyarrow's CSV reader on the common layouts (one tab or one space
     between fields, comments only at the top); None when it does not apply."""
@@ -180,6 +184,8 @@ def _fast_pairs(data: bytes, max_id: int | None, base: int) -> ParsedChunk | Non
     body = memoryview(data)[start:]
     if not body:
         return ParsedChunk(_EMPTY, _EMPTY, count_lines(data), comments)
+    if any(data.find(t, start) >= 0 for t in _NOT_DECIMAL):
+        return None  # pyarrow reads 0x10 as 16 and -0 as 0; the tokenizer refuses both and names the line
     nl = data.find(b"\n", start)
     delim = "\t" if b"\t" in data[start:nl if nl >= 0 else len(data)] else " "
     # no pre-scan for comments or odd spacing: pyarrow refuses those lines (a bad value, an empty field
@@ -259,10 +265,17 @@ def parse_range(r: ByteRange, kind: str, max_line: int, kwargs: dict) -> ParsedC
     return PARSERS[kind](data, **kwargs)
 
 
-def parse_gzip(path: str, skip: int, chunk_bytes: int, max_line: int, kind: str, kwargs: dict) -> list[ParsedChunk]:
+def parse_gzip(path: str, skip: int, chunk_bytes: int, max_line: int, kind: str, kwargs: dict,
+               limit: int | None = None) -> list[ParsedChunk]:
     """``ingest-gzip`` task: stream a gzip file (after ``skip`` decompressed
-    header bytes) and parse it block by block; memory stays near
-    ``chunk_bytes + max_line``. Stops at the first error."""
+    header bytes) and parse it block by block; the text in memory stays near
+    ``chunk_bytes + max_line``, and the lines are counted before each block
+    is parsed, so a file that expands past the edges the memory budget
+    ``limit`` allows (a gzip bomb) stops before its edges exhaust memory.
+    Stops at the first error."""
+    cap = max_edges(limit)
+    if cap is not None and limit is not None and not _lines_within(path, skip, chunk_bytes, cap, max_line):
+        return [_too_many(cap, limit)]  # counted without parsing or keeping anything: a bomb stops here
     out: list[ParsedChunk] = []
     lines = 0
     try:
@@ -286,6 +299,8 @@ def parse_gzip(path: str, skip: int, chunk_bytes: int, max_line: int, kind: str,
                     out.append(ParsedChunk(_EMPTY, _EMPTY, count_lines(block[:cut]) + 1, 0,
                                            ChunkError(count_lines(block[:cut]), _long_line(rest, max_line).message)))
                     return out
+                if cap is not None and limit is not None and lines + block.count(b"\n", 0, cut) > cap:
+                    return out + [_too_many(cap, limit)]
                 out.append(PARSERS[kind](block[:cut], **kwargs))
                 lines += out[-1].n_lines
                 if out[-1].error is not None:
@@ -298,6 +313,31 @@ def parse_gzip(path: str, skip: int, chunk_bytes: int, max_line: int, kind: str,
     except (gzip.BadGzipFile, zlib.error) as e:
         out.append(ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"corrupt gzip file ({e})")))
     return out
+
+
+def _lines_within(path: str, skip: int, chunk_bytes: int, cap: int, max_line: int) -> bool:
+    """Whether the decompressed file (after ``skip`` bytes) has at most
+    ``cap`` lines: one pass that counts newlines block by block and stops
+    once past ``cap`` (memory: one block). A corrupt stream, or a line longer
+    than ``max_line`` (a binary file), counts as within: the parse names its
+    problem at once."""
+    lines = tail = 0
+    try:
+        with gzip.open(path, "rb") as f:
+            f.read(skip)
+            while lines <= cap and (block := f.read(chunk_bytes)):
+                found = block.count(b"\n")
+                tail = tail + len(block) if not found else len(block) - block.rfind(b"\n") - 1
+                if tail > max_line:
+                    return True
+                lines += found
+    except (EOFError, OSError, zlib.error):
+        return True
+    return lines <= cap
+
+
+def _too_many(cap: int, limit: int) -> ParsedChunk:
+    return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, edges_over(cap, limit, "decompressed, the file")))
 
 
 def bgzf_members(path: str, size: int) -> list[int] | None:

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import UserError, located
+from . import budget
 from .records import RawGraph
 
 _MULTIARRAY = "numpy._core.multiarray" if importlib.util.find_spec("numpy._core") else "numpy.core.multiarray"
@@ -54,15 +55,23 @@ def load_pickle(path: str | Path):
             return _RestrictedUnpickler(f, encoding="latin1").load()
     except FileNotFoundError:
         raise UserError(f"{path}: file not found") from None
+    except PermissionError:
+        raise located(path, "permission denied: this user may not read the file (check its mode and owner)") \
+            from None
     except Exception as e:  # noqa: BLE001 - untrusted bytes: any failure of the unpickler is a bad file
-        raise located(path, f"not a valid Planetoid pickle ({type(e).__name__}: {str(e)[:200]})") from None
+        why = " ".join(str(e).split())[:200]  # one line, whatever the exception says
+        raise located(path, f"not a valid Planetoid pickle ({type(e).__name__}: {why})") from None
 
 
-def _dense(x, path) -> np.ndarray:
+def _dense(x, path, limit: int | None = None) -> np.ndarray:
     if isinstance(x, sp.csr_matrix):
         # rebuild from the raw arrays: the pickled object has old-scipy attributes
         d = vars(x)
         shape = d.get("_shape", d.get("shape"))
+        if not (isinstance(shape, tuple) and len(shape) == 2 and all(isinstance(k, int) and k >= 0 for k in shape)):
+            raise located(path, f"a sparse matrix with the shape {str(shape)[:60]}")
+        budget.check(limit, 4 * shape[0] * shape[1], f"a sparse matrix of shape {shape[0]:,} x {shape[1]:,} "
+                                                     "(dense, float32)", str(path))
         x = sp.csr_matrix((d["data"], d["indices"], d["indptr"]), shape=shape)
         return np.asarray(x.todense(), dtype=np.float32)
     if isinstance(x, np.ndarray):
@@ -70,7 +79,7 @@ def _dense(x, path) -> np.ndarray:
     raise located(path, f"unexpected object of type {type(x).__name__}")
 
 
-def read_planetoid(prefix: str) -> RawGraph:
+def read_planetoid(prefix: str, limit: int | None = None) -> RawGraph:
     """Read the Planetoid files ``<dir>/ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index}``.
 
     ``prefix`` is ``<dir>/ind.<name>`` (any of its files also works). Follows
@@ -78,8 +87,12 @@ def read_planetoid(prefix: str) -> RawGraph:
     positions listed in ``test.index``; test ids missing from the file (CiteSeer)
     get zero features and no label. When ``allx`` is missing (PubMed offline),
     only the labelled ``x`` and ``tx`` rows have features: features are
-    returned as None and a note says so.
+    returned as None and a note says so. Every size the files claim (the
+    largest key, the test ids, a sparse matrix's shape) is checked against
+    the memory budget ``limit`` (bytes; default: this machine's memory)
+    before anything of that size is allocated.
     """
+    limit = limit or budget.machine_memory()
     p = Path(prefix)
     if p.name.startswith("ind.") and p.name.count(".") >= 2:
         p = p.with_name(".".join(p.name.split(".")[:2]))
@@ -93,16 +106,17 @@ def read_planetoid(prefix: str) -> RawGraph:
     if not isinstance(graph, dict):
         raise located(f("graph"), "expected a dict of adjacency lists")
     test_idx = _test_index(f("test.index"))
-    n_train = _dense(load_pickle(f("y")), f("y")).shape[0]
-    ally = _dense(load_pickle(f("ally")), f("ally"))
+    n_train = _dense(load_pickle(f("y")), f("y"), limit).shape[0]
+    ally = _dense(load_pickle(f("ally")), f("ally"), limit)
     test_sorted = np.sort(test_idx)
     lo, hi = int(test_sorted[0]), int(test_sorted[-1])
     n = max(ally.shape[0] + (hi - lo + 1), max(graph.keys()) + 1)
-    labels = _labels(n, ally, _dense(load_pickle(f("ty")), f("ty")), test_idx)
-    tx = _dense(load_pickle(f("tx")), f("tx"))
+    tx = _dense(load_pickle(f("tx")), f("tx"), limit)
+    _check_sizes(base, graph, n, hi - lo + 1, tx.shape[1] if tx.ndim == 2 else 0, limit)
+    labels = _labels(n, ally, _dense(load_pickle(f("ty")), f("ty"), limit), test_idx)
     features, notes = None, []
     if f("allx").exists():
-        features = _features(n, _dense(load_pickle(f("allx")), f("allx")), tx, test_idx)
+        features = _features(n, _dense(load_pickle(f("allx")), f("allx"), limit), tx, test_idx)
     else:
         notes.append(f"{base}.allx is missing: only {n_train + tx.shape[0]} of {n} vertices have features; "
                      "use --features random:D")
@@ -114,6 +128,15 @@ def read_planetoid(prefix: str) -> RawGraph:
     return RawGraph(src=src, dst=dst, n=n, directed=False, source=str(base), lines=int(src.size),
                     node_ids=np.arange(n, dtype=np.int64), features=features, labels=labels,
                     masks=masks, notes=notes)
+
+
+def _check_sizes(base: Path, graph: dict, n: int, test_span: int, width: int, limit: int) -> None:
+    """The vertex count the largest key and the test ids imply, the edges and
+    the features, against the memory budget, before any (n,) array exists."""
+    edges = sum(map(len, graph.values()))
+    what = (f"the largest vertex id ({n - 1:,}, from ind.*.graph's keys or ind.*.test.index) implies {n:,} "
+            f"vertices{f' ({width:,} features each)' if width else ''}: that graph")
+    budget.check(limit, budget.graph_bytes(n, edges, width) + 8 * test_span * max(width, 1), what, f"{base}.graph")
 
 
 def _test_index(path: Path) -> np.ndarray:

@@ -3,12 +3,11 @@ its format, size, compression, header and declared size."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError, located
-from . import FORMATS, parsing
+from . import FORMATS, budget, parsing
 
 _HEADER_PEEK = 64 * 1024
 
@@ -65,14 +64,16 @@ class Probe:
     kwargs: dict = field(default_factory=dict)
 
 
-def probe(path: str, fmt: str) -> Probe:
-    """``ingest-probe`` task: check the file and read its header."""
+def probe(path: str, fmt: str, limit: int | None = None) -> Probe:
+    """``ingest-probe`` task: check the file and read its header; declared
+    sizes are checked against the memory budget ``limit`` (bytes)."""
     p = Path(path)
     if fmt != "planetoid":
         if not p.exists():
             raise UserError(f"{path}: file not found")
         if p.is_dir():
             raise UserError(f"{path}: is a directory, expected a {fmt} file")
+        readable(path)
         if p.stat().st_size == 0:
             raise located(path, "empty file")
     if fmt in ("npz", "planetoid"):
@@ -84,7 +85,22 @@ def probe(path: str, fmt: str) -> Probe:
     if fmt == "edgelist":
         return base
     lines = _head_lines(path, gz)
-    return _probe_mtx(base, lines) if fmt == "mtx" else _probe_metis(base, lines)
+    return _probe_mtx(base, lines, limit) if fmt == "mtx" else _probe_metis(base, lines, limit)
+
+
+def readable(path: str | Path) -> None:
+    """One line naming ``path`` when this process may not read it (permission
+    denied, an unreadable mount), before any work."""
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+    except IsADirectoryError:
+        return
+    except PermissionError:
+        raise located(path, "permission denied: this user may not read the file (check its mode and owner)") \
+            from None
+    except OSError as e:
+        raise located(path, f"cannot read ({e.strerror or e})") from None
 
 
 def _head_lines(path: str, gz: bool) -> list[bytes]:
@@ -107,19 +123,19 @@ def _int_words(line: bytes, path: str, lineno: int, what: str) -> list[int]:
         raise located(path, f"bad {what} {line.strip()[:60]!r}", lineno) from None
 
 
-def check_declared(path: str, n: int, lineno: int | None) -> None:
-    """A declared vertex count must be positive and fit this machine's memory
-    (8 bytes per vertex for the row pointers alone), checked before anything
-    is allocated."""
+def check_declared(path: str, n: int, lineno: int | None, limit: int | None = None, edges: int = 0) -> None:
+    """A declared vertex count must be positive, and the declared vertices
+    and edges must fit the memory budget ``limit`` (default: this machine's
+    memory), checked before anything is allocated."""
     if n < 1:
         raise located(path, f"declared size {n}: a graph needs at least one vertex", lineno)
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if 8 * n > memory:
-        raise located(path, f"declared size {n:,} vertices needs {8 * n / 2**30:,.0f} GiB for its row pointers "
-                            f"alone; this machine has {memory / 2**30:,.0f} GiB", lineno)
+    if edges < 0:
+        raise located(path, f"declared edge count {edges}: must not be negative", lineno)
+    what = f"the declared size ({n:,} vertices" + (f", {edges:,} edges)" if edges else ")")
+    budget.check(limit or budget.machine_memory(), budget.graph_bytes(n, edges), what, path, lineno)
 
 
-def _probe_mtx(pb: Probe, lines: list[bytes]) -> Probe:
+def _probe_mtx(pb: Probe, lines: list[bytes], limit: int | None = None) -> Probe:
     """Matrix Market coordinate file; banner and size line optional.
 
     Without a banner, the first data line is a size line only if it has three
@@ -151,7 +167,7 @@ def _probe_mtx(pb: Probe, lines: list[bytes]) -> Probe:
         if banner or _count_data_lines(path, pb.gzip, header_bytes + len(lines[i])) == nnz:
             if rows != cols:
                 raise located(path, f"matrix is {rows} x {cols}; an adjacency matrix must be square", i + 1)
-            check_declared(path, rows, i + 1)
+            check_declared(path, rows, i + 1, limit, nnz)
             n, entries = rows, nnz
             header_bytes += len(lines[i])
             i += 1
@@ -175,7 +191,7 @@ def _count_data_lines(path: str, gz: bool, offset: int) -> int:
     return count + (last != b"\n")
 
 
-def _probe_metis(pb: Probe, lines: list[bytes]) -> Probe:
+def _probe_metis(pb: Probe, lines: list[bytes], limit: int | None = None) -> Probe:
     """METIS ``.graph``: header ``n m [fmt [ncon]]``, then one 1-based
     adjacency line per vertex; ``%`` lines are comments."""
     path = pb.path
@@ -188,7 +204,7 @@ def _probe_metis(pb: Probe, lines: list[bytes]) -> Probe:
     if len(head) < 2:
         raise located(path, "METIS header needs 'n m'", i + 1)
     n, m = head[0], head[1]
-    check_declared(path, n, i + 1)
+    check_declared(path, n, i + 1, limit, 2 * m)
     fmt = f"{head[2]:03d}" if len(head) > 2 else "000"
     ncon = head[3] if len(head) > 3 else (1 if fmt[1] == "1" else 0)
     if fmt[0] == "1":

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError, located
-from . import HEADERS, parsing
+from . import HEADERS, budget, parsing
 from . import chunks as chunk_tasks
 from .planetoid import read_planetoid
 from .probe import FORMATS, Probe, check_declared, detect_format, probe
@@ -49,6 +49,11 @@ class ReadOptions:
     split_scheme: str | None = None
     work_dir: str | None = None
     feature_dtype: str = "float32"
+    memory_limit: int | None = None  # bytes the build may use (None: this machine's memory)
+
+    @property
+    def limit(self) -> int:
+        return self.memory_limit or budget.machine_memory()
 
 
 @dataclass
@@ -94,21 +99,22 @@ class Whole:
     notes: list[str] = field(default_factory=list)
 
 
-def read_npz(path: str) -> Whole:
-    """A scipy.sparse matrix saved with ``save_npz`` (its size is checked
-    before anything is allocated)."""
+def read_npz(path: str, limit: int | None = None) -> Whole:
+    """A scipy.sparse matrix saved with ``save_npz`` (its shape and entry
+    count are checked against the memory budget before anything is allocated)."""
     import scipy.sparse as sp
 
     try:
         with np.load(path, allow_pickle=False) as z:
             shape = tuple(int(x) for x in z["shape"]) if "shape" in z.files else None
+            entries = _npz_entries(z)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
         raise located(path, f"not a scipy.sparse .npz file ({e})") from None
     if shape is None or len(shape) != 2:
         raise located(path, "not a scipy.sparse .npz file (no 2-d 'shape')")
     if shape[0] != shape[1]:
         raise located(path, f"matrix is {shape[0]} x {shape[1]}; an adjacency matrix must be square")
-    check_declared(path, shape[0], None)
+    check_declared(path, shape[0], None, limit, entries)
     try:
         m = sp.load_npz(path).tocoo()
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
@@ -116,9 +122,23 @@ def read_npz(path: str) -> Whole:
     return Whole(ParsedChunk(m.row.astype(np.int64), m.col.astype(np.int64), int(m.nnz)), shape[0], None)
 
 
-def read_planetoid_whole(prefix: str) -> Whole:
+def _npz_entries(z) -> int:
+    """The entry count of a saved sparse matrix, from an array's header
+    (``indices`` or ``row``): nothing is read but the header."""
+    for name in ("indices", "row", "data"):
+        member = f"{name}.npy"
+        if member in z.zip.namelist():
+            with z.zip.open(member) as f:
+                version = np.lib.format.read_magic(f)
+                shape = (np.lib.format.read_array_header_1_0(f) if version == (1, 0) else
+                         np.lib.format.read_array_header_2_0(f))[0]
+            return int(np.prod(shape)) if shape else 0
+    return 0
+
+
+def read_planetoid_whole(prefix: str, limit: int | None = None) -> Whole:
     try:
-        raw = read_planetoid(prefix)
+        raw = read_planetoid(prefix, limit)
     except (TypeError, ValueError, IndexError, KeyError, AttributeError) as e:
         raise located(prefix, f"not the Planetoid layout this reader knows ({type(e).__name__}: {e})") from None
     return Whole(ParsedChunk(raw.src, raw.dst, raw.lines), int(raw.n or 0), raw.directed, 0,
@@ -153,15 +173,16 @@ def submit_read(tasks, path: str, fmt: str | None, opts: ReadOptions = ReadOptio
         from .saint import submit_saint
 
         return (submit_ogb if fmt == "ogb" else submit_saint)(tasks, path, opts)
-    pb: Probe = tasks.submit("ingest-probe", probe, path, fmt).result()
+    pb: Probe = tasks.submit("ingest-probe", probe, path, fmt, opts.limit).result()
     if pb.kind == "whole":
-        whole = tasks.submit("ingest-read", read_planetoid_whole if fmt == "planetoid" else read_npz, path)
+        whole = tasks.submit("ingest-read", read_planetoid_whole if fmt == "planetoid" else read_npz, path,
+                             opts.limit)
         n, directed, lines, notes, has_nodes = tasks.submit("ingest-info", whole_info, whole).result()
         chunk = tasks.submit("ingest-chunk", whole_chunk, whole)
         nodes = tasks.submit("ingest-nodes", whole_nodes, whole) if has_nodes else None
         return RawSource(path, [chunk], [chunk_tasks.ChunkMeta(lines, 0, lines, None)], n, 0, directed, nodes, notes)
     chunks = _submit_text(tasks, pb, opts)
-    metas = tasks.gather([tasks.submit("ingest-meta", chunk_tasks.meta, c, index=i) for i, c in enumerate(chunks)])
+    metas = _metas_within(tasks, pb, chunks, opts.limit)
     _raise_first_error(pb, metas)
     if pb.kind == "adjacency":
         chunks, metas = _shift_adjacency(tasks, pb, chunks, metas)
@@ -171,7 +192,7 @@ def submit_read(tasks, path: str, fmt: str | None, opts: ReadOptions = ReadOptio
     if fmt == "edgelist":
         _header_line(tasks, raw, opts.header)
     if fmt == "mtx":
-        _mtx_after(tasks, pb, raw)
+        _mtx_after(tasks, pb, raw, opts.limit)
     return raw
 
 
@@ -183,7 +204,7 @@ def _submit_text(tasks, pb: Probe, opts: ReadOptions) -> list:
     if pb.members is None or pb.header_bytes:
         # one worker streams the file; its blocks become chunks
         blocks = tasks.submit("ingest-gzip", parsing.parse_gzip, pb.path, pb.header_bytes, opts.chunk_bytes,
-                              opts.max_line, kind, kw)
+                              opts.max_line, kind, kw, opts.limit)
         count = tasks.submit("ingest-gzip-count", chunk_tasks.count, blocks).result()
         return [tasks.submit("ingest-block", chunk_tasks.nth, blocks, i, index=i) for i in range(count)]
     starts = list(pb.members) + [pb.size]
@@ -194,6 +215,25 @@ def _submit_text(tasks, pb: Probe, opts: ReadOptions) -> list:
                          starts[min(g + per, len(starts) - 1)], starts[min(g + per + reach, len(starts) - 1)],
                          opts.max_line, kind, kw, index=i)
             for i, g in enumerate(groups)]
+
+
+def _metas_within(tasks, pb: Probe, chunks: list, limit: int) -> list:
+    """The chunks' metas, gathered as they complete; once the edges parsed so
+    far cannot fit the memory budget, the rest is dropped and the build stops
+    with one line (the parsed chunks never pile up beyond the budget)."""
+    from distributed import as_completed
+
+    futures = [tasks.submit("ingest-meta", chunk_tasks.meta, c, index=i) for i, c in enumerate(chunks)]
+    cap = budget.max_edges(limit) or 0
+    seen = 0
+    for f in as_completed(futures):
+        m = f.result()
+        seen += m.edges
+        if m.error is None and seen > cap:
+            for other in futures + chunks:
+                other.release()
+            raise located(pb.path, budget.edges_over(cap, limit))
+    return tasks.gather(futures)
 
 
 def _raise_first_error(pb: Probe, metas: list) -> None:
@@ -247,14 +287,14 @@ def _header_line(tasks, raw: RawSource, header: str) -> None:
                                         m.lower, m.upper, m.max_rest)
 
 
-def _mtx_after(tasks, pb: Probe, raw: RawSource) -> None:
+def _mtx_after(tasks, pb: Probe, raw: RawSource, limit: int | None = None) -> None:
     edges = raw.lines
     if pb.entries is not None and edges != pb.entries:
         raise located(pb.path, f"the size line declares {pb.entries:,} entries but the file has {edges:,} "
                                "(a truncated or corrupt file?)")
     if raw.n is None:
         raw.n = max(m.max_id for m in raw.metas if m.edges) + 1
-        check_declared(pb.path, raw.n, None)
+        check_declared(pb.path, raw.n, None, limit, raw.lines)
     if raw.directed is None and (all(m.lower for m in raw.metas) or all(m.upper for m in raw.metas)):
         log.info("%s: no banner and all entries in one triangle: reading as symmetric", pb.path)
         raw.directed = False
@@ -282,7 +322,7 @@ def gather_raw(tasks, raw: RawSource) -> RawGraph:
 
 
 def read(path: str | Path, fmt: str | None, client, chunk_bytes: int = parsing.DEFAULT_CHUNK_BYTES,
-         header: str = "auto", split_scheme: str | None = None) -> RawGraph:
+         header: str = "auto", split_scheme: str | None = None, memory_limit: int | None = None) -> RawGraph:
     """Read ``path`` and bring its edges (and node data) to the client (tests and small graphs)."""
     import tempfile
 
@@ -291,7 +331,8 @@ def read(path: str | Path, fmt: str | None, client, chunk_bytes: int = parsing.D
     tasks = Tasks(client)
     with tempfile.TemporaryDirectory(prefix="shgcn-read-") as work:
         try:
-            opts = ReadOptions(chunk_bytes=chunk_bytes, header=header, split_scheme=split_scheme, work_dir=work)
+            opts = ReadOptions(chunk_bytes=chunk_bytes, header=header, split_scheme=split_scheme, work_dir=work,
+                               memory_limit=memory_limit)
             return gather_raw(tasks, submit_read(tasks, str(path), fmt, opts))
         finally:
             tasks.release()

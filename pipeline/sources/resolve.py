@@ -32,6 +32,42 @@ def is_path(source: str) -> bool:
     return synthetic.parse_spec_kind(source) is None and source.lower() not in datasets.REGISTRY
 
 
+def preflight(source: Any, data_dir: str | None, files: tuple[str, ...] = (), local: bool = True) -> None:
+    """What can be checked on this machine before any cluster starts or
+    anything is created: a dataset's files are found (or downloaded: a
+    failure is one line and leaves no empty cache directory), and, when the
+    workers share this machine's files (``local``), a file source and the
+    other input ``files`` exist and may be read."""
+    from .probe import detect_format, readable
+
+    if not isinstance(source, str) or synthetic.parse_spec_kind(source) is not None:
+        paths = list(files)
+    elif source.lower() in datasets.REGISTRY:
+        datasets.locate(datasets.lookup(source), data_dir)
+        paths = list(files)
+    else:
+        paths = [source, *files]
+    if not local:
+        return
+    for p in paths:
+        if not Path(p).exists():
+            if p == source and not _planetoid_prefix(p, detect_format):
+                known = ", ".join(sorted(datasets.REGISTRY))
+                raise UserError(f"{p}: no such file, and not a known dataset ({known}) or rmat:/sbm: spec")
+            if p != source:
+                raise UserError(f"{p}: file not found")
+            continue
+        if Path(p).is_file():
+            readable(p)
+
+
+def _planetoid_prefix(path: str, detect) -> bool:
+    try:
+        return detect(path) == "planetoid"
+    except UserError:
+        return False
+
+
 def read_source(tasks, source: Any, fmt: str | None, data_dir: str | None, feature_norm: str | None,
                 opts: ReadOptions) -> Source:
     """Start reading ``source`` on the workers. ``feature_norm`` None: the
@@ -39,7 +75,7 @@ def read_source(tasks, source: Any, fmt: str | None, data_dir: str | None, featu
     norm = feature_norm or "none"
     if not isinstance(source, str):
         return Source(submit_memory(tasks, source), "in-memory graph", None, norm, "memory")
-    gen = synthetic.submit(tasks, source)
+    gen = synthetic.submit(tasks, source, opts.limit)
     if gen is not None:
         return Source(gen, source, gen.directed, norm, "generator")
     if source.lower() in datasets.REGISTRY:

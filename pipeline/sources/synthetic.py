@@ -122,8 +122,8 @@ def parse_params(spec: str) -> tuple[str, dict] | None:
         try:
             default = params[key].default
             kwargs[key] = type(default)(float(value)) if default is not inspect.Parameter.empty else int(value)
-        except ValueError:
-            raise UserError(f"{spec}: {key}={value!r} is not a number") from None
+        except (ValueError, OverflowError):
+            raise UserError(f"{spec}: {key}={value!r} is not a finite number") from None
         if not np.isfinite(kwargs[key]):
             raise UserError(f"{spec}: {key}={value!r} is not a finite number")
     return kind, kwargs
@@ -149,10 +149,12 @@ def _sbm_whole(kwargs: dict):
     return Whole(ParsedChunk(g.src, g.dst, g.lines), int(g.n or 0), False, 0, NodeSource(g.features, g.labels), [])
 
 
-def submit(tasks, spec: str):
+def submit(tasks, spec: str, limit: int | None = None):
     """Generate on the workers: R-MAT in chunks of edges (``ingest-rmat``
     tasks), the SBM in one task. Returns a RawSource, or None if ``spec``
-    is not a generator."""
+    is not a generator. The graph's size is checked against the memory
+    budget ``limit`` (bytes) first."""
+    from . import budget
     from . import chunks as chunk_tasks
     from .readers import RawSource, whole_chunk, whole_info, whole_nodes
 
@@ -163,6 +165,9 @@ def submit(tasks, spec: str):
     if kind == "sbm":
         sig = inspect.signature(sbm).bind(**kw)  # bad arguments fail here, not in a task
         sig.apply_defaults()
+        a = sig.arguments
+        budget.check(limit, budget.graph_bytes(int(a["n"]), int(a["n"] * a["degree"]), int(a["features"])),
+                     f"{spec}: {int(a['n']):,} vertices of degree {a['degree']} with {a['features']} features")
         whole = tasks.submit("ingest-sbm", _sbm_whole, dict(sig.arguments))
         n, directed, lines, notes, _ = tasks.submit("ingest-info", whole_info, whole).result()
         return RawSource(spec, [tasks.submit("ingest-chunk", whole_chunk, whole)],
@@ -173,6 +178,7 @@ def submit(tasks, spec: str):
     p = dict(args.arguments)
     _check_rmat(p["scale"], p["edge_factor"], p["a"], p["b"], p["c"])
     m = p["edge_factor"] << p["scale"]
+    budget.check(limit, budget.graph_bytes(1 << p["scale"], m), f"{spec}: {1 << p['scale']:,} vertices, {m:,} edges")
     perm = tasks.submit("ingest-rmat-labels", rmat_labels, p["scale"], p["seed"])
     chunks = [tasks.submit("ingest-rmat", rmat_chunk, p["scale"], p["a"], p["b"], p["c"], p["seed"], k, lo, hi, perm)
               for k, (lo, hi) in enumerate(_edge_ranges(m, RMAT_CHUNK))]

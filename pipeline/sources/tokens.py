@@ -104,6 +104,9 @@ def tokenize(data: bytes, comment_chars: bytes = b"#%", max_cols: int | None = N
     if bad >= 0:
         tok = _text(b, starts[bad], ends[bad])
         what = "negative id" if tok.startswith("-") and tok[1:].isdigit() else "non-numeric token"
+        if tok[:2] in ("0x", "0X"):
+            return Tokens(empty, empty, empty, n_lines, comment_lines,
+                          ChunkError(int(line[bad]), f"hexadecimal id {tok!r}: vertex ids must be decimal integers"))
         return Tokens(empty, empty, empty, n_lines, comment_lines,
                       ChunkError(int(line[bad]), f"{what} {tok!r}"))
     return Tokens(values, line, col, n_lines, comment_lines)

@@ -21,6 +21,7 @@ from ..errors import UserError
 from ..nodes import NodePlan
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
+from ..sources import budget
 from ..sources import chunks as chunk_tasks
 from ..sources.readers import RawSource, ReadOptions
 from ..sources.records import Graph, RawGraph
@@ -56,8 +57,9 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     readers that convert node data into row-addressable files (removed with
     the build's partial store)."""
     src = read_source(tasks, cfg.source, cfg.fmt, cfg.data_dir, cfg.feature_norm,
-                      ReadOptions(cfg.chunk_bytes, cfg.max_line, cfg.header, cfg.split_scheme, work_dir,
-                                  cfg.feature_dtype))
+                      ReadOptions(chunk_bytes=cfg.chunk_bytes, max_line=cfg.max_line, header=cfg.header,
+                                  split_scheme=cfg.split_scheme, work_dir=work_dir, feature_dtype=cfg.feature_dtype,
+                                  memory_limit=cfg.limit))
     raw = src.raw
     directed = cfg.directed if cfg.directed is not None else (
         raw.directed if raw.directed is not None else (src.directed_default if src.directed_default is not None
@@ -67,6 +69,7 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     raw.chunks = []  # relabelled: the file's own chunks can go (their futures were the last references)
     if cfg.parts > n:
         raise UserError(f"--parts {cfg.parts}: more parts than the {n:,} vertices of {src.name}")
+    _fits(cfg, src.name, n, raw.lines)
     edges = raw.lines * (1 if directed else 2)
     bounds = blocks.block_bounds(n, max(1, -(-edges // cfg.block_nnz)))
     a, loops = _shuffle(tasks, chunks, bounds, directed, transpose=False, mon=mon)
@@ -88,6 +91,14 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     node_plan, node_blocks = _node_blocks(tasks, spec, n, bounds, nodes_source, src.name, raw.notes, mon)
     return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, tuple(node_blocks), node_plan,
                     src.feature_norm, stats, tuple(raw.notes))
+
+
+def _fits(cfg: BuildConfig, name: str, n: int, lines: int) -> None:
+    """The graph and its generated features within the memory budget, before
+    the edges are shuffled and any feature is drawn."""
+    spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed)
+    nodes.check_generated(spec, n, cfg.limit)
+    budget.check(cfg.limit, budget.graph_bytes(n, lines), f"{name}: {n:,} vertices and {lines:,} edges")
 
 
 def _say_direction(cfg: BuildConfig, src: Source, raw: RawSource, directed: bool) -> None:

@@ -11,7 +11,9 @@ class External:
     """A scheduler and two worker processes on loopback, started from their
     own working directory (so relative paths of the client mean nothing there)."""
 
-    def __init__(self, root: Path, workers: int = 2):
+    def __init__(self, root: Path, workers: int = 2, wrap: tuple[str, ...] = (), preload: str | None = None):
+        """``wrap``: a command the workers run in (e.g. ``unshare ... sh -c``);
+        ``preload``: a module each worker loads (``dask worker --preload``)."""
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         sfile = root / "scheduler.json"
@@ -24,9 +26,10 @@ class External:
             time.sleep(0.2)
         time.sleep(0.5)
         self.address = json.loads(sfile.read_text())["address"]
-        self.workers = [subprocess.Popen([str(bin_ / "dask"), "worker", self.address, "--nthreads", "1",
+        extra = ["--preload", preload] if preload else []
+        self.workers = [subprocess.Popen([*wrap, str(bin_ / "dask"), "worker", self.address, "--nthreads", "1",
                                           "--host", "127.0.0.1", "--no-nanny", "--memory-limit", "0",
-                                          "--dashboard-address", "127.0.0.1:0"],
+                                          "--dashboard-address", "127.0.0.1:0", *extra],
                                          cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                         for _ in range(workers)]
         self.procs += self.workers
@@ -38,4 +41,4 @@ class External:
     def close(self):
         for p in self.procs:
             p.kill()
-            p.wait()
+            p.wait(timeout=60)

@@ -3,7 +3,6 @@ lock stops a second build, what appears at the output during a build is
 kept, Ctrl-C leaves nothing, the commit is atomic, a read-only or full
 disk is one line."""
 
-import json
 import os
 import signal
 import subprocess
@@ -39,17 +38,22 @@ def test_overwrite_never_deletes_what_is_not_a_store(tmp_path):
 def test_a_second_build_to_the_same_output_stops_at_once(tmp_path):
     out = tmp_path / "s.zarr"
     lock = tmp_path / ".s.zarr.lock"
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # a holder of the kernel lock (filelock), which says who it is in the file, as a build does
+    code = ("import json, os, time\nfrom filelock import FileLock\n"
+            f"held = FileLock({str(lock)!r}, timeout=0)\nheld.acquire()\n"
+            f"open({str(lock)!r}, 'w').write(json.dumps({{'pid': os.getpid(), 'host': os.uname().nodename}}))\n"
+            "print('HELD', flush=True)\ntime.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        lock.write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "HELD"
         # it does not wait for the holder (which sleeps for a minute): the command's timeout is shorter
         one_line(build_cli(SBM, "--parts", "2", "--model", "rp", "--out", str(out), timeout=45), "another build",
-                 str(lock))
+                 str(lock), f"pid {holder.pid}")
         assert not out.exists()
     finally:
         holder.kill()
-        holder.wait()
-    # the holder is dead: its lock is taken over, with a log line
+        holder.wait(timeout=60)
+    # the holder is dead, and the kernel released its lock: the file it left is taken over, with a log line
     res = build_cli(SBM, "--parts", "2", "--model", "rp", "--out", str(out))
     assert res.returncode == 0 and "taking over the lock" in res.stderr and not lock.exists()
 
@@ -77,15 +81,16 @@ def test_what_appears_at_the_output_during_a_build_is_kept(tmp_path, client, mon
 @pytest.mark.parametrize("stage", ["write", "partition"])
 def test_ctrl_c_leaves_nothing_and_ends_within_seconds(tmp_path, stage):
     out = tmp_path / "s.zarr"
-    src = "sbm:n=30000,classes=8,degree=12,features=4,seed=1"
+    src = f"sbm:n={30000 if stage == 'partition' else 3000},classes=8,degree=12,features=4,seed=1"
     # write: a rank's write that takes a minute (so that Ctrl-C lands in it); partition: Mt-KaHyPar's
     # deterministic preset, which runs for seconds in its child
     script = ("import sys, time\nfrom shgcn import store\nreal = store.write_rank\n"
               "def slow(root, block):\n    print('WRITING', file=sys.stderr, flush=True)\n    time.sleep(60)\n"
               "    return real(root, block)\nstore.write_rank = slow\n" if stage == "write" else "import sys\n")
+    # the write case needs no partitioner that takes long: rp reaches the write at once
+    model = "'rp'" if stage == "write" else "'hp', '--hp-preset', 'deterministic'"
     script += ("from shgcn.pipeline.cli import main\n"
-               f"sys.exit(main(['build', {src!r}, '--parts', '8', '--model', 'hp', '--hp-preset', 'deterministic', "
-               f"'--out', {str(out)!r}]))")
+               f"sys.exit(main(['build', {src!r}, '--parts', '8', '--model', {model}, '--out', {str(out)!r}]))")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     marker = "WRITING" if stage == "write" else "stage normalize"
     assert proc.stderr is not None

@@ -85,7 +85,8 @@ main(["--quiet", "build", {SBM!r}, "--parts", "3", "--model", "rp", "--out", {st
             pytest.fail("build never reached the write stage")
         os.kill(proc.pid, signal.SIGKILL)
     finally:
-        proc.wait()
+        proc.kill()
+        proc.wait(timeout=60)
     assert not (tmp_path / "k.zarr").exists()
     partials = [p for p in tmp_path.iterdir() if p.name.startswith(".k.zarr.partial-")]
     assert len(partials) == 1 and {p.name for p in tmp_path.iterdir()} == {partials[0].name, ".k.zarr.lock"}

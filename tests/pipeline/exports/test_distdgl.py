@@ -304,6 +304,9 @@ def test_cli_refuses_to_overwrite(stores, tmp_path):
     res = run_cli("export", str(stores["sbm"].path), "--format", "assignment", str(out))
     assert res.returncode == 2 and f"{out}: already exists (use --overwrite to replace it)" in res.stderr
     assert out.read_text() == "keep\n"
+    res = run_cli("export", str(stores["sbm"].path), "--format", "assignment", str(out), "--overwrite")
+    assert res.returncode == 2 and "not a file this command writes" in res.stderr  # only an assignment is replaced
+    out.write_text("0\n1\n")  # an earlier assignment
     assert run_cli("export", str(stores["sbm"].path), "--format", "assignment", str(out), "--overwrite").returncode == 0
     np.testing.assert_array_equal(np.loadtxt(out, dtype=np.int64), stores["sbm"].partition("hp"))
 

@@ -10,11 +10,14 @@ from helpers.stores import make
 CHILD = b"shgcn.pipeline.models.run"
 
 
-def _children() -> set[str]:
+def _children(under: Path) -> set[str]:
+    """This test's partitioner children (their work directory is under ``under``: other builds on a shared
+    machine run children too)."""
     found = set()
     for p in Path("/proc").glob("[0-9]*"):
         try:
-            if CHILD in (p / "cmdline").read_bytes():
+            cmdline = (p / "cmdline").read_bytes()
+            if CHILD in cmdline and str(under).encode() in cmdline:
                 found.add(p.name)
         except OSError:
             continue
@@ -30,9 +33,9 @@ def test_partitioner_runs_in_a_child_and_the_client_stays_responsive(tmp_path, c
 
     def watch():
         while not stop.is_set():
-            before = _children()
+            before = _children(tmp_path)
             client.run_on_scheduler(lambda: 1)  # a round trip through the event loop
-            after = _children()
+            after = _children(tmp_path)
             if before & after:  # the same child was alive before and after this round trip
                 during.append(before & after)
 
@@ -45,4 +48,4 @@ def test_partitioner_runs_in_a_child_and_the_client_stays_responsive(tmp_path, c
         stop.set()
         t.join(timeout=60)
     assert during, "no round trip completed while Mt-KaHyPar ran in a child process"
-    assert not _children()  # and the child is gone
+    assert not _children(tmp_path)  # and the child is gone

@@ -2,6 +2,7 @@
 same store as the embedded cluster, paths checked on the workers, and a
 killed worker costs a recompute, not the build."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -65,12 +66,19 @@ def test_workers_that_cannot_see_a_path_are_a_one_line_error(tmp_path, external)
     from distributed import Client
 
     from shgcn.pipeline.errors import UserError
-    from shgcn.pipeline.runtime.client import check_paths
+    from shgcn.pipeline.runtime.client import _see_paths, check_paths
 
+    g = tmp_path / "g.txt"
+    g.write_text("1 2\n")
     with Client(external.address) as c:
-        check_paths(c, [str(tmp_path)], str(tmp_path))  # they see these
+        check_paths(c, [str(g)], str(tmp_path / "partial" / ".work" / "check"))  # they see these
         with pytest.raises(UserError, match=r"Dask worker tcp://127.0.0.1:\d+ cannot read /nonexistent/g.txt: "):
-            check_paths(c, ["/nonexistent/g.txt"], str(tmp_path))
+            check_paths(c, ["/nonexistent/g.txt"], "")
+        os.utime(g, (0, 0))  # another file of the same name, as a worker on another machine may see
+        found = c.run(_see_paths, {str(g): (4, 12345)}, "", "")
+        assert all(p == [f"sees another {g} than this machine (its size or date differ)"] for p in found.values())
+        found = c.run(_see_paths, {}, str(tmp_path / "partial" / ".work" / "check"), "not the token")
+        assert all(p and p[0].startswith("does not see the store being written under") for p in found.values())
 
 
 @pytest.mark.slow

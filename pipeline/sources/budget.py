@@ -1,0 +1,94 @@
+"""The memory budget of a build (``--memory-limit``): sizes are checked
+against it before anything is allocated.
+
+Every size a file or an option declares (a header's vertex count, a Matrix
+Market entry count, a sparse matrix's shape, a Planetoid pickle's largest key,
+``--features random:D``, an R-MAT scale) is turned into bytes with the
+figures below and compared with the budget; compressed and streamed input is
+counted while it is read, and the read stops once the graph cannot fit. A
+graph that does not fit ends the build with one line (exit 2) instead of an
+allocation that fails half-way or an out-of-memory kill.
+
+The figures are measured, not guessed: ``benchmarks/RESULTS.md``,
+"Partitioning at scale" (R-MAT scale 22 and 23 with gp): the build process and
+its partitioner child together peaked at 126-130 bytes per input edge.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ..errors import UserError, located
+
+BYTES_PER_EDGE = 128  # the whole build (ingest, normalize, partitioner child, layout, write), per input edge
+BYTES_PER_VERTEX = 48  # ids, permutation, degrees, partition vectors, labels and masks, per vertex
+PARSED_BYTES_PER_EDGE = 16  # one parsed edge before relabelling: two int64 ids
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+
+
+def machine_memory() -> int:
+    """This machine's memory in bytes: the physical memory, or the cgroup's
+    limit (a container, a batch job) when that is lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < total:
+            total = int(text)
+    return total
+
+
+def parse_size(text: str) -> int:
+    """``8G``, ``512M``, ``1.5T``, ``24GiB`` or a byte count -> bytes (binary
+    units); ``ValueError`` for anything else."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(?:i?[bB])?\s*", text)
+    if m is None:
+        raise ValueError(f"expected a size like 8G, 512M or 1.5T, got {text!r}")
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not value >= 1:
+        raise ValueError(f"a memory limit must be at least one byte, got {text!r}")
+    return int(value)
+
+
+def gib(nbytes: float) -> str:
+    """A size for a message: ``1.5 GiB``, ``320 MiB``, ``3.6 TiB``."""
+    for unit, size in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:,.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def graph_bytes(vertices: int = 0, edges: int = 0, feature_dim: int = 0) -> int:
+    """What a build of a graph of this size needs, in bytes."""
+    return int(vertices) * (BYTES_PER_VERTEX + 4 * int(feature_dim)) + int(edges) * BYTES_PER_EDGE
+
+
+def too_big(what: str, need: int, limit: int) -> str:
+    """The sentence of a refusal: what needs how much, and what to do."""
+    return (f"{what} needs about {gib(need)}, more than the memory limit of {gib(limit)} (--memory-limit; "
+            "default: this machine's memory); the graph will not fit")
+
+
+def edges_over(cap: int, limit: int, what: str = "the file") -> str:
+    """The sentence of a refusal by edge count, found while reading."""
+    return (f"{what} holds more than {cap:,} edges, more than the memory limit of {gib(limit)} allows (about "
+            f"{BYTES_PER_EDGE} bytes per edge in a build; --memory-limit, default: this machine's memory); the graph "
+            "will not fit")
+
+
+def check(limit: int | None, need: int, what: str, path: str | None = None, line: int | None = None) -> None:
+    """Raise a one-line :class:`UserError` (naming ``path`` and ``line`` when
+    given) when ``need`` bytes exceed ``limit``; ``limit`` None: no budget."""
+    if limit is None or need <= limit:
+        return
+    message = too_big(what, need, limit)
+    raise located(path, message, line) if path is not None else UserError(message)
+
+
+def max_edges(limit: int | None) -> int | None:
+    """The most input edges a build within ``limit`` bytes can take (None: no limit)."""
+    return None if limit is None else max(1, limit // BYTES_PER_EDGE)

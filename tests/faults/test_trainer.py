@@ -1,0 +1,168 @@
+"""The fuzz and fault suite, the trainer (issue 24, cases 7 and 11): what it
+writes is checked before any work and never replaces what it did not write;
+a rank stopped with SIGSTOP ends the job with one line naming it, and
+``--resume`` continues bit-exactly afterwards."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+from helpers.faults import alive, environ_of, obeying_file_modes, processes
+from helpers.mpi import TRAIN, mpirun, read_log, train
+
+from shgcn.store.runlog import read_run_log
+
+
+@pytest.fixture
+def p2(mpi_stores):
+    return mpi_stores["undirected", 2]
+
+
+@pytest.fixture
+def p1(mpi_stores):
+    return mpi_stores["undirected", 1]
+
+
+def errors(res) -> list[str]:
+    return [x for x in res.stderr.splitlines() if x.startswith("shgcn-train: error")]
+
+
+def test_an_existing_log_is_never_overwritten_unless_told(p1, tmp_path):
+    """Case 7: --log FILE replaced an existing file."""
+    log = tmp_path / "run.jsonl"
+    assert train(1, p1, "--epochs", 2, log=log, use_mpirun=False).returncode == 0
+    first = log.read_text()
+    res = train(1, p1, "--epochs", 3, log=log, use_mpirun=False)
+    assert res.returncode == 2 and len(errors(res)) == 1 and "already exists" in errors(res)[0], res.stderr
+    assert "--overwrite" in errors(res)[0] and log.read_text() == first
+    res = train(1, p1, "--epochs", 3, "--overwrite", log=log, use_mpirun=False)
+    assert res.returncode == 0 and len(read_log(log)[1]) == 3
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    res = train(1, p1, "--epochs", 1, "--overwrite", log=notes, use_mpirun=False)
+    assert res.returncode == 2 and "not a run log" in res.stderr and notes.read_text() == "my notes\n"
+
+
+@pytest.mark.parametrize("where", ["missing", "file"])
+def test_a_log_or_checkpoint_that_cannot_be_written_fails_before_training(p2, tmp_path, where):
+    """Case 7: a --log or --checkpoint in a missing directory failed after training had started (exit 1, the
+    name of a temporary file)."""
+    parent = tmp_path / "nowhere" if where == "missing" else tmp_path / "a-file"
+    if where == "file":
+        parent.write_text("x")
+    res = train(2, p2, "--epochs", 3, log=parent / "run.jsonl", timeout=120)
+    assert res.returncode == 2 and len(errors(res)) == 1 and "--log" in errors(res)[0], res.stderr
+    assert ".tmp" not in res.stderr
+    res = train(2, p2, "--epochs", 3, "--checkpoint", parent / "sub" / "ck", timeout=120)
+    if where == "file":
+        assert res.returncode == 2 and len(errors(res)) == 1 and "--checkpoint" in errors(res)[0], res.stderr
+        assert "is not a directory" in errors(res)[0]
+    else:  # a checkpoint directory is made, with its parents, at the first save
+        assert res.returncode == 0 and (parent / "sub" / "ck" / "checkpoint.npz").exists(), res.stderr
+
+
+def test_a_read_only_directory_fails_before_training(p1, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    cmd = obeying_file_modes([sys.executable, str(TRAIN), str(p1), "--epochs", "2", "--quiet", "--log",
+                              str(ro / "run.jsonl")])
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "cannot write into" in res.stderr and str(ro) in res.stderr, res.stderr
+    cmd = obeying_file_modes([sys.executable, str(TRAIN), str(p1), "--epochs", "2", "--quiet", "--checkpoint",
+                              str(ro / "ck")])
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "cannot write into" in res.stderr, res.stderr
+    assert list(ro.iterdir()) == []
+
+
+def test_an_existing_checkpoint_is_kept_unless_resumed_or_overwritten(p1, tmp_path):
+    ck = tmp_path / "ck"
+    assert train(1, p1, "--epochs", 2, "--checkpoint", ck, use_mpirun=False).returncode == 0
+    saved = (ck / "checkpoint.npz").read_bytes()
+    res = train(1, p1, "--epochs", 4, "--checkpoint", ck, use_mpirun=False)
+    assert res.returncode == 2 and "holds a checkpoint" in res.stderr and (ck / "checkpoint.npz").read_bytes() == saved
+    assert train(1, p1, "--epochs", 4, "--checkpoint", ck, "--resume", use_mpirun=False).returncode == 0
+    assert train(1, p1, "--epochs", 2, "--checkpoint", ck, "--overwrite", use_mpirun=False).returncode == 0
+
+
+def _rank_pids(store) -> dict[int, int]:
+    """rank -> pid of the trainer processes of the job on ``store``."""
+    out = {}
+    for pid, cmd in processes(str(store)).items():
+        if "train.py" in cmd and "mpirun" not in cmd:
+            rank = environ_of(pid).get("PMI_RANK")
+            if rank is not None:
+                out[int(rank)] = pid
+    return out
+
+
+def test_a_stopped_rank_ends_the_job_with_one_line_and_resume_works(p2, tmp_path):
+    """Case 11: a rank stopped with SIGSTOP left the others waiting forever.
+    The watchdog (--timeout) ends every rank with one line naming it; the
+    job resumes from its last checkpoint, bit-exact against an
+    uninterrupted run."""
+    log, ck = tmp_path / "run.jsonl", tmp_path / "ck"
+    cmd = [mpirun(), "-n", "2", sys.executable, str(TRAIN), str(p2), "--quiet", "--epochs", "100000", "--timeout",
+           "5", "--checkpoint", str(ck), "--checkpoint-every", "2", "--log", str(log)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped = None
+    try:
+        for _ in range(600):  # until a checkpoint exists and epochs run (a hang guard, not a measurement)
+            if (ck / "checkpoint.npz").exists() and log.exists() and log.read_text().count('"epoch"') >= 4:
+                break
+            time.sleep(0.1)
+        pids = _rank_pids(p2)
+        assert set(pids) == {0, 1}, pids
+        stopped = pids[1]
+        subprocess.run(["kill", "-STOP", str(stopped)], check=True, timeout=10)
+        _, err = proc.communicate(timeout=180)
+        for _ in range(300):  # the launcher kills the stopped rank as it leaves (a hang guard, not a measurement)
+            if not alive(stopped):
+                break
+            time.sleep(0.1)
+        left = alive(stopped)
+    finally:
+        proc.kill()
+        if stopped is not None and alive(stopped):  # a failed test cleans up after itself
+            subprocess.run(["kill", "-KILL", str(stopped)], timeout=10)
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("shgcn-train: error: "), err
+    assert "rank 1 stopped answering" in lines[0] and "--timeout 5" in lines[0]
+    assert not left  # the stopped rank is gone too, ended by the job
+    # resume: the same epochs as an uninterrupted run, bit for bit
+    done = read_run_log(log).epochs[-1].epoch
+    epochs = done + 3
+    res = train(2, p2, "--epochs", epochs, "--checkpoint", ck, "--checkpoint-every", 2, "--resume", log=log)
+    assert res.returncode == 0, res.stderr
+    ref = tmp_path / "ref.jsonl"
+    assert train(2, p2, "--epochs", epochs, log=ref).returncode == 0
+    assert [e.loss for e in read_run_log(log).epochs] == [e.loss for e in read_run_log(ref).epochs]
+
+
+def test_the_watchdog_names_the_silent_rank_or_the_slowest():
+    """The verdict alone (no MPI): a rank not heard from is named; when all
+    answer, the one whose progress is oldest."""
+    from shgcn.trainer.watchdog import Watchdog
+
+    dog = Watchdog.__new__(Watchdog)
+    dog.rank, dog.size, dog.timeout, dog.last_progress = 0, 4, 10.0, 95.0
+    dog.heard = {1: 99.0, 2: 80.0, 3: 99.5}
+    dog.their_age = {1: 4.0, 2: 0.0, 3: 30.0}
+    silent, line = dog.verdict(100.0)
+    assert silent == [2] and line.startswith("rank 2 stopped answering: no message for 20 s")
+    dog.heard[2] = 99.0
+    silent, line = dog.verdict(100.0)
+    assert silent == [] and "rank 3 made its last progress 30 s ago" in line and "--timeout 10" in line
+
+
+def test_a_bad_timeout_is_refused(p1):
+    res = train(1, p1, "--timeout", "-1", use_mpirun=False)
+    assert res.returncode == 2 and "--timeout -1" in res.stderr
+
+
+def test_a_single_rank_job_has_no_watchdog_thread(p1, tmp_path):
+    res = train(1, p1, "--epochs", 2, "--timeout", "0.001", use_mpirun=False)
+    assert res.returncode == 0, res.stderr  # one rank: nothing to wait for, so nothing to time out
+
