@@ -63,6 +63,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dropout", type=float, default=0.5, help="dropout rate of every layer's input")
     p.add_argument("--exchange", choices=("p2p", "alltoallv", "bcast"), default="p2p",
                    help="p2p (Isend/Irecv of the needed rows), alltoallv, or bcast (CAGNET 1D, sparsity-oblivious)")
+    p.add_argument("--arch", choices=("gcn", "sage", "gin", "gat"), default="gcn",
+                   help="gcn (Kipf & Welling), sage (GraphSAGE, mean + root weight), gin (learnable eps, 2-layer MLP), "
+                        "gat (multi-head attention)")
+    p.add_argument("--heads", type=int, default=8, help="gat: attention heads of the hidden layers (concatenated)")
+    p.add_argument("--out-heads", type=int, default=1, help="gat: attention heads of the last layer (averaged)")
+    p.add_argument("--attn-dropout", type=float, default=None,
+                   help="gat: dropout on the attention coefficients (default: --dropout)")
+    p.add_argument("--exchange-dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="the rows' type on the wire (16 bits: half the bytes; computation stays float32)")
     p.add_argument("--seed", type=int, default=0, help="seed of weights, dropout and batches")
     p.add_argument("--log", help="write the JSON-lines run log here (rank 0)")
     p.add_argument("--checkpoint", metavar="DIR", help="save weights and optimizer state in DIR")

@@ -1,0 +1,222 @@
+"""Numba kernels of the CPU backend: counter-based dropout fused with the
+activation and the multiply, and GAT's attention (scores, softmax, dropout,
+aggregation, and their backward) over a rank's local CSR.
+
+Random numbers come from Philox4x32-10 (Salmon et al., SC'11; the generator
+behind numpy's ``Philox``), keyed by the seed and counted by (column block,
+vertex, epoch, layer and stream): a vertex's mask is a pure function of its
+original id, whichever rank holds it, for any P and any row order, and no
+state is carried between calls. One Philox call gives 128 bits: eight 16-bit
+draws, one per column of an 8-column block (``keep = draw >= threshold``, the
+rate quantized to 1/65536 and the scale 65536 / (65536 - threshold), so the
+kept values' expectation is exact).
+
+Every kernel is serial (one thread per rank: the ranks are the parallelism)
+and compiled once per machine (``cache=True``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_W0, _W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
+_LO = np.uint64(0xFFFFFFFF)
+_S32, _S16 = np.uint64(32), np.uint64(16)
+NODE, ATTENTION = 0, 1  # stream tags (the counter's fourth word)
+
+
+@numba.njit(cache=True, inline="always")
+def philox(c0, c1, c2, c3, k0, k1):
+    """Philox4x32-10 of counter (c0..c3) under key (k0, k1), all uint64 < 2**32."""
+    for _ in range(10):
+        p0 = _M0 * c0
+        p1 = _M1 * c2
+        c0, c1, c2, c3 = ((p1 >> _S32) ^ c1 ^ k0) & _LO, p1 & _LO, ((p0 >> _S32) ^ c3 ^ k1) & _LO, p0 & _LO
+        k0 = (k0 + _W0) & _LO
+        k1 = (k1 + _W1) & _LO
+    return c0, c1, c2, c3
+
+
+@numba.njit(cache=True, inline="always")
+def _hi(g):
+    """Bits 32-39 of an id, placed in the top byte of the counter's fourth word."""
+    return ((g >> _S32) & np.uint64(0xFF)) << np.uint64(24)
+
+
+@numba.njit(cache=True, inline="always")
+def _draw(words, lane):
+    """The 16-bit draw of ``lane`` (0..7) of a Philox output."""
+    w = words[lane >> 1]
+    return (w >> (_S16 * np.uint64(lane & 1))) & np.uint64(0xFFFF)
+
+
+@numba.njit(cache=True)
+def dropout_dense(h, gids, key, ctr, threshold, scale, act, out, keep):
+    """``out = act(h) * mask`` row by row, mask 0 or ``scale``.
+
+    h, out : (n, d) float32 (may be the same array); gids : (n,) int64;
+    key : (2,) uint64; ctr : (2,) uint64 (epoch, layer | stream << 16);
+    threshold : uint64 (0: no dropout); act : 0 none, 1 ReLU, 2 ELU;
+    keep : (n, d) uint8 written with the mask when it has n rows (else ignored).
+    """
+    n, d = h.shape
+    store = keep.shape[0] == n
+    sc = np.float32(scale)
+    for i in range(n):
+        g = np.uint64(gids[i])
+        words = (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
+        for b in range((d + 7) // 8):
+            if threshold > 0:
+                words = philox(np.uint64(b), g & _LO, ctr[0], ctr[1] ^ _hi(g), key[0], key[1])
+            for lane in range(min(8, d - 8 * b)):
+                c = 8 * b + lane
+                v = h[i, c]
+                if act == 1 and v < 0:
+                    v = np.float32(0)
+                elif act == 2 and v < 0:
+                    v = np.float32(np.expm1(v))
+                k = threshold == 0 or _draw(words, lane) >= threshold
+                out[i, c] = v * sc if k else np.float32(0)
+                if store:
+                    keep[i, c] = k
+    return out
+
+
+@numba.njit(cache=True)
+def dropout_sparse(data, indices, indptr, gids, key, ctr, threshold, scale, out):
+    """Dropout of a CSR matrix's stored values (the same mask as
+    :func:`dropout_dense` gives the same entries); out : like data."""
+    sc = np.float32(scale)
+    for i in range(indptr.size - 1):
+        g = np.uint64(gids[i])
+        for p in range(indptr[i], indptr[i + 1]):
+            c = np.uint64(indices[p])
+            words = philox(c >> np.uint64(3), g & _LO, ctr[0], ctr[1] ^ _hi(g), key[0], key[1])
+            k = _draw(words, np.int64(c & np.uint64(7))) >= threshold
+            out[p] = data[p] * sc if k else np.float32(0)
+    return out
+
+
+@numba.njit(cache=True)
+def relu_dropout_grad(g, hd, scale):
+    """In place: ``g *= scale * (hd > 0)`` (hd = the dropped ReLU output:
+    positive exactly where the unit was kept and active)."""
+    n, d = g.shape
+    sc = np.float32(scale)
+    for i in range(n):
+        for c in range(d):
+            g[i, c] = g[i, c] * sc if hd[i, c] > 0 else np.float32(0)
+    return g
+
+
+@numba.njit(cache=True)
+def elu_dropout_grad(g, hd, keep, scale):
+    """In place: the gradient through dropout (``keep``, ``scale``) and ELU,
+    whose derivative is 1 above 0 and ELU(z) + 1 below (from hd / scale)."""
+    n, d = g.shape
+    sc = np.float32(scale)
+    for i in range(n):
+        for c in range(d):
+            if keep.shape[0] == n and keep[i, c] == 0:
+                g[i, c] = 0
+            else:
+                v = hd[i, c] / sc
+                g[i, c] = g[i, c] * sc * (np.float32(1) if v > 0 else v + np.float32(1))
+    return g
+
+
+@numba.njit(cache=True)
+def gat_forward(rows, indptr, indices, z, s_src, s_dst, slope, rgid, cgid, key, ctr, threshold, scale,
+                alpha, alpha_d, out):
+    """Attention of ``rows`` over their CSR neighbours (own and received columns).
+
+    z : (m, H*d) float32, Z = H W of every local column (own rows first);
+    s_src (m, H), s_dst (n, H): the heads' scores a_src·z_j and a_dst·z_i;
+    rgid (n,), cgid (m,): original ids (attention-dropout counters); writes
+    alpha (nnz, H) (softmax), alpha_d (nnz, H) (after dropout) and out[rows].
+    """
+    heads = s_dst.shape[1]
+    d = z.shape[1] // heads
+    for r in rows:
+        lo, hi = indptr[r], indptr[r + 1]
+        for h in range(heads):
+            m = -np.inf
+            for p in range(lo, hi):
+                e = s_dst[r, h] + s_src[indices[p], h]
+                e = e if e > 0 else e * slope
+                alpha[p, h] = e
+                m = max(m, e)
+            tot = np.float32(0)
+            for p in range(lo, hi):
+                v = np.float32(np.exp(alpha[p, h] - m))
+                alpha[p, h] = v
+                tot += v
+            for p in range(lo, hi):
+                alpha[p, h] /= tot
+        _attend(r, lo, hi, indices, z, rgid, cgid, key, ctr, threshold, scale, alpha, alpha_d, out, heads, d)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _attend(r, lo, hi, indices, z, rgid, cgid, key, ctr, threshold, scale, alpha, alpha_d, out, heads, d):
+    """Attention dropout (one Philox call per edge and 8 heads) and the aggregation of row r."""
+    gi = np.uint64(rgid[r])
+    sc = np.float32(scale)
+    words = (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
+    for p in range(lo, hi):
+        j = indices[p]
+        gj = np.uint64(cgid[j])
+        for hb in range((heads + 7) // 8):
+            if threshold > 0:  # counter: (row id, column id, epoch, layer | stream | head block | high bits)
+                c3 = ctr[1] ^ (np.uint64(hb) << np.uint64(12)) ^ _hi(gi) ^ (_hi(gj) << np.uint64(4))
+                words = philox(gi & _LO, gj & _LO, ctr[0], c3 & _LO, key[0], key[1])
+            for lane in range(min(8, heads - 8 * hb)):
+                h = 8 * hb + lane
+                k = threshold == 0 or _draw(words, lane) >= threshold
+                a = alpha[p, h] * sc if k else np.float32(0)
+                alpha_d[p, h] = a
+                if a != 0:
+                    for c in range(h * d, (h + 1) * d):
+                        out[r, c] += a * z[j, c]
+
+
+@numba.njit(cache=True)
+def gat_backward(indptr, indices, z, g, s_src, s_dst, slope, alpha, alpha_d, dz, ds_src, ds_dst):
+    """Gradients of one GAT aggregation for all own rows, from g = dL/dout (n, H*d).
+
+    Accumulates dz (m, H*d) through the aggregation (received columns too:
+    partial sums for their owners), ds_src (m, H) and ds_dst (n, H) through
+    the scores (softmax, LeakyReLU, attention dropout)."""
+    heads = s_dst.shape[1]
+    d = z.shape[1] // heads
+    width = 0
+    for r in range(indptr.size - 1):
+        width = max(width, indptr[r + 1] - indptr[r])
+    da = np.empty(width, np.float32)
+    for r in range(indptr.size - 1):
+        lo, hi = indptr[r], indptr[r + 1]
+        for h in range(heads):
+            dot = np.float32(0)
+            for p in range(lo, hi):
+                j = indices[p]
+                a_d = alpha_d[p, h]
+                da[p - lo] = 0
+                if a_d == 0:  # dropped (or underflowed): no gradient through this edge
+                    continue
+                s = np.float32(0)
+                for c in range(h * d, (h + 1) * d):
+                    s += g[r, c] * z[j, c]
+                    dz[j, c] += a_d * g[r, c]
+                # d alpha = d alpha_d * (mask * scale) = d alpha_d * alpha_d / alpha
+                da[p - lo] = s * (a_d / alpha[p, h])
+                dot += alpha[p, h] * da[p - lo]
+            for p in range(lo, hi):
+                j = indices[p]
+                de = alpha[p, h] * (da[p - lo] - dot)
+                if s_dst[r, h] + s_src[j, h] <= 0:
+                    de *= slope
+                ds_dst[r, h] += de
+                ds_src[j, h] += de
+    return dz
