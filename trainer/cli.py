@@ -24,7 +24,7 @@ def share_cores() -> None:
     local = next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                                 "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
     threads = str(max(1, (os.cpu_count() or 1) // max(local, 1)))
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(var, threads)
 
 
@@ -93,6 +93,8 @@ def parser() -> argparse.ArgumentParser:
                     help="0: n / batch size, which covers the training vertices once on average")
     mb.add_argument("--saint", choices=("auto", "on", "off"), default="auto",
                     help="GraphSAINT aggregator and loss normalization (auto: on for edge and rw, off for node)")
+    mb.add_argument("--plan-ahead", choices=("thread", "inline"), default="thread",
+                    help="build the next batch's plan in a helper thread while the step computes and waits, or inline")
     mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
     p.add_argument("--fail-at", type=_fail_at, default=None, help=argparse.SUPPRESS)  # RANK:EPOCH, for tests
     return p

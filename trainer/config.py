@@ -52,6 +52,7 @@ class TrainConfig:
     out_heads: int = 1  # gat: of the last layer (averaged)
     attn_dropout: float | None = None  # gat: None = the same as dropout
     exchange_dtype: str = "float32"
+    plan_ahead: str = "thread"  # mini-batch: build the next batch's plan in a helper thread, or "inline"
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""
@@ -85,6 +86,8 @@ class TrainConfig:
                 raise TrainError(f"--batch-size {self.batch_size}: must be >= 1 (0: 10% of the vertices)")
             if self.walk_length < 1:
                 raise TrainError("--walk-length must be >= 1")
+            if self.plan_ahead not in ("thread", "inline"):
+                raise TrainError(f"--plan-ahead {self.plan_ahead!r}: choose thread or inline")
             if self.saint not in ("auto", "on", "off") or self.batches_per_epoch < 0 or self.norm_batches < 1:
                 raise TrainError("--saint is auto, on or off; --batches-per-epoch >= 0; --norm-batches >= 1")
 

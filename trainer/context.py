@@ -16,7 +16,7 @@ from . import archs, checkpoint
 from .config import TrainConfig, TrainError
 from .exchange import STRATEGIES, Exchange
 from .graph import Graph
-from .minibatch import MiniBatches
+from .minibatch import MiniBatches, PlanAhead
 from .model import Adam, Model, as_input
 from .plan import CommPlan, comm_plan, full_local, local_matrix
 from .wire import Wire
@@ -61,6 +61,7 @@ class Context:
     start: int
     batches: MiniBatches | None = None
     perm: np.ndarray | None = None
+    plans: PlanAhead | None = None  # mini-batch mode
 
     def col_gids(self, own: np.ndarray, halo_new: np.ndarray) -> np.ndarray:
         """Original ids of local columns: own rows' ``own``, then the received rows (new ids ``halo_new``)."""
@@ -109,6 +110,8 @@ def setup(cfg: TrainConfig, comm) -> Context:
     batches = _minibatches(cfg, s, block, cp) if cfg.mode == "minibatch" else None
     ctx = Context(cfg, s, data, cp, ex, None, model, opt, identity, start, batches,  # type: ignore[arg-type]
                   perm=s.permutation() if cfg.arch == "gat" else None)
+    if batches is not None:
+        ctx.plans = PlanAhead(batches, threaded=cfg.plan_ahead == "thread")
     ctx.graph = Graph(local_matrix(block.plan, cp), ex, ctx.symmetric, ctx.col_gids(data.gids, cp.recv_ids))
     return ctx
 

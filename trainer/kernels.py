@@ -52,39 +52,60 @@ def _draw(words, lane):
     return (w >> (_S16 * np.uint64(lane & 1))) & np.uint64(0xFFFF)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
+def _row_scales(mult, g, key, ctr, threshold, sc):
+    """``mult[c]`` = 0 or ``sc``: the mask of row ``g`` (original id), eight columns per Philox call."""
+    hi = ctr[1] ^ _hi(g)
+    lo = g & _LO
+    zero = np.float32(0)
+    mask = np.uint64(0xFFFF)
+    for b in range(mult.size // 8):
+        w0, w1, w2, w3 = philox(np.uint64(b), lo, ctr[0], hi, key[0], key[1])
+        mult[8 * b] = sc if (w0 & mask) >= threshold else zero
+        mult[8 * b + 1] = sc if (w0 >> _S16) >= threshold else zero
+        mult[8 * b + 2] = sc if (w1 & mask) >= threshold else zero
+        mult[8 * b + 3] = sc if (w1 >> _S16) >= threshold else zero
+        mult[8 * b + 4] = sc if (w2 & mask) >= threshold else zero
+        mult[8 * b + 5] = sc if (w2 >> _S16) >= threshold else zero
+        mult[8 * b + 6] = sc if (w3 & mask) >= threshold else zero
+        mult[8 * b + 7] = sc if (w3 >> _S16) >= threshold else zero
+
+
+@numba.njit(cache=True, nogil=True)
 def dropout_dense(h, gids, key, ctr, threshold, scale, act, out, keep):
-    """``out = act(h) * mask`` row by row, mask 0 or ``scale``.
+    """``out = act(h) * mask`` row by row, mask 0 or ``scale``: the row's
+    draws first (Philox), then one vectorizable pass over its columns.
 
     h, out : (n, d) float32 (may be the same array); gids : (n,) int64;
-    key : (2,) uint64; ctr : (2,) uint64 (epoch, layer | stream << 16);
+    key : (2,) uint64; ctr : (2,) uint64 (epoch, layer | stream << 8; attention adds head block << 12);
     threshold : uint64 (0: no dropout); act : 0 none, 1 ReLU, 2 ELU;
     keep : (n, d) uint8 written with the mask when it has n rows (else ignored).
     """
     n, d = h.shape
     store = keep.shape[0] == n
     sc = np.float32(scale)
+    zero = np.float32(0)
+    mult = np.full(((d + 7) // 8) * 8, sc, np.float32)
     for i in range(n):
-        g = np.uint64(gids[i])
-        words = (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
-        for b in range((d + 7) // 8):
-            if threshold > 0:
-                words = philox(np.uint64(b), g & _LO, ctr[0], ctr[1] ^ _hi(g), key[0], key[1])
-            for lane in range(min(8, d - 8 * b)):
-                c = 8 * b + lane
+        if threshold > 0:
+            _row_scales(mult, np.uint64(gids[i]), key, ctr, threshold, sc)
+        if act == 1:
+            for c in range(d):
+                out[i, c] = max(h[i, c], zero) * mult[c]
+        elif act == 2:
+            for c in range(d):
                 v = h[i, c]
-                if act == 1 and v < 0:
-                    v = np.float32(0)
-                elif act == 2 and v < 0:
-                    v = np.float32(np.expm1(v))
-                k = threshold == 0 or _draw(words, lane) >= threshold
-                out[i, c] = v * sc if k else np.float32(0)
-                if store:
-                    keep[i, c] = k
+                out[i, c] = (v if v > 0 else np.float32(np.expm1(v))) * mult[c]
+        else:
+            for c in range(d):
+                out[i, c] = h[i, c] * mult[c]
+        if store:
+            for c in range(d):
+                keep[i, c] = mult[c] != 0
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def dropout_sparse(data, indices, indptr, gids, key, ctr, threshold, scale, out):
     """Dropout of a CSR matrix's stored values (the same mask as
     :func:`dropout_dense` gives the same entries); out : like data."""
@@ -99,19 +120,20 @@ def dropout_sparse(data, indices, indptr, gids, key, ctr, threshold, scale, out)
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def relu_dropout_grad(g, hd, scale):
     """In place: ``g *= scale * (hd > 0)`` (hd = the dropped ReLU output:
     positive exactly where the unit was kept and active)."""
     n, d = g.shape
     sc = np.float32(scale)
+    zero = np.float32(0)
     for i in range(n):
         for c in range(d):
-            g[i, c] = g[i, c] * sc if hd[i, c] > 0 else np.float32(0)
+            g[i, c] = g[i, c] * (sc if hd[i, c] > 0 else zero)
     return g
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def elu_dropout_grad(g, hd, keep, scale):
     """In place: the gradient through dropout (``keep``, ``scale``) and ELU,
     whose derivative is 1 above 0 and ELU(z) + 1 below (from hd / scale)."""
@@ -127,7 +149,7 @@ def elu_dropout_grad(g, hd, keep, scale):
     return g
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def gat_forward(rows, indptr, indices, z, s_src, s_dst, slope, rgid, cgid, key, ctr, threshold, scale,
                 alpha, alpha_d, out):
     """Attention of ``rows`` over their CSR neighbours (own and received columns).
@@ -182,7 +204,7 @@ def _attend(r, lo, hi, indices, z, rgid, cgid, key, ctr, threshold, scale, alpha
                         out[r, c] += a * z[j, c]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def gat_backward(indptr, indices, z, g, s_src, s_dst, slope, alpha, alpha_d, dz, ds_src, ds_dst):
     """Gradients of one GAT aggregation for all own rows, from g = dL/dout (n, H*d).
 
@@ -220,3 +242,34 @@ def gat_backward(indptr, indices, z, g, s_src, s_dst, slope, alpha, alpha_d, dz,
                 ds_dst[r, h] += de
                 ds_src[j, h] += de
     return dz
+
+
+@numba.njit(cache=True, nogil=True)
+def softmax_xent(logits, labels, idx, w, inv_total, g):
+    """Masked softmax cross-entropy of rows ``idx``: writes their gradient
+    (softmax - onehot) * w / total into g (zero elsewhere); returns the
+    weighted loss sum (float64) and the count of correct rows."""
+    c = logits.shape[1]
+    loss = 0.0
+    correct = 0
+    e = np.empty(c, np.float32)
+    for t in range(idx.size):
+        i = idx[t]
+        m = logits[i, 0]
+        arg = 0
+        for k in range(1, c):
+            if logits[i, k] > m:
+                m = logits[i, k]
+                arg = k
+        tot = np.float32(0)
+        for k in range(c):
+            e[k] = np.exp(logits[i, k] - m)
+            tot += e[k]
+        y = labels[i]
+        loss -= w[t] * (np.float64(logits[i, y] - m) - np.log(np.float64(tot)))
+        correct += arg == y
+        f = np.float32(w[t] * inv_total) / tot
+        for k in range(c):
+            g[i, k] = e[k] * f
+        g[i, y] -= np.float32(w[t] * inv_total)
+    return loss, correct

@@ -16,7 +16,7 @@ from . import checkpoint
 from .backend import Noise
 from .context import Context, versions
 from .graph import Graph
-from .minibatch import MiniBatches
+from .minibatch import MiniBatches, PlanAhead
 from .model import correct_count, masked_cross_entropy
 
 
@@ -88,6 +88,8 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
     finally:
         if log is not None:
             log.close()
+        if ctx.plans is not None:
+            ctx.plans.close()
     return records
 
 
@@ -98,7 +100,7 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
     logits, cache = ctx.model.forward(d.x, ctx.graph, noise)
     loss_sum, g, correct = masked_cross_entropy(logits, d.labels, d.train, train_total)
     grads = ctx.model.backward(cache, g, ctx.graph)
-    flat, l2, _ = _reduce_and_step(ctx, comm, grads, [loss_sum, correct])
+    flat, l2 = _reduce_and_step(ctx, comm, grads, [loss_sum, correct])
     total = max(train_total, 1)
     return EpochResult(float(flat[-2]) / total + l2, int(round(float(flat[-1]))) / total)
 
@@ -109,17 +111,21 @@ def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total
 
     One collective per step besides the SpMMs' exchanges (one per layer and
     direction): the weight gradients travel with the step's loss, correct
-    and training-vertex counts in one buffer, one non-blocking allreduce,
-    and the next batch's plan is built while it completes (a rank that is
-    ahead works instead of waiting). Gradients are summed unnormalized and
-    divided by the global count after it."""
+    and training-vertex counts in one buffer, one non-blocking allreduce.
+    The next batch's plan is built by a helper thread while this step
+    computes and waits (:class:`.minibatch.PlanAhead`). Gradients are summed
+    unnormalized and divided by the global count after the allreduce."""
     steps: list[StepStats] = []
     right, seen = 0, 0
-    view = mb.view(epoch, 0) if mb.steps else None
+    plans = ctx.plans if ctx.plans is not None else PlanAhead(mb, threaded=False)
     for step in range(mb.steps):
-        nxt = (lambda s=step + 1: mb.view(epoch, s)) if step + 1 < mb.steps else None
-        st, correct, count, view = _minibatch_step(ctx, comm, view, mb.batch_number(epoch, step), step,
-                                                   mb.loss_weight, train_total, nxt)
+        view = plans.get(epoch, step)
+        if step + 1 < mb.steps:
+            plans.ahead(epoch, step + 1)
+        elif epoch + 1 < ctx.cfg.epochs:
+            plans.ahead(epoch + 1, 0)
+        st, correct, count = _minibatch_step(ctx, comm, view, mb.batch_number(epoch, step), step, mb.loss_weight,
+                                             train_total)
         right, seen = right + correct, seen + count
         steps.append(st)
     losses = [st.loss for st in steps]
@@ -138,11 +144,10 @@ def batch_graph(ctx: Context, v) -> Graph:
     return Graph(v.lm, ctx.exchange, ctx.symmetric, ctx.col_gids(ctx.data.gids[v.rows], v.halo_new), v.left)
 
 
-def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, train_total: int, prefetch):
+def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, train_total: int):
     """One optimizer step on batch view ``v``: forward and backward with the
-    batch's plan, one allreduce of [gradients, loss, correct, count] while
-    ``prefetch()`` makes the next view, Adam. Returns (StepStats, correct,
-    count, the next view)."""
+    batch's plan, one allreduce of [gradients, loss, correct, count], Adam.
+    Returns (StepStats, correct, count)."""
     model, d, ex = ctx.model, ctx.data, ctx.exchange
     rows = v.rows
     train_b = d.train[rows]
@@ -158,11 +163,11 @@ def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, tra
     def total_of(flat: np.ndarray) -> float:  # GraphSAINT normalizes by all training vertices, else the batch's
         return float(max(train_total if weights is not None else int(round(float(flat[-1]))), 1))
 
-    flat, l2, nxt = _reduce_and_step(ctx, comm, grads, [loss_sum, correct, int(train_b.sum())], prefetch, total_of)
+    flat, l2 = _reduce_and_step(ctx, comm, grads, [loss_sum, correct, int(train_b.sum())], total_of)
     loss_sum, correct, count = float(flat[-3]), int(round(float(flat[-2]))), int(round(float(flat[-1])))
     total = total_of(flat)
     wait = ex.counters.comm_time - before[2]
-    return StepStats(step, v.vertices, count, loss_sum / total + l2, *sent, wait, calls), correct, count, nxt
+    return StepStats(step, v.vertices, count, loss_sum / total + l2, *sent, wait, calls), correct, count
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
@@ -186,13 +191,13 @@ def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
         raise RuntimeError(f"weights differ between ranks at epoch {epoch}: {hashes}")
 
 
-def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[float], prefetch=None,
-                     total_of=None) -> tuple[np.ndarray, float, object]:
+def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[float], total_of=None
+                     ) -> tuple[np.ndarray, float]:
     """The step's one collective: the local gradients and ``stats`` in one
-    float32 buffer, summed by a non-blocking allreduce while ``prefetch()``
-    runs (the next batch's plan); then the optimizer step, the gradients
-    divided by ``total_of(buffer)`` when given. Returns (the summed buffer,
-    the L2 term, what ``prefetch`` returned)."""
+    float32 buffer, summed by one allreduce (non-blocking: the helper thread
+    that builds the next batch's plan runs while it completes); then the
+    optimizer step, the gradients divided by ``total_of(buffer)`` when given.
+    Returns (the summed buffer, the L2 term)."""
     from mpi4py import MPI
 
     flat = np.empty(sum(g.size for g in grads) + len(stats), np.float32)
@@ -202,14 +207,10 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
         pos += g.size
     flat[pos:] = stats
     t0 = time.perf_counter()
-    req = comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
-    waited = time.perf_counter() - t0
-    nxt = prefetch() if prefetch is not None else None
-    t0 = time.perf_counter()
-    req.Wait()
-    ctx.exchange.counters.comm_time += waited + time.perf_counter() - t0
+    comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM).Wait()
+    ctx.exchange.counters.comm_time += time.perf_counter() - t0
     l2 = apply_gradients(ctx, flat, np.float32(total_of(flat)) if total_of is not None else None)
-    return flat, l2, nxt
+    return flat, l2
 
 
 def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = None) -> float:

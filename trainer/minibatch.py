@@ -20,6 +20,7 @@ of the batch as ranks are added.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -204,3 +205,32 @@ class MiniBatches:
             if sel.size:
                 out.append((q, own_pos[self._ent_row[sel]]))
         return out
+
+
+class PlanAhead:
+    """Builds batch views one step ahead in a helper thread.
+
+    ``ahead(epoch, step)`` starts the view of that step; ``get(epoch,
+    step)`` returns it (built now if nobody asked ahead). The heavy parts
+    (numpy indexing, scipy) release the GIL, so the next plan is made while
+    the current step computes and, above all, while it waits on the
+    exchanges and the allreduce. ``threaded=False`` builds every view when
+    asked for (the same views: they are pure functions of the batch number).
+    """
+
+    def __init__(self, mb: MiniBatches, threaded: bool = True):
+        self.mb = mb
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="plan") if threaded else None
+        self.pending: dict[tuple[int, int], Future] = {}
+
+    def ahead(self, epoch: int, step: int) -> None:
+        if self.pool is not None and (epoch, step) not in self.pending:
+            self.pending[epoch, step] = self.pool.submit(self.mb.view, epoch, step)
+
+    def get(self, epoch: int, step: int) -> BatchView:
+        fut = self.pending.pop((epoch, step), None)
+        return fut.result() if fut is not None else self.mb.view(epoch, step)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)

@@ -68,20 +68,14 @@ def masked_cross_entropy(logits: np.ndarray, labels: np.ndarray, mask: np.ndarra
     """Sum of -log softmax over masked rows (times ``weights`` per row, e.g.
     GraphSAINT's loss normalization), gradient of that sum over ``total``
     (the global count), and the number of correct masked rows."""
-    z = logits - logits.max(1, keepdims=True)
-    e = np.exp(z)
-    p = e / e.sum(1, keepdims=True)
+    from . import kernels
+
     idx = np.flatnonzero(mask)
-    y = labels[idx]
-    w = np.ones(idx.size) if weights is None else np.asarray(weights, np.float64)[idx]
-    loss = float((-np.log(np.maximum(p[idx, y], 1e-30)) * w).sum())
-    g = np.zeros_like(logits)
-    g[idx] = p[idx]
-    g[idx, y] -= 1
-    g[idx] *= w[:, None]
-    g /= max(total, 1)
-    correct = int((logits[idx].argmax(1) == y).sum())
-    return loss, g.astype(np.float32), correct
+    w = np.ones(idx.size, np.float64) if weights is None else np.asarray(weights, np.float64)[idx]
+    g = np.zeros(logits.shape, np.float32)
+    loss, correct = kernels.softmax_xent(np.ascontiguousarray(logits, np.float32), np.asarray(labels, np.int64), idx,
+                                         w, 1.0 / max(total, 1), g)
+    return float(loss), g, int(correct)
 
 
 def correct_count(logits: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> int:
