@@ -116,6 +116,16 @@ class CPU:
             return g * keep * np.float32(scale)
         return g * np.float32(scale) if scale != 1.0 else g
 
+    @staticmethod
+    def softmax_xent(logits: np.ndarray, labels: np.ndarray, idx: np.ndarray, w: np.ndarray, total: int
+                     ) -> tuple[float, np.ndarray, int]:
+        """Masked softmax cross-entropy of rows ``idx`` (weights ``w``): the
+        loss sum, its gradient over ``total`` (zero outside idx), correct rows."""
+        g = np.zeros(logits.shape, np.float32)
+        loss, correct = kernels.softmax_xent(np.ascontiguousarray(logits, np.float32), np.asarray(labels, np.int64),
+                                             idx, w, 1.0 / total, g)
+        return float(loss), g, int(correct)
+
     # --------------------------------------------------------- attention
     @staticmethod
     def gat_forward(rows, csr: sp.csr_matrix, z, s_src, s_dst, slope, rgid, cgid, noise: Noise | None, layer: int,

@@ -68,14 +68,9 @@ def masked_cross_entropy(logits: np.ndarray, labels: np.ndarray, mask: np.ndarra
     """Sum of -log softmax over masked rows (times ``weights`` per row, e.g.
     GraphSAINT's loss normalization), gradient of that sum over ``total``
     (the global count), and the number of correct masked rows."""
-    from . import kernels
-
     idx = np.flatnonzero(mask)
     w = np.ones(idx.size, np.float64) if weights is None else np.asarray(weights, np.float64)[idx]
-    g = np.zeros(logits.shape, np.float32)
-    loss, correct = kernels.softmax_xent(np.ascontiguousarray(logits, np.float32), np.asarray(labels, np.int64), idx,
-                                         w, 1.0 / max(total, 1), g)
-    return float(loss), g, int(correct)
+    return BACKEND.softmax_xent(logits, labels, idx, w, max(total, 1))
 
 
 def correct_count(logits: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> int:
