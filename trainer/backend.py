@@ -94,6 +94,9 @@ class CPU:
         if rate == 0 and act == "none":
             return h, None
         h = np.ascontiguousarray(h, dtype=np.float32)
+        if act == "elu":  # numpy's vectorized expm1; the kernel then only drops
+            h = np.maximum(h, 0) + np.expm1(np.minimum(h, 0))
+            act = "none"
         mask = np.empty(h.shape, np.uint8) if keep and rate > 0 else _EMPTY_KEEP
         key = noise.key() if noise is not None else np.zeros(2, np.uint64)
         ctr = noise.ctr(layer, kernels.NODE) if noise is not None else np.zeros(2, np.uint64)

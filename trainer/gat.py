@@ -76,12 +76,13 @@ class GAT:
         cp = graph.ex.cp
         z = np.empty((csr.shape[1], heads * d), np.float32)  # own rows, then received ones
         z[:n] = be.gemm(hd, w)
+        both = be.gemm(z[:n], np.hstack([_block_diag(a_src), _block_diag(a_dst)]))  # every head's two scores
         s_src = np.empty((z.shape[0], heads), np.float32)
-        s_src[:n] = be.gemm(z[:n], _block_diag(a_src))
-        s_dst = be.gemm(z[:n], _block_diag(a_dst))
+        s_src[:n] = both[:, :heads]
+        s_dst = np.ascontiguousarray(both[:, heads:])
         alpha = np.empty((csr.nnz, heads), np.float32)
         alpha_d = np.empty_like(alpha)
-        out = np.zeros((n, heads * d), np.float32)
+        out = np.empty((n, heads * d), np.float32)  # every row is written once (interior, then boundary)
         interior, boundary = graph.split_rows
         args = (graph.gids, graph.col_gids, noise, k, alpha, alpha_d, out)
 
@@ -126,11 +127,15 @@ class GAT:
         if k == len(self.heads) - 1:  # the mean over heads
             g = np.tile(g / np.float32(heads), (1, heads))
         dz, ds_src, ds_dst = be.gat_backward(graph.csr, z, g, s_src, s_dst, SLOPE, alpha, alpha_d)
-        bd_src, bd_dst = _block_diag(a_src), _block_diag(a_dst)
-        dz += be.gemm(ds_src, bd_src.T)
-        dz[:n] += be.gemm(ds_dst, bd_dst.T)
-        grads[i + 2] = _diag_blocks(be.gemm_tn(z[:n], ds_dst), heads, d)
-        grads[i + 1] = _diag_blocks(be.gemm_tn(z, ds_src), heads, d)
+        bd = np.vstack([_block_diag(a_src).T, _block_diag(a_dst).T])  # (2H, H d)
+        both = np.hstack([ds_src[:n], ds_dst])
+        dz[:n] += be.gemm(both, bd)
+        if dz.shape[0] > n:
+            dz[n:] += be.gemm(ds_src[n:], bd[:heads])
+        g_both = be.gemm_tn(z[:n], both)
+        grads[i + 1] = _diag_blocks(g_both[:, :heads] + (be.gemm_tn(z[n:], ds_src[n:]) if z.shape[0] > n else 0),
+                                    heads, d)
+        grads[i + 2] = _diag_blocks(g_both[:, heads:], heads, d)
         own = dz[:n]
         parts = {q: dz[n + cp.recv_start[q]:n + cp.recv_start[q + 1]] for q, _ in cp.recv_from}
 

@@ -53,22 +53,28 @@ def _draw(words, lane):
 
 
 @numba.njit(cache=True, inline="always")
+def _eight(out, at, w0, w1, w2, w3, threshold, sc):
+    """``out[at:at + 8]`` = 0 or ``sc``: the eight 16-bit draws of one Philox output."""
+    zero = np.float32(0)
+    mask = np.uint64(0xFFFF)
+    out[at] = sc if (w0 & mask) >= threshold else zero
+    out[at + 1] = sc if (w0 >> _S16) >= threshold else zero
+    out[at + 2] = sc if (w1 & mask) >= threshold else zero
+    out[at + 3] = sc if (w1 >> _S16) >= threshold else zero
+    out[at + 4] = sc if (w2 & mask) >= threshold else zero
+    out[at + 5] = sc if (w2 >> _S16) >= threshold else zero
+    out[at + 6] = sc if (w3 & mask) >= threshold else zero
+    out[at + 7] = sc if (w3 >> _S16) >= threshold else zero
+
+
+@numba.njit(cache=True, inline="always")
 def _row_scales(mult, g, key, ctr, threshold, sc):
     """``mult[c]`` = 0 or ``sc``: the mask of row ``g`` (original id), eight columns per Philox call."""
     hi = ctr[1] ^ _hi(g)
     lo = g & _LO
-    zero = np.float32(0)
-    mask = np.uint64(0xFFFF)
     for b in range(mult.size // 8):
         w0, w1, w2, w3 = philox(np.uint64(b), lo, ctr[0], hi, key[0], key[1])
-        mult[8 * b] = sc if (w0 & mask) >= threshold else zero
-        mult[8 * b + 1] = sc if (w0 >> _S16) >= threshold else zero
-        mult[8 * b + 2] = sc if (w1 & mask) >= threshold else zero
-        mult[8 * b + 3] = sc if (w1 >> _S16) >= threshold else zero
-        mult[8 * b + 4] = sc if (w2 & mask) >= threshold else zero
-        mult[8 * b + 5] = sc if (w2 >> _S16) >= threshold else zero
-        mult[8 * b + 6] = sc if (w3 & mask) >= threshold else zero
-        mult[8 * b + 7] = sc if (w3 >> _S16) >= threshold else zero
+        _eight(mult, 8 * b, w0, w1, w2, w3, threshold, sc)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -158,50 +164,64 @@ def gat_forward(rows, indptr, indices, z, s_src, s_dst, slope, rgid, cgid, key, 
     s_src (m, H), s_dst (n, H): the heads' scores a_src·z_j and a_dst·z_i;
     rgid (n,), cgid (m,): original ids (attention-dropout counters); writes
     alpha (nnz, H) (softmax), alpha_d (nnz, H) (after dropout) and out[rows].
+    Every pass runs over a row's edges with the heads innermost (contiguous).
     """
     heads = s_dst.shape[1]
     d = z.shape[1] // heads
+    m = np.empty(heads, np.float32)
+    tot = np.empty(heads, np.float32)
     for r in rows:
         lo, hi = indptr[r], indptr[r + 1]
-        for h in range(heads):
-            m = -np.inf
-            for p in range(lo, hi):
-                e = s_dst[r, h] + s_src[indices[p], h]
+        m[:] = -np.inf
+        tot[:] = 0
+        for p in range(lo, hi):
+            j = indices[p]
+            for h in range(heads):
+                e = s_dst[r, h] + s_src[j, h]
                 e = e if e > 0 else e * slope
                 alpha[p, h] = e
-                m = max(m, e)
-            tot = np.float32(0)
-            for p in range(lo, hi):
-                v = np.float32(np.exp(alpha[p, h] - m))
+                m[h] = max(m[h], e)
+        for p in range(lo, hi):
+            for h in range(heads):
+                v = np.exp(alpha[p, h] - m[h])
                 alpha[p, h] = v
-                tot += v
-            for p in range(lo, hi):
-                alpha[p, h] /= tot
+                tot[h] += v
+        for p in range(lo, hi):
+            for h in range(heads):
+                alpha[p, h] /= tot[h]
         _attend(r, lo, hi, indices, z, rgid, cgid, key, ctr, threshold, scale, alpha, alpha_d, out, heads, d)
     return out
 
 
 @numba.njit(cache=True, inline="always")
 def _attend(r, lo, hi, indices, z, rgid, cgid, key, ctr, threshold, scale, alpha, alpha_d, out, heads, d):
-    """Attention dropout (one Philox call per edge and 8 heads) and the aggregation of row r."""
+    """Attention dropout (one Philox call per edge and 8 heads) and the
+    aggregation of row r: each edge's per-column weights, then one
+    contiguous multiply-add over the row of Z (all heads at once)."""
     gi = np.uint64(rgid[r])
     sc = np.float32(scale)
-    words = (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
+    hd = heads * d
+    blocks = (heads + 7) // 8
+    keep = np.full(blocks * 8, sc, np.float32)
+    acc = np.zeros(hd, np.float32)
+    aw = np.empty(hd, np.float32)
     for p in range(lo, hi):
         j = indices[p]
-        gj = np.uint64(cgid[j])
-        for hb in range((heads + 7) // 8):
-            if threshold > 0:  # counter: (row id, column id, epoch, layer | stream | head block | high bits)
+        if threshold > 0:  # counter: (row id, column id, epoch, layer | stream | head block | high bits)
+            gj = np.uint64(cgid[j])
+            for hb in range(blocks):
                 c3 = ctr[1] ^ (np.uint64(hb) << np.uint64(12)) ^ _hi(gi) ^ (_hi(gj) << np.uint64(4))
-                words = philox(gi & _LO, gj & _LO, ctr[0], c3 & _LO, key[0], key[1])
-            for lane in range(min(8, heads - 8 * hb)):
-                h = 8 * hb + lane
-                k = threshold == 0 or _draw(words, lane) >= threshold
-                a = alpha[p, h] * sc if k else np.float32(0)
-                alpha_d[p, h] = a
-                if a != 0:
-                    for c in range(h * d, (h + 1) * d):
-                        out[r, c] += a * z[j, c]
+                w0, w1, w2, w3 = philox(gi & _LO, gj & _LO, ctr[0], c3 & _LO, key[0], key[1])
+                _eight(keep, 8 * hb, w0, w1, w2, w3, threshold, sc)
+        for h in range(heads):
+            a = alpha[p, h] * keep[h]
+            alpha_d[p, h] = a
+            for c in range(d):  # range(d), not range(h * d, ...): LLVM vectorizes this one
+                aw[h * d + c] = a
+        for c in range(hd):
+            acc[c] += aw[c] * z[j, c]
+    for c in range(hd):
+        out[r, c] = acc[c]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -213,30 +233,42 @@ def gat_backward(indptr, indices, z, g, s_src, s_dst, slope, alpha, alpha_d, dz,
     the scores (softmax, LeakyReLU, attention dropout)."""
     heads = s_dst.shape[1]
     d = z.shape[1] // heads
+    hd = heads * d
     width = 0
     for r in range(indptr.size - 1):
         width = max(width, indptr[r + 1] - indptr[r])
-    da = np.empty(width, np.float32)
+    da = np.zeros((width, heads), np.float32)
+    dot = np.empty(heads, np.float32)
+    aw = np.empty(hd, np.float32)
+    prod = np.empty(hd, np.float32)
     for r in range(indptr.size - 1):
         lo, hi = indptr[r], indptr[r + 1]
-        for h in range(heads):
-            dot = np.float32(0)
-            for p in range(lo, hi):
-                j = indices[p]
+        dot[:] = 0
+        for p in range(lo, hi):
+            j = indices[p]
+            live = False
+            for h in range(heads):
+                live = live or alpha_d[p, h] != 0
+                for c in range(d):
+                    aw[h * d + c] = alpha_d[p, h]
+            da[p - lo, :] = 0
+            if not live:  # every head dropped (or underflowed): no gradient through this edge
+                continue
+            for c in range(hd):
+                prod[c] = g[r, c] * z[j, c]
+                dz[j, c] += aw[c] * g[r, c]
+            for h in range(heads):
                 a_d = alpha_d[p, h]
-                da[p - lo] = 0
-                if a_d == 0:  # dropped (or underflowed): no gradient through this edge
-                    continue
-                s = np.float32(0)
-                for c in range(h * d, (h + 1) * d):
-                    s += g[r, c] * z[j, c]
-                    dz[j, c] += a_d * g[r, c]
-                # d alpha = d alpha_d * (mask * scale) = d alpha_d * alpha_d / alpha
-                da[p - lo] = s * (a_d / alpha[p, h])
-                dot += alpha[p, h] * da[p - lo]
-            for p in range(lo, hi):
-                j = indices[p]
-                de = alpha[p, h] * (da[p - lo] - dot)
+                if a_d != 0:  # d alpha = d alpha_d * (mask * scale) = d alpha_d * alpha_d / alpha
+                    s = np.float32(0)
+                    for c in range(d):
+                        s += prod[h * d + c]
+                    da[p - lo, h] = s * (a_d / alpha[p, h])
+                    dot[h] += alpha[p, h] * da[p - lo, h]
+        for p in range(lo, hi):
+            j = indices[p]
+            for h in range(heads):
+                de = alpha[p, h] * (da[p - lo, h] - dot[h])
                 if s_dst[r, h] + s_src[j, h] <= 0:
                     de *= slope
                 ds_dst[r, h] += de
