@@ -16,7 +16,7 @@ rank (the BLAS threads are set before numpy loads: :func:`.cli.share_cores`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -56,6 +56,13 @@ class Noise:
         return np.array([self.epoch & 0xFFFFFFFF, (layer & 0xFF) | (stream << 8)], np.uint64)
 
 
+class Dropped(NamedTuple):
+    """A first-layer input whose dropout is already applied (made ahead of
+    its step, while the previous step's allreduce completes)."""
+
+    x: Any
+
+
 class CPU:
     """The numpy / scipy / numba backend."""
 
@@ -83,7 +90,10 @@ class CPU:
                     keep: bool = False) -> tuple[Any, np.ndarray | None]:
         """``dropout(act(h))`` in one pass, and the keep mask (uint8) when
         ``keep`` (the ELU gradient needs it; ReLU's does not). A CSR ``h``
-        (sparse features, no activation) keeps its pattern."""
+        (sparse features, no activation) keeps its pattern; a :class:`Dropped`
+        input is returned as it is."""
+        if isinstance(h, Dropped):
+            return h.x, None
         rate = noise.rate if noise is not None else 0.0
         if sp.issparse(h):
             if noise is None or rate == 0:

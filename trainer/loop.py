@@ -13,7 +13,7 @@ import numpy as np
 from shgcn.store import runlog
 
 from . import checkpoint
-from .backend import Noise
+from .backend import BACKEND, Dropped, Noise
 from .context import Context, versions
 from .graph import Graph
 from .minibatch import MiniBatches, PlanAhead
@@ -100,7 +100,7 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
     logits, cache = ctx.model.forward(d.x, ctx.graph, noise)
     loss_sum, g, correct = masked_cross_entropy(logits, d.labels, d.train, train_total)
     grads = ctx.model.backward(cache, g, ctx.graph)
-    flat, l2 = _reduce_and_step(ctx, comm, grads, [loss_sum, correct])
+    flat, l2, _ = _reduce_and_step(ctx, comm, grads, [loss_sum, correct])
     total = max(train_total, 1)
     return EpochResult(float(flat[-2]) / total + l2, int(round(float(flat[-1]))) / total)
 
@@ -118,18 +118,35 @@ def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total
     steps: list[StepStats] = []
     right, seen = 0, 0
     plans = ctx.plans if ctx.plans is not None else PlanAhead(mb, threaded=False)
+    view, x_in = plans.get(epoch, 0), None
     for step in range(mb.steps):
-        view = plans.get(epoch, step)
-        if step + 1 < mb.steps:
-            plans.ahead(epoch, step + 1)
+        nxt = (epoch, step + 1) if step + 1 < mb.steps else None
+        if nxt is not None:
+            plans.ahead(*nxt)
         elif epoch + 1 < ctx.cfg.epochs:
             plans.ahead(epoch + 1, 0)
-        st, correct, count = _minibatch_step(ctx, comm, view, mb.batch_number(epoch, step), step, mb.loss_weight,
-                                             train_total)
+
+        def meanwhile(at=nxt):  # the next step's plan and dropped input, while this step's allreduce completes
+            if at is None:
+                return None
+            v = plans.get(*at)
+            return v, batch_input(ctx, v, mb.batch_number(*at))
+
+        st, correct, count, ready = _minibatch_step(ctx, comm, view, x_in, mb.batch_number(epoch, step), step,
+                                                    mb.loss_weight, train_total, meanwhile)
+        if ready is not None:
+            view, x_in = ready
         right, seen = right + correct, seen + count
         steps.append(st)
     losses = [st.loss for st in steps]
     return EpochResult(float(np.mean(losses)) if losses else 0.0, right / max(seen, 1), steps)
+
+
+def batch_input(ctx: Context, v, key: int) -> Dropped:
+    """Batch view ``v``'s first-layer input with its dropout applied (it depends on no weight)."""
+    d = ctx.data
+    x, _ = BACKEND.act_dropout(d.x[v.rows], "none", _noise(ctx, key), 0, d.gids[v.rows])
+    return Dropped(x)
 
 
 def _noise(ctx: Context, key: int) -> Noise | None:
@@ -144,10 +161,11 @@ def batch_graph(ctx: Context, v) -> Graph:
     return Graph(v.lm, ctx.exchange, ctx.symmetric, ctx.col_gids(ctx.data.gids[v.rows], v.halo_new), v.left)
 
 
-def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, train_total: int):
-    """One optimizer step on batch view ``v``: forward and backward with the
-    batch's plan, one allreduce of [gradients, loss, correct, count], Adam.
-    Returns (StepStats, correct, count)."""
+def _minibatch_step(ctx: Context, comm, v, x_in, key: int, step: int, loss_weight, train_total: int, meanwhile):
+    """One optimizer step on batch view ``v`` (``x_in``: its input made
+    ahead, or None): forward and backward with the batch's plan, one
+    allreduce of [gradients, loss, correct, count] while ``meanwhile()``
+    runs, Adam. Returns (StepStats, correct, count, what meanwhile returned)."""
     model, d, ex = ctx.model, ctx.data, ctx.exchange
     rows = v.rows
     train_b = d.train[rows]
@@ -155,7 +173,7 @@ def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, tra
     before = (ex.counters.bytes_sent, ex.counters.msgs_sent, ex.counters.comm_time, len(ex.counters.calls))
     with ex.using(v.cp):
         graph = batch_graph(ctx, v)
-        logits, cache = model.forward(d.x[rows], graph, _noise(ctx, key))
+        logits, cache = model.forward(x_in if x_in is not None else d.x[rows], graph, _noise(ctx, key))
         loss_sum, g, correct = masked_cross_entropy(logits, d.labels[rows], train_b, 1, weights)  # sums
         grads = model.backward(cache, g, graph)
     sent = (ex.counters.bytes_sent - before[0], ex.counters.msgs_sent - before[1])
@@ -163,11 +181,11 @@ def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, tra
     def total_of(flat: np.ndarray) -> float:  # GraphSAINT normalizes by all training vertices, else the batch's
         return float(max(train_total if weights is not None else int(round(float(flat[-1]))), 1))
 
-    flat, l2 = _reduce_and_step(ctx, comm, grads, [loss_sum, correct, int(train_b.sum())], total_of)
+    flat, l2, ready = _reduce_and_step(ctx, comm, grads, [loss_sum, correct, int(train_b.sum())], total_of, meanwhile)
     loss_sum, correct, count = float(flat[-3]), int(round(float(flat[-2]))), int(round(float(flat[-1])))
     total = total_of(flat)
     wait = ex.counters.comm_time - before[2]
-    return StepStats(step, v.vertices, count, loss_sum / total + l2, *sent, wait, calls), correct, count
+    return StepStats(step, v.vertices, count, loss_sum / total + l2, *sent, wait, calls), correct, count, ready
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
@@ -191,13 +209,13 @@ def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
         raise RuntimeError(f"weights differ between ranks at epoch {epoch}: {hashes}")
 
 
-def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[float], total_of=None
-                     ) -> tuple[np.ndarray, float]:
+def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[float], total_of=None,
+                     meanwhile=None) -> tuple[np.ndarray, float, object]:
     """The step's one collective: the local gradients and ``stats`` in one
-    float32 buffer, summed by one allreduce (non-blocking: the helper thread
-    that builds the next batch's plan runs while it completes); then the
+    float32 buffer, summed by one non-blocking allreduce while
+    ``meanwhile()`` runs (the next batch's plan and input); then the
     optimizer step, the gradients divided by ``total_of(buffer)`` when given.
-    Returns (the summed buffer, the L2 term)."""
+    Returns (the summed buffer, the L2 term, what ``meanwhile`` returned)."""
     from mpi4py import MPI
 
     flat = np.empty(sum(g.size for g in grads) + len(stats), np.float32)
@@ -207,10 +225,14 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
         pos += g.size
     flat[pos:] = stats
     t0 = time.perf_counter()
-    comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM).Wait()
-    ctx.exchange.counters.comm_time += time.perf_counter() - t0
+    req = comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
+    waited = time.perf_counter() - t0
+    ready = meanwhile() if meanwhile is not None else None
+    t0 = time.perf_counter()
+    req.Wait()
+    ctx.exchange.counters.comm_time += waited + time.perf_counter() - t0
     l2 = apply_gradients(ctx, flat, np.float32(total_of(flat)) if total_of is not None else None)
-    return flat, l2
+    return flat, l2, ready
 
 
 def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = None) -> float:
