@@ -19,9 +19,16 @@ from shgcn.store import costs
 
 from .backend import BACKEND, Noise
 from .graph import Graph
-from .model import dense, glorot
+from .model import dense
 
 PER_LAYER = 5  # w1, b1, w2, b2, eps
+
+
+def _linear(rng: np.random.Generator, d_in: int, d_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """Weight and bias drawn as torch's ``Linear`` draws them (uniform within 1/sqrt(d_in)), as PyG's GIN MLPs."""
+    bound = 1 / np.sqrt(d_in)
+    return (rng.uniform(-bound, bound, (d_in, d_out)).astype(np.float32),
+            rng.uniform(-bound, bound, d_out).astype(np.float32))
 
 
 class GIN:
@@ -35,8 +42,7 @@ class GIN:
         self.heads = [1] * (len(dims) - 1)
         self.params = []
         for a, b in zip(dims[:-1], dims[1:]):
-            self.params += [glorot(rng, a, b), np.zeros(b, np.float32), glorot(rng, b, b), np.zeros(b, np.float32),
-                            np.zeros(1, np.float32)]
+            self.params += [*_linear(rng, a, b), *_linear(rng, b, b), np.zeros(1, np.float32)]
         self.decay = [0, 2]
         self.be = backend
 
