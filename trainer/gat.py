@@ -132,17 +132,19 @@ class GAT:
         dz[:n] += be.gemm(both, bd)
         if dz.shape[0] > n:
             dz[n:] += be.gemm(ds_src[n:], bd[:heads])
-        g_both = be.gemm_tn(z[:n], both)
-        grads[i + 1] = _diag_blocks(g_both[:, :heads] + (be.gemm_tn(z[n:], ds_src[n:]) if z.shape[0] > n else 0),
-                                    heads, d)
-        grads[i + 2] = _diag_blocks(g_both[:, heads:], heads, d)
         own = dz[:n]
         parts = {q: dz[n + cp.recv_start[q]:n + cp.recv_start[q + 1]] for q, _ in cp.recv_from}
+
+        def local():  # the attention vectors' gradients while the partial sums travel
+            g_both = be.gemm_tn(z[:n], both)
+            halo = be.gemm_tn(z[n:], ds_src[n:]) if z.shape[0] > n else 0
+            grads[i + 1] = _diag_blocks(g_both[:, :heads] + halo, heads, d)
+            grads[i + 2] = _diag_blocks(g_both[:, heads:], heads, d)
 
         def on_block(rows, buf):
             own[rows] += buf
 
-        graph.ex.fold(parts, heads * d, lambda: None, on_block)
+        graph.ex.fold(parts, heads * d, local, on_block)
         return own
 
 
