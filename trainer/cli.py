@@ -93,8 +93,9 @@ def parser() -> argparse.ArgumentParser:
                     help="0: n / batch size, which covers the training vertices once on average")
     mb.add_argument("--saint", choices=("auto", "on", "off"), default="auto",
                     help="GraphSAINT aggregator and loss normalization (auto: on for edge and rw, off for node)")
-    mb.add_argument("--plan-ahead", choices=("thread", "inline"), default="thread",
-                    help="build the next batch's plan in a helper thread while the step computes and waits, or inline")
+    mb.add_argument("--plan-ahead", choices=("inline", "thread"), default="inline",
+                    help="build the next batch's plan while the step's allreduce completes (inline), or in a helper "
+                         "thread while the step computes and waits (pays when a core is free for it)")
     mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
     p.add_argument("--fail-at", type=_fail_at, default=None, help=argparse.SUPPRESS)  # RANK:EPOCH, for tests
     return p

@@ -52,7 +52,7 @@ class TrainConfig:
     out_heads: int = 1  # gat: of the last layer (averaged)
     attn_dropout: float | None = None  # gat: None = the same as dropout
     exchange_dtype: str = "float32"
-    plan_ahead: str = "thread"  # mini-batch: build the next batch's plan in a helper thread, or "inline"
+    plan_ahead: str = "inline"  # mini-batch: build the next batch's plan in the allreduce's wait, or in a "thread"
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""

@@ -111,10 +111,10 @@ def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total
 
     One collective per step besides the SpMMs' exchanges (one per layer and
     direction): the weight gradients travel with the step's loss, correct
-    and training-vertex counts in one buffer, one non-blocking allreduce.
-    The next batch's plan is built by a helper thread while this step
-    computes and waits (:class:`.minibatch.PlanAhead`). Gradients are summed
-    unnormalized and divided by the global count after the allreduce."""
+    and training-vertex counts in one buffer, one non-blocking allreduce,
+    while which the next batch's plan (:class:`.minibatch.PlanAhead`) and
+    dropped input are made. Gradients are summed unnormalized and divided
+    by the global count after the allreduce."""
     steps: list[StepStats] = []
     right, seen = 0, 0
     plans = ctx.plans if ctx.plans is not None else PlanAhead(mb, threaded=False)
