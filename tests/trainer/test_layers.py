@@ -132,3 +132,12 @@ def test_fused_activation_and_dropout():
     np.testing.assert_array_equal(out, np.maximum(z, 0))
     out, _ = BACKEND.act_dropout(z, "elu", None, 0, np.zeros(1, np.int64))
     np.testing.assert_allclose(out, np.where(z > 0, z, np.expm1(z)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_gradients_with_a_row_scaled_operator(directed):
+    """GraphSAINT's aggregator diag(C_v) P: its transpose is P^T (C_v G), not the forward product again."""
+    model, graph, x, r, rng = setup_case("gcn", [5, 4, 3], directed)
+    left = rng.uniform(0.5, 3.0, graph.n_own).astype(np.float32)
+    scaled = Graph(graph.lm, graph.ex, graph.symmetric, graph.col_gids, left=left)
+    assert max(fd_errors(model, scaled, x, Noise(0.3, seed=4, epoch=2), r, rng)) < 1e-2
