@@ -51,6 +51,20 @@ def test_losses_do_not_depend_on_ranks(stores, tmp_path, arch, kind):
     np.testing.assert_allclose(losses[4], losses[1], rtol=1e-4)
 
 
+@pytest.mark.parametrize("arch", quick({("gat",)}, *[(a,) for a in costs.ARCHS]))
+def test_minibatch_losses_do_not_depend_on_ranks(stores, tmp_path, arch):
+    """Mini-batch (rw sampler, GraphSAINT on): every rank re-draws the batch; SAGE's mean and GAT's softmax run
+    over the induced subgraph, the same whoever holds the rows."""
+    losses = {}
+    for ranks in (1, 2, 4):
+        run(ranks, stores["directed", ranks], arch, tmp_path / f"r{ranks}.jsonl", "--mode", "minibatch",
+            "--sampler", "rw", "--batch-size", 100, "--epochs", 2)
+        losses[ranks] = [s.loss for s in read_log(tmp_path / f"r{ranks}.jsonl", "step")[1]]
+    assert len(losses[1]) > 5
+    np.testing.assert_allclose(losses[2], losses[1], rtol=1e-4)
+    np.testing.assert_allclose(losses[4], losses[1], rtol=1e-4)
+
+
 def predicted_calls(s, header, send, recv, itemsize=4):
     return costs.call_bytes(send, recv, header.arch, header.dims, s.attrs["directed"], header.heads, itemsize)
 
