@@ -15,7 +15,7 @@ from shgcn.trainer import cli
 
 cli.share_cores()  # before numpy loads, as the trainer's own entry point
 
-from shgcn.trainer import exchange, loop, minibatch, model, spmm, targets  # noqa: E402
+from shgcn.trainer import backend, exchange, gcn, loop, minibatch, model, spmm, targets  # noqa: E402
 
 ACC: dict[str, float] = defaultdict(float)
 ON = {"epochs": 0, "measure": False}
@@ -33,7 +33,8 @@ def wrap(owner, name: str, key: str) -> None:
         finally:
             ACC[key] += time.perf_counter() - t0
 
-    setattr(owner, name, timed)
+    static = isinstance(getattr(owner, "__dict__", {}).get(name), staticmethod)
+    setattr(owner, name, staticmethod(timed) if static else timed)
 
 
 def epoch_wrapper():
@@ -54,11 +55,11 @@ def epoch_wrapper():
 
 
 wrap(minibatch.MiniBatches, "view", "plan (view)")
-wrap(model, "_keep_scale", "dropout")
+wrap(backend.CPU, "act_dropout", "dropout")
 wrap(spmm.DistSpMM, "forward", "spmm")
 wrap(exchange.Exchange, "_wait", "exchange wait")
-wrap(model.GCN, "forward", "forward")
-wrap(model.GCN, "backward", "backward")
+wrap(gcn.GCN, "forward", "forward")
+wrap(gcn.GCN, "backward", "backward")
 wrap(targets.SingleLabel, "loss", "loss")
 wrap(model.Adam, "step", "adam")
 wrap(loop, "_minibatch_step", "step")

@@ -238,4 +238,6 @@ def predicted_bytes(s: store_mod.Store, header: runlog.Header) -> np.ndarray | N
     if header.mode != "full" or header.parts != s.parts or header.exchange == "bcast":
         return None
     vol = s.quality()["volume"].sel(model=s.attrs["model"]).values
-    return costs.step_bytes(vol.sum(1), vol.sum(0), header.dims, header.w_first, s.attrs["directed"])
+    return costs.step_bytes(vol.sum(1), vol.sum(0), header.dims, header.w_first, s.attrs["directed"],
+                            itemsize=costs.WIRE_DTYPES.get(header.exchange_dtype, 4), arch=header.arch,
+                            heads=header.heads)

@@ -58,8 +58,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .costs import spmm_widths, work_terms
-from .costs import w_first as _w_first
+from .costs import exchanges, split_calls, work_terms
 from .errors import UserError
 from .tables import BASELINE
 
@@ -160,36 +159,37 @@ def dims_of(feature_dim: int, hidden: Iterable[int], classes: int) -> list[int]:
 
 # ---------------------------------------------------------------- bytes
 
-def rank_traffic(cost: PartitionCost, dims: list[int], exchange: str = "p2p") -> dict[str, np.ndarray]:
+def rank_traffic(cost: PartitionCost, dims: list[int], exchange: str = "p2p", arch: str = "gcn",
+                 heads: list[int] | None = None, itemsize: int = ITEMSIZE) -> dict[str, np.ndarray]:
     """Bytes and messages each rank sends in one training step (forward and
     backward SpMMs), exactly as the trainer's exchange counts them.
+
+    Parameters
+    ----------
+    arch, heads : the model (:data:`shgcn.store.costs.ARCHS`; GAT's heads per layer)
+    itemsize : bytes per value on the wire (2 for ``--exchange-dtype bfloat16`` or ``float16``)
 
     Returns
     -------
     dict of (P,) int64: ``bytes_sent``, ``msgs_sent``, ``bytes_recv``.
     """
     _check_exchange(exchange)
-    wf = [_w_first(dims, k) for k in range(len(dims) - 1)]
-    fwd, bwd = spmm_widths(dims, wf)
+    fwd, bwd = exchanges(arch, dims, cost.directed, heads)
+    ex_w, ex_n, fo_w, fo_n = split_calls(fwd + bwd)
     v = cost.volume.astype(np.int64)
     p = cost.parts
     send_rows, recv_rows = v.sum(1), v.sum(0)
     send_msgs, recv_msgs = (v > 0).sum(1), (v > 0).sum(0)
-    b = ITEMSIZE
-    if exchange == "bcast":
+    b = itemsize
+    if exchange == "bcast":  # an expand: the root sends its block to P-1 ranks; a fold: Reduce onto each root
         rows = cost.rows.astype(np.int64)
         others = rows.sum() - rows
-        expand = sum(fwd) + (0 if cost.directed else sum(bwd))  # root sends its block to P-1 ranks
-        fold = sum(bwd) if cost.directed else 0  # Reduce: a non-root sends one dense block to each root
-        return {"bytes_sent": b * (rows * (p - 1) * expand + others * fold),
-                "msgs_sent": np.full(p, (p - 1) * (len(fwd) + len(bwd)), np.int64),
-                "bytes_recv": b * (others * expand + rows * (p - 1) * fold)}
-    bwd_send = recv_rows if cost.directed else send_rows
-    bwd_recv = send_rows if cost.directed else recv_rows
-    bwd_msgs = recv_msgs if cost.directed else send_msgs
-    return {"bytes_sent": b * (send_rows * sum(fwd) + bwd_send * sum(bwd)),
-            "msgs_sent": send_msgs * len(fwd) + bwd_msgs * len(bwd),
-            "bytes_recv": b * (recv_rows * sum(fwd) + bwd_recv * sum(bwd))}
+        return {"bytes_sent": b * (rows * (p - 1) * ex_w + others * fo_w),
+                "msgs_sent": np.full(p, (p - 1) * (ex_n + fo_n), np.int64),
+                "bytes_recv": b * (others * ex_w + rows * (p - 1) * fo_w)}
+    return {"bytes_sent": b * (send_rows * ex_w + recv_rows * fo_w),
+            "msgs_sent": send_msgs * ex_n + recv_msgs * fo_n,
+            "bytes_recv": b * (recv_rows * ex_w + send_rows * fo_w)}
 
 
 # ---------------------------------------------------------------- time
@@ -241,8 +241,7 @@ def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network
     (float: the slowest rank).
     """
     _check_exchange(exchange)
-    wf = [_w_first(dims, k) for k in range(len(dims) - 1)]
-    fwd, bwd = spmm_widths(dims, wf)
+    fwd, bwd = exchanges("gcn", dims, cost.directed)
     v = cost.volume.astype(np.int64)
     send_rows, recv_rows = v.sum(1), v.sum(0)
     send_msgs, recv_msgs = (v > 0).sum(1), (v > 0).sum(0)
@@ -250,8 +249,7 @@ def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network
     own = cost.own.astype(float) if cost.own is not None and exchange == "p2p" else np.zeros_like(load)
     spmm_total = np.zeros(cost.parts)
     comm_total = np.zeros(cost.parts)
-    for d, backward in [(d, False) for d in fwd] + [(d, True) for d in bwd]:
-        flip = backward and cost.directed  # a fold sends what the expand received
+    for d, flip in fwd + bwd:  # a fold sends what the expand received
         s_r, r_r = (recv_rows, send_rows) if flip else (send_rows, recv_rows)
         s_m, r_m = (recv_msgs, send_msgs) if flip else (send_msgs, recv_msgs)
         comm = _spmm_comm(exchange, d, s_r, r_r, s_m, r_m, cost, net)

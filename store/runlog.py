@@ -37,6 +37,9 @@ class Header:
     sampler: str | None = None  # mini-batch mode
     batch_size: int | None = None  # mini-batch mode
     metric: str = "accuracy"  # what train_acc, val_acc, test_acc hold: accuracy, or micro-F1 (multi-label stores)
+    arch: str = "gcn"  # gcn, sage, gin, gat (shgcn.store.costs.ARCHS)
+    heads: list[int] | None = None  # attention heads per layer (gat)
+    exchange_dtype: str = "float32"  # the rows' type on the wire (float32, bfloat16, float16)
     type: ClassVar[str] = "header"
 
     @property
@@ -72,6 +75,7 @@ class Epoch:
     msgs_sent: list[int] = field(default_factory=list)
     bytes_recv: list[int] = field(default_factory=list)
     eval_bytes_sent: list[int] = field(default_factory=list)
+    exchange_bytes: list[list[int]] | None = None  # full batch: per rank, bytes of each exchange of the step
     val_acc: float | None = None  # evaluation epochs only
     test_acc: float | None = None
     steps: int | None = None  # mini-batch mode
@@ -91,6 +95,8 @@ class Step:
     loss: float
     bytes_sent: list[int] = field(default_factory=list)
     msgs_sent: list[int] = field(default_factory=list)
+    wait_time: list[float] = field(default_factory=list)  # s each rank waited on communication in the step
+    exchange_bytes: list[list[int]] = field(default_factory=list)  # per rank, bytes of each exchange of the step
     type: ClassVar[str] = "step"
 
 

@@ -1,8 +1,9 @@
 """Checkpoints: weights, Adam state and the epoch, written atomically by rank 0.
 
-A checkpoint records what it belongs to (the store's checksums, the model's
-dimensions) and the training options; resuming with a different store or
-different options is refused with the difference named.
+A checkpoint records what it belongs to (the store's checksums, the
+architecture and the model's dimensions) and the training options; resuming
+with a different store, another architecture or different options is
+refused in one line with the difference named.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import TrainConfig, TrainError
-from .model import GCN, Adam
+from .model import Adam, Model
 
 FILE = "checkpoint.npz"
 
@@ -23,12 +24,12 @@ def path(cfg: TrainConfig) -> Path:
     return Path(cfg.checkpoint or ".") / FILE
 
 
-def save(cfg: TrainConfig, epoch: int, model: GCN, opt: Adam, identity: dict) -> None:
+def save(cfg: TrainConfig, epoch: int, model: Model, opt: Adam, identity: dict) -> None:
     """Write the state after ``epoch`` (rename into place: never half-written)."""
     p = path(cfg)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.stem}.tmp-{os.getpid()}.npz")
-    arrays: dict[str, np.ndarray] = {f"w{i}": w for i, w in enumerate(model.ws)}
+    arrays: dict[str, np.ndarray] = {f"w{i}": w for i, w in enumerate(model.params)}
     arrays.update(opt.state())
     arrays["epoch"] = np.array(epoch)
     arrays["identity"] = np.array(json.dumps(identity, sort_keys=True))
@@ -36,7 +37,7 @@ def save(cfg: TrainConfig, epoch: int, model: GCN, opt: Adam, identity: dict) ->
     os.replace(tmp, p)
 
 
-def load(cfg: TrainConfig, model: GCN, opt: Adam, identity: dict) -> int:
+def load(cfg: TrainConfig, model: Model, opt: Adam, identity: dict) -> int:
     """Restore weights and Adam state; returns the first epoch to run."""
     p = path(cfg)
     if not p.exists():
@@ -45,7 +46,9 @@ def load(cfg: TrainConfig, model: GCN, opt: Adam, identity: dict) -> int:
         with np.load(p, allow_pickle=False) as z:
             saved = json.loads(str(z["identity"]))
             _same(p, saved, identity)
-            for i, w in enumerate(model.ws):
+            for i, w in enumerate(model.params):
+                if f"w{i}" not in z.files:
+                    raise TrainError(f"{p}: the checkpoint has {i} parameter arrays, the model more")
                 if z[f"w{i}"].shape != w.shape:
                     raise TrainError(f"{p}: weight {i} has shape {z[f'w{i}'].shape}, expected {w.shape}")
                 w[...] = z[f"w{i}"]
@@ -58,6 +61,11 @@ def load(cfg: TrainConfig, model: GCN, opt: Adam, identity: dict) -> int:
 def _same(p: Path, saved: dict, now: dict) -> None:
     if saved.get("store") != now["store"]:
         raise TrainError(f"{p}: checkpoint is from a different store (its checksums differ)")
+    was = saved.get("arch", "gcn")  # checkpoints before --arch were GCNs
+    if was != now["arch"]:
+        raise TrainError(f"{p}: the checkpoint holds a {was} model, not {now['arch']} "
+                         f"(resume with --arch {was}, or train the {now['arch']} in another directory)")
+    saved = {"arch": was, "exchange_dtype": "float32", **saved}
     diff = [f"{k} {saved.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(saved) | set(now))
             if k != "store" and saved.get(k) != now.get(k)]
     if diff:

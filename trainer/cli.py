@@ -25,7 +25,7 @@ def share_cores() -> None:
     local = next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                                 "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
     threads = str(max(1, (os.cpu_count() or 1) // max(local, 1)))
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(var, threads)
 
 
@@ -64,6 +64,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dropout", type=float, default=0.5, help="dropout rate of every layer's input")
     p.add_argument("--exchange", choices=("p2p", "alltoallv", "bcast"), default="p2p",
                    help="p2p (Isend/Irecv of the needed rows), alltoallv, or bcast (CAGNET 1D, sparsity-oblivious)")
+    p.add_argument("--arch", choices=("gcn", "sage", "gin", "gat"), default="gcn",
+                   help="gcn (Kipf & Welling), sage (GraphSAGE, mean + root weight), gin (learnable eps, 2-layer MLP), "
+                        "gat (multi-head attention)")
+    p.add_argument("--heads", type=int, default=8, help="gat: attention heads of the hidden layers (concatenated)")
+    p.add_argument("--out-heads", type=int, default=1, help="gat: attention heads of the last layer (averaged)")
+    p.add_argument("--attn-dropout", type=float, default=None,
+                   help="gat: dropout on the attention coefficients (default: --dropout)")
+    p.add_argument("--exchange-dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="the rows' type on the wire (16 bits: half the bytes; computation stays float32)")
     p.add_argument("--seed", type=int, default=0, help="seed of weights, dropout and batches")
     p.add_argument("--log", help="write the JSON-lines run log here (rank 0)")
     p.add_argument("--checkpoint", metavar="DIR", help="save weights and optimizer state in DIR")
@@ -91,6 +100,9 @@ def parser() -> argparse.ArgumentParser:
                     help="0: n / batch size, which covers the training vertices once on average")
     mb.add_argument("--saint", choices=("auto", "on", "off"), default="auto",
                     help="GraphSAINT aggregator and loss normalization (auto: on for edge and rw, off for node)")
+    mb.add_argument("--plan-ahead", choices=("inline", "thread"), default="inline",
+                    help="build the next batch's plan while the step's allreduce completes (inline), or in a helper "
+                         "thread while the step computes and waits (pays when a core is free for it)")
     mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
     p.add_argument("--fail-at", type=_fail_at, default=None, help=argparse.SUPPRESS)  # RANK:EPOCH, for tests
     return p

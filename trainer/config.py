@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from shgcn.store.costs import ARCHS
 from shgcn.store.errors import UserError
 
 from .exchange import STRATEGIES
+from .wire import DTYPES
 
 MODES = ("full", "minibatch")
 SAMPLERS = ("node", "edge", "rw")
@@ -47,13 +49,20 @@ class TrainConfig:
     norm_batches: int = 50
     overwrite: bool = False  # replace an existing run log and checkpoint (only ones the trainer wrote)
     timeout: float = 1800.0  # seconds without progress on any rank before the job ends (0: no watchdog)
+    arch: str = "gcn"
+    heads: int = 8  # gat: attention heads of the hidden layers
+    out_heads: int = 1  # gat: of the last layer (averaged)
+    attn_dropout: float | None = None  # gat: None = the same as dropout
+    exchange_dtype: str = "float32"
+    plan_ahead: str = "inline"  # mini-batch: build the next batch's plan in the allreduce's wait, or in a "thread"
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""
-        for name in ("lr", "weight_decay", "dropout"):
+        for name in ("lr", "weight_decay", "dropout", "attention_dropout"):
             value = getattr(self, name)
             if not math.isfinite(value):
-                raise TrainError(f"--{name.replace('_', '-')} {value}: must be a finite number")
+                raise TrainError(f"--{name.replace('_', '-').replace('attention', 'attn')} {value}: must be a finite number")
+        self._check_model()
         if self.epochs < 0:
             raise TrainError(f"--epochs {self.epochs}: must be >= 0")
         if not 0 <= self.dropout < 1:
@@ -81,8 +90,28 @@ class TrainConfig:
                 raise TrainError(f"--batch-size {self.batch_size}: must be >= 1 (0: 10% of the vertices)")
             if self.walk_length < 1:
                 raise TrainError("--walk-length must be >= 1")
+            if self.plan_ahead not in ("thread", "inline"):
+                raise TrainError(f"--plan-ahead {self.plan_ahead!r}: choose thread or inline")
             if self.saint not in ("auto", "on", "off") or self.batches_per_epoch < 0 or self.norm_batches < 1:
                 raise TrainError("--saint is auto, on or off; --batches-per-epoch >= 0; --norm-batches >= 1")
+
+    def _check_model(self) -> None:
+        if self.arch not in ARCHS:
+            raise TrainError(f"--arch {self.arch!r}: choose from {', '.join(ARCHS)}")
+        if self.heads < 1 or self.out_heads < 1:
+            raise TrainError("--heads and --out-heads must be >= 1")
+        if not 0 <= self.attention_dropout < 1:
+            raise TrainError(f"--attn-dropout {self.attention_dropout}: must be in [0, 1)")
+        if self.exchange_dtype not in DTYPES:
+            raise TrainError(f"--exchange-dtype {self.exchange_dtype!r}: choose from {', '.join(DTYPES)}")
+        if self.exchange_dtype != "float32" and self.exchange == "bcast":
+            raise TrainError(f"--exchange-dtype {self.exchange_dtype} needs --exchange p2p or alltoallv "
+                             "(bcast's fold is an MPI Reduce, which sums float32)")
+
+    @property
+    def attention_dropout(self) -> float:
+        """GAT's attention dropout (``--attn-dropout``, by default ``--dropout``)."""
+        return self.dropout if self.attn_dropout is None else self.attn_dropout
 
     @property
     def use_saint(self) -> bool:
@@ -95,8 +124,11 @@ class TrainConfig:
 
     def training_options(self) -> dict:
         """The options a checkpoint must agree with to be resumed."""
-        return {"mode": self.mode, "lr": self.lr, "weight_decay": self.weight_decay, "dropout": self.dropout,
-                "hidden": list(self.hidden), "exchange": self.exchange, "seed": self.seed,
+        return {"arch": self.arch, "mode": self.mode, "lr": self.lr, "weight_decay": self.weight_decay,
+                "dropout": self.dropout, "hidden": list(self.hidden), "exchange": self.exchange, "seed": self.seed,
+                "exchange_dtype": self.exchange_dtype,
+                **({"heads": self.heads, "out_heads": self.out_heads, "attn_dropout": self.attention_dropout}
+                   if self.arch == "gat" else {}),
                 **({"sampler": self.sampler, "batch_size": self.batch_size, "walk_length": self.walk_length,
                     "batches_per_epoch": self.batches_per_epoch, "saint": self.saint,
                     "norm_batches": self.norm_batches} if self.mode == "minibatch" else {})}

@@ -13,14 +13,15 @@ import scipy.sparse as sp
 from shgcn import store
 from shgcn.store.sample import SamplerConfig
 
-from . import checkpoint
+from . import archs, checkpoint
 from .config import TrainConfig, TrainError
 from .exchange import STRATEGIES, Exchange
-from .minibatch import MiniBatches
-from .model import GCN, Adam, as_input
+from .graph import Graph
+from .minibatch import MiniBatches, PlanAhead
+from .model import Adam, Model, as_input
 from .plan import CommPlan, comm_plan, full_local, local_matrix
-from .spmm import DistSpMM
 from .targets import SingleLabel, for_store
+from .wire import Wire
 
 
 @dataclass
@@ -45,21 +46,30 @@ class RankData:
 
 @dataclass
 class Context:
-    """One rank's run: options, store, data, the full-batch plan and product,
-    the model and optimizer, and the mini-batch re-drawer (mini-batch mode)."""
+    """One rank's run: options, store, data, the full-batch plan and graph,
+    the model and optimizer, and the mini-batch re-drawer (mini-batch mode).
+    ``perm``: new id -> original id (GAT's attention-dropout counters of
+    received rows), or None."""
 
     cfg: TrainConfig
     s: store.Store
     data: RankData
     cp: CommPlan
     exchange: Exchange
-    spmm: DistSpMM
-    model: GCN
+    graph: Graph
+    model: Model
     opt: Adam
     identity: dict
     start: int
     batches: MiniBatches | None = None
+    perm: np.ndarray | None = None
+    plans: PlanAhead | None = None  # mini-batch mode
     targets: Any = SingleLabel()  # loss and score by the store's label kind (trainer/targets.py)
+
+    def col_gids(self, own: np.ndarray, halo_new: np.ndarray) -> np.ndarray:
+        """Original ids of local columns: own rows' ``own``, then the received rows (new ids ``halo_new``)."""
+        halo = self.perm[halo_new] if self.perm is not None else np.full(halo_new.size, -1, np.int64)
+        return np.concatenate([own, halo]).astype(np.int64)
 
     @property
     def symmetric(self) -> bool:
@@ -90,19 +100,24 @@ def setup(cfg: TrainConfig, comm) -> Context:
                          f"rank{'s' if comm.size != 1 else ''}; run with mpirun -n {s.parts}")
     block = s.rank(comm.rank, verify=cfg.verify)
     cp = comm_plan(block.plan, comm.rank, s.offsets)
-    ex = STRATEGIES[cfg.exchange](comm, cp)
-    spmm = DistSpMM(local_matrix(block.plan, cp), ex, symmetric=not s.attrs["directed"])
+    ex = STRATEGIES[cfg.exchange](comm, cp, Wire(cfg.exchange_dtype))
     targets = for_store(s.attrs)
     labelled = targets.labelled(block.labels)
     data = RankData(x=as_input(block.features), labels=np.asarray(block.labels),
                     train=np.asarray(block.train_mask) & labelled, val=np.asarray(block.val_mask) & labelled,
                     test=np.asarray(block.test_mask) & labelled, gids=np.asarray(block.node_index))
-    model = GCN([int(s.attrs["feature_dim"]), *cfg.hidden, int(s.attrs["classes"])], cfg.seed)
-    opt = Adam(model.ws, cfg.lr)
+    model = archs.build(cfg.arch, [int(s.attrs["feature_dim"]), *cfg.hidden, int(s.attrs["classes"])], cfg.seed,
+                        cfg.heads, cfg.out_heads)
+    opt = Adam(model.params, cfg.lr)
     identity = {"store": s.attrs["checksums"], "dims": model.dims, **cfg.training_options()}
     start = checkpoint.load(cfg, model, opt, identity) if cfg.resume else 0
     batches = _minibatches(cfg, s, block, cp) if cfg.mode == "minibatch" else None
-    return Context(cfg, s, data, cp, ex, spmm, model, opt, identity, start, batches, targets)
+    ctx = Context(cfg, s, data, cp, ex, None, model, opt, identity, start, batches,  # type: ignore[arg-type]
+                  perm=s.permutation() if cfg.arch == "gat" else None, targets=targets)
+    if batches is not None:
+        ctx.plans = PlanAhead(batches, threaded=cfg.plan_ahead == "thread")
+    ctx.graph = Graph(local_matrix(block.plan, cp), ex, ctx.symmetric, ctx.col_gids(data.gids, cp.recv_ids))
+    return ctx
 
 
 def _minibatches(cfg: TrainConfig, s: store.Store, block: store.RankBlock, cp: CommPlan) -> MiniBatches:

@@ -10,6 +10,10 @@ One interface, :class:`Exchange`, with two operations used by the SpMMs:
   them and calls ``on_block(rows, partial)`` with the local row ids they add
   to; ``d`` is the row width.
 
+Rows travel in the wire type of :class:`~.wire.Wire` (``--exchange-dtype``:
+float32, or bfloat16 / float16 for half the bytes); ``on_block`` always gets
+float32 rows. The counters count the bytes on the wire.
+
 Strategies: ``p2p`` (Isend/Irecv, overlap, Waitany: the paper's), ``alltoallv``
 (the sparsity-aware collective), ``bcast`` (CAGNET's sparsity-oblivious 1D:
 every rank broadcasts its whole block). Each counts the bytes and messages it
@@ -22,26 +26,32 @@ import contextlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .plan import CommPlan
+from .wire import Wire
 
 _TAG_EXPAND, _TAG_FOLD = 11, 12
 
 
 @dataclass
 class Counters:
+    """What a rank sent and waited for since the last reset; ``calls``: the
+    bytes sent by each expand or fold, in order (one per layer and direction)."""
+
     bytes_sent: int = 0
     msgs_sent: int = 0
     bytes_recv: int = 0
     comm_time: float = 0.0
+    calls: list[int] = field(default_factory=list)
 
     def reset(self) -> dict:
         out = dict(vars(self))
         self.bytes_sent = self.msgs_sent = self.bytes_recv = 0
         self.comm_time = 0.0
+        self.calls = []
         return out
 
 
@@ -54,10 +64,11 @@ class Exchange(ABC):
 
     name = ""
 
-    def __init__(self, comm, cp: CommPlan):
+    def __init__(self, comm, cp: CommPlan, wire: Wire | None = None):
         self.comm = comm
         self.cp = cp
         self.counters = Counters()
+        self.wire = wire or Wire()
 
     @contextlib.contextmanager
     def using(self, cp: CommPlan) -> Iterator[Exchange]:
@@ -68,13 +79,26 @@ class Exchange(ABC):
         finally:
             self.cp = old
 
-    @abstractmethod
     def expand(self, x: np.ndarray, local: Callable[[], None], on_block: Callable[[int, np.ndarray], None]) -> None:
+        """Send own rows ``x`` (n_own, d) where the plan says; ``local()`` meanwhile; ``on_block(q, rows)`` per sender."""
+        before = self.counters.bytes_sent
+        self._expand(x, local, on_block)
+        self.counters.calls.append(self.counters.bytes_sent - before)
+
+    def fold(self, parts: dict[int, np.ndarray], d: int, local: Callable[[], None],
+             on_block: Callable[[np.ndarray, np.ndarray], None]) -> None:
+        """Send ``parts[q]`` (partial sums of q's rows) back to q; ``on_block(rows, partial)`` per received part."""
+        before = self.counters.bytes_sent
+        self._fold(parts, d, local, on_block)
+        self.counters.calls.append(self.counters.bytes_sent - before)
+
+    @abstractmethod
+    def _expand(self, x: np.ndarray, local: Callable[[], None], on_block: Callable[[int, np.ndarray], None]) -> None:
         ...
 
     @abstractmethod
-    def fold(self, parts: dict[int, np.ndarray], d: int, local: Callable[[], None],
-             on_block: Callable[[np.ndarray, np.ndarray], None]) -> None:
+    def _fold(self, parts: dict[int, np.ndarray], d: int, local: Callable[[], None],
+              on_block: Callable[[np.ndarray, np.ndarray], None]) -> None:
         ...
 
     def _wait(self, fn, *args, **kwargs):
@@ -91,15 +115,15 @@ class P2P(Exchange):
 
     name = "p2p"
 
-    def expand(self, x, local, on_block):
+    def _expand(self, x, local, on_block):
         from mpi4py import MPI
 
-        d = x.shape[1]
-        bufs = {q: np.empty((c, d), np.float32) for q, c in self.cp.recv_from}
+        d, wire = x.shape[1], self.wire
+        bufs = {q: wire.empty((c, d)) for q, c in self.cp.recv_from}
         rreqs = [self.comm.Irecv(bufs[q], source=q, tag=_TAG_EXPAND) for q, _ in self.cp.recv_from]
         sbufs, sreqs = [], []
         for q, rows in self.cp.send_to:
-            buf = np.ascontiguousarray(x[rows])
+            buf = wire.encode(x[rows])
             sbufs.append(buf)
             sreqs.append(self.comm.Isend(buf, dest=q, tag=_TAG_EXPAND))
             self.counters.bytes_sent += buf.nbytes
@@ -110,18 +134,20 @@ class P2P(Exchange):
             i = self._wait(MPI.Request.Waitany, rreqs)
             q = senders[i]
             self.counters.bytes_recv += bufs[q].nbytes
-            on_block(q, bufs[q])
+            on_block(q, wire.decode(bufs[q]))
         self._wait(MPI.Request.Waitall, sreqs)
 
-    def fold(self, parts, d, local, on_block):
+    def _fold(self, parts, d, local, on_block):
         from mpi4py import MPI
 
+        wire = self.wire
         src = [(q, rows) for q, rows in self.cp.send_to]  # reverse of expand
-        bufs = {q: np.empty((rows.size, d), np.float32) for q, rows in src}
+        bufs = {q: wire.empty((rows.size, d)) for q, rows in src}
         rreqs = [self.comm.Irecv(bufs[q], source=q, tag=_TAG_FOLD) for q, _ in src]
-        sreqs = []
+        sreqs, sbufs = [], []
         for q, _ in self.cp.recv_from:
-            buf = np.ascontiguousarray(parts[q], dtype=np.float32)
+            buf = wire.encode(parts[q])
+            sbufs.append(buf)
             sreqs.append(self.comm.Isend(buf, dest=q, tag=_TAG_FOLD))
             self.counters.bytes_sent += buf.nbytes
             self.counters.msgs_sent += 1
@@ -130,7 +156,7 @@ class P2P(Exchange):
             i = self._wait(MPI.Request.Waitany, rreqs)
             q, rows = src[i]
             self.counters.bytes_recv += bufs[q].nbytes
-            on_block(rows, bufs[q])
+            on_block(rows, wire.decode(bufs[q]))
         self._wait(MPI.Request.Waitall, sreqs)
 
 
@@ -148,17 +174,19 @@ class AllToAllV(Exchange):
     def _alltoallv(self, sendbuf, scounts, rcounts):
         from mpi4py import MPI
 
-        recv = np.empty(int(rcounts.sum()), np.float32)
+        wire = self.wire
+        sendbuf = wire.encode(sendbuf)
+        recv = wire.empty(int(rcounts.sum()))
         sdis = np.concatenate([[0], np.cumsum(scounts)[:-1]])
         rdis = np.concatenate([[0], np.cumsum(rcounts)[:-1]])
-        self._wait(lambda: self.comm.Alltoallv([sendbuf, (scounts, sdis), MPI.FLOAT],
-                                               [recv, (rcounts, rdis), MPI.FLOAT]))
-        self.counters.bytes_sent += int(scounts.sum()) * 4
+        kind = MPI.FLOAT if wire.itemsize == 4 else MPI.UINT16_T
+        self._wait(lambda: self.comm.Alltoallv([sendbuf, (scounts, sdis), kind], [recv, (rcounts, rdis), kind]))
+        self.counters.bytes_sent += int(scounts.sum()) * wire.itemsize
         self.counters.msgs_sent += int((scounts > 0).sum())
-        self.counters.bytes_recv += int(rcounts.sum()) * 4
-        return recv, rdis
+        self.counters.bytes_recv += int(rcounts.sum()) * wire.itemsize
+        return wire.decode(recv), rdis
 
-    def expand(self, x, local, on_block):
+    def _expand(self, x, local, on_block):
         d = x.shape[1]
         send = np.concatenate([x[rows].ravel() for _, rows in self.cp.send_to]).astype(np.float32) \
             if self.cp.send_to else np.zeros(0, np.float32)
@@ -169,7 +197,7 @@ class AllToAllV(Exchange):
         for q, c in self.cp.recv_from:
             on_block(q, recv[rdis[q]:rdis[q] + c * d].reshape(c, d))
 
-    def fold(self, parts, d, local, on_block):
+    def _fold(self, parts, d, local, on_block):
         send = np.concatenate([parts[q].ravel() for q, _ in self.cp.recv_from]).astype(np.float32) \
             if self.cp.recv_from else np.zeros(0, np.float32)
         scounts = self._counts(self.cp.recv_from, d)
@@ -183,11 +211,12 @@ class AllToAllV(Exchange):
 class Bcast(Exchange):
     """CAGNET's sparsity-oblivious 1D algorithm: rank q broadcasts its whole
     block of H in turn; every rank keeps the rows it needs. The fold is the
-    mirror image: a ``Reduce`` of a dense block onto each owner."""
+    mirror image: a ``Reduce`` of a dense block onto each owner. float32 only
+    (a Reduce sums on the wire)."""
 
     name = "bcast"
 
-    def expand(self, x, local, on_block):
+    def _expand(self, x, local, on_block):
         d = x.shape[1]
         off = self.cp.offsets
         local()
@@ -207,7 +236,7 @@ class Bcast(Exchange):
             if hi > lo:
                 on_block(q, buf[self.cp.recv_ids[lo:hi] - off[q]])
 
-    def fold(self, parts, d, local, on_block):
+    def _fold(self, parts, d, local, on_block):
         from mpi4py import MPI
 
         off = self.cp.offsets

@@ -13,9 +13,10 @@ import numpy as np
 from shgcn.store import runlog
 
 from . import checkpoint, watchdog
+from .backend import BACKEND, Dropped, Noise
 from .context import Context, versions
-from .minibatch import MiniBatches
-from .spmm import DistSpMM
+from .graph import Graph
+from .minibatch import MiniBatches, PlanAhead
 
 
 class Diverged(RuntimeError):
@@ -33,6 +34,8 @@ class StepStats:
     loss: float
     bytes_sent: int
     msgs_sent: int
+    wait: float  # s this rank waited on communication in the step
+    calls: list[int]  # bytes sent by each exchange of the step
 
 
 @dataclass
@@ -86,33 +89,58 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
     finally:
         if log is not None:
             log.close()
+        if ctx.plans is not None:
+            ctx.plans.close()
     return records
 
 
 def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochResult:
     """One optimizer step on all own rows."""
     d = ctx.data
-    loss_sum, counts, l2 = _step(ctx, comm, ctx.spmm, d.x, d.labels, d.train, d.gids, train_total, epoch)
+    from mpi4py import MPI
+
+    noise = _noise(ctx, epoch)
+    logits, cache = ctx.model.forward(d.x, ctx.graph, noise)
+    loss_sum, g, counts = ctx.targets.loss(logits, d.labels, d.train, train_total)
+    grads = ctx.model.backward(cache, g, ctx.graph)
+    _, l2, _ = _reduce_and_step(ctx, comm, grads, [])
+    stats = np.concatenate([[loss_sum], counts]).astype(np.float64)  # exact counts (float32 is not, past 2^24)
+    comm.Allreduce(MPI.IN_PLACE, stats, op=MPI.SUM)
     total = max(train_total, 1)
-    return EpochResult(loss_sum / total + l2, ctx.targets.score(counts))
+    return EpochResult(float(stats[0]) / total + l2, ctx.targets.score(stats[1:]))
 
 
 def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total: int) -> EpochResult:
     """``mb.steps`` optimizer steps, each on batch (seed, epoch, step),
     re-drawn by every rank; the exchange runs on the batch's plan.
 
-    One collective per step besides the SpMMs' exchanges: the weight
-    gradients travel with the step's loss, correct and training-vertex counts
-    in one non-blocking allreduce, and the next batch's plan is computed while
-    it completes (a rank that is ahead works instead of waiting). Gradients
-    are summed unnormalized and divided by the global count after it."""
+    One collective per step besides the SpMMs' exchanges (one per layer and
+    direction): the weight gradients travel with the step's loss and the
+    targets' counts (training vertices, correct...) in one buffer, one non-blocking allreduce,
+    while which the next batch's plan (:class:`.minibatch.PlanAhead`) and
+    dropped input are made. Gradients are summed unnormalized and divided
+    by the global count after the allreduce."""
     steps: list[StepStats] = []
     seen = np.zeros(ctx.targets.width)
-    view = mb.view(epoch, 0) if mb.steps else None
+    plans = ctx.plans if ctx.plans is not None else PlanAhead(mb, threaded=False)
+    view, x_in = plans.get(epoch, 0), None
     for step in range(mb.steps):
-        nxt = (lambda s=step + 1: mb.view(epoch, s)) if step + 1 < mb.steps else None
-        st, counts, view = _minibatch_step(ctx, comm, view, mb.batch_number(epoch, step), step,
-                                           mb.loss_weight, train_total, nxt)
+        nxt = (epoch, step + 1) if step + 1 < mb.steps else None
+        if nxt is not None:
+            plans.ahead(*nxt)
+        elif epoch + 1 < ctx.cfg.epochs:
+            plans.ahead(epoch + 1, 0)
+
+        def meanwhile(at=nxt):  # the next step's plan and dropped input, while this step's allreduce completes
+            if at is None:
+                return None
+            v = plans.get(*at)
+            return v, batch_input(ctx, v, mb.batch_number(*at))
+
+        st, counts, ready = _minibatch_step(ctx, comm, view, x_in, mb.batch_number(epoch, step), step,
+                                            mb.loss_weight, train_total, meanwhile)
+        if ready is not None:
+            view, x_in = ready
         seen += counts
         steps.append(st)
         watchdog.tick()
@@ -120,40 +148,52 @@ def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total
     return EpochResult(float(np.mean(losses)) if losses else 0.0, ctx.targets.score(seen), steps)
 
 
-def _minibatch_step(ctx: Context, comm, v, key: int, step: int, loss_weight, train_total: int, prefetch):
-    """One optimizer step on batch view ``v``: forward and backward with the
-    batch's plan, one allreduce of [gradients, loss, counts] while
-    ``prefetch()`` makes the next view, Adam. Returns (StepStats, the
-    allreduced counts of the targets' score, the next view)."""
-    from mpi4py import MPI
+def batch_input(ctx: Context, v, key: int) -> Dropped:
+    """Batch view ``v``'s first-layer input with its dropout applied (it depends on no weight)."""
+    d = ctx.data
+    x, _ = BACKEND.act_dropout(d.x[v.rows], "none", _noise(ctx, key), 0, d.gids[v.rows])
+    return Dropped(x)
 
-    cfg, model, d, ex = ctx.cfg, ctx.model, ctx.data, ctx.exchange
+
+def _noise(ctx: Context, key: int) -> Noise | None:
+    cfg = ctx.cfg
+    if cfg.dropout == 0 and (cfg.arch != "gat" or cfg.attention_dropout == 0):
+        return None
+    return Noise(cfg.dropout, cfg.seed, key, cfg.attention_dropout if cfg.arch == "gat" else 0.0)
+
+
+def batch_graph(ctx: Context, v) -> Graph:
+    """The operators of batch view ``v`` (its plan is the exchange's inside ``ex.using(v.cp)``)."""
+    return Graph(v.lm, ctx.exchange, ctx.symmetric, ctx.col_gids(ctx.data.gids[v.rows], v.halo_new), v.left)
+
+
+def _minibatch_step(ctx: Context, comm, v, x_in, key: int, step: int, loss_weight, train_total: int, meanwhile):
+    """One optimizer step on batch view ``v`` (``x_in``: its input made
+    ahead, or None): forward and backward with the batch's plan, one
+    allreduce of [gradients, loss, the targets' counts] while ``meanwhile()``
+    runs, Adam. Returns (StepStats, the summed counts, what meanwhile returned)."""
+    model, d, ex = ctx.model, ctx.data, ctx.exchange
     rows = v.rows
     train_b = d.train[rows]
     weights = loss_weight[rows] if loss_weight is not None else None
-    before = (ex.counters.bytes_sent, ex.counters.msgs_sent)
+    before = (ex.counters.bytes_sent, ex.counters.msgs_sent, ex.counters.comm_time, len(ex.counters.calls))
     with ex.using(v.cp):
-        spmm = DistSpMM(v.lm, ex, symmetric=ctx.symmetric)
-        logits, cache = model.forward(d.x[rows], spmm, dropout=cfg.dropout, seed=cfg.seed, epoch=key,
-                                      gids=d.gids[rows])
+        graph = batch_graph(ctx, v)
+        logits, cache = model.forward(x_in if x_in is not None else d.x[rows], graph, _noise(ctx, key))
         loss_sum, g, counts = ctx.targets.loss(logits, d.labels[rows], train_b, 1, weights)  # sums
-        grads = model.backward(cache, g, spmm)
+        grads = model.backward(cache, g, graph)
     sent = (ex.counters.bytes_sent - before[0], ex.counters.msgs_sent - before[1])
-    flat = np.concatenate([*(gr.ravel() for gr in grads), [loss_sum], counts]).astype(np.float32)
-    t0 = time.perf_counter()
-    req = comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
-    waited = time.perf_counter() - t0
-    nxt = prefetch() if prefetch is not None else None
-    t0 = time.perf_counter()
-    req.Wait()
-    ex.counters.comm_time += waited + time.perf_counter() - t0
-    w = ctx.targets.width
+    calls = ex.counters.calls[before[3]:]
+    w = ctx.targets.width  # counts: [training rows, the score's counts...]
+
+    def total_of(flat: np.ndarray) -> float:  # GraphSAINT normalizes by all training vertices, else the batch's
+        return float(max(train_total if weights is not None else int(round(float(flat[-w]))), 1))
+
+    flat, l2, ready = _reduce_and_step(ctx, comm, grads, [loss_sum, *counts], total_of, meanwhile)
     loss_sum, counts = float(flat[-w - 1]), np.round(flat[-w:].astype(np.float64))
-    count = int(counts[0])
-    total = max(train_total if weights is not None else count, 1)
-    l2 = apply_gradients(ctx, flat[:-w - 1], np.float32(total))
-    loss = loss_sum / total + l2
-    return StepStats(step, v.vertices, count, loss, *sent), counts, nxt
+    total = total_of(flat)
+    wait = ex.counters.comm_time - before[2]
+    return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls), counts, ready
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
@@ -161,57 +201,65 @@ def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
     from mpi4py import MPI
 
     d, t = ctx.data, ctx.targets
-    logits, _ = ctx.model.forward(d.x, ctx.spmm)
+    logits, _ = ctx.model.forward(d.x, ctx.graph, None)
     counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     return t.score(counts[:t.width]), t.score(counts[t.width:])
 
 
 def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
-    """Debug check: the weights are identical on every rank."""
+    """Debug check: the parameters are identical on every rank."""
     h = hashlib.sha256()
-    for w in ctx.model.ws:
+    for w in ctx.model.params:
         h.update(w.tobytes())
     hashes = comm.allgather(h.hexdigest()[:16])
     if len(set(hashes)) != 1:
         raise RuntimeError(f"weights differ between ranks at epoch {epoch}: {hashes}")
 
 
-def _step(ctx: Context, comm, spmm, x, labels, train_mask, gids, total: int, key: int, weights=None
-          ) -> tuple[float, np.ndarray, float]:
-    """One optimizer step on the rows given (all own rows, or a batch's):
-    forward, loss over ``total`` training rows (global), backward, one
-    allreduce of all weight gradients, Adam. Returns the global loss sum,
-    the global counts of the targets' score and the L2 term."""
+def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[float], total_of=None,
+                     meanwhile=None) -> tuple[np.ndarray, float, object]:
+    """The step's one collective: the local gradients and ``stats`` in one
+    float32 buffer, summed by one non-blocking allreduce while
+    ``meanwhile()`` runs (the next batch's plan and input); then the
+    optimizer step, the gradients divided by ``total_of(buffer)`` when given.
+    Returns (the summed buffer, the L2 term, what ``meanwhile`` returned)."""
     from mpi4py import MPI
 
-    cfg, model = ctx.cfg, ctx.model
-    logits, cache = model.forward(x, spmm, dropout=cfg.dropout, seed=cfg.seed, epoch=key, gids=gids)
-    loss_sum, g, counts = ctx.targets.loss(logits, labels, train_mask, total, weights)
-    grads = model.backward(cache, g, spmm)
-    flat = np.concatenate([gr.ravel() for gr in grads]).astype(np.float32)
-    stats = np.concatenate([[loss_sum], counts])
-    t_ar = time.perf_counter()
-    comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
-    comm.Allreduce(MPI.IN_PLACE, stats, op=MPI.SUM)
-    ctx.exchange.counters.comm_time += time.perf_counter() - t_ar
-    l2 = apply_gradients(ctx, flat)
-    return float(stats[0]), stats[1:], l2
+    flat = np.empty(sum(g.size for g in grads) + len(stats), np.float32)
+    pos = 0
+    for g in grads:
+        flat[pos:pos + g.size] = g.ravel()
+        pos += g.size
+    flat[pos:] = stats
+    t0 = time.perf_counter()
+    req = comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
+    waited = time.perf_counter() - t0
+    ready = meanwhile() if meanwhile is not None else None
+    t0 = time.perf_counter()
+    req.Wait()
+    ctx.exchange.counters.comm_time += waited + time.perf_counter() - t0
+    l2 = apply_gradients(ctx, flat, np.float32(total_of(flat)) if total_of is not None else None)
+    return flat, l2, ready
 
 
 def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = None) -> float:
     """The optimizer step of full-batch and mini-batch training alike: the
-    weights' gradients from the allreduced ``flat`` buffer (divided by
-    ``scale`` when given), L2 on the first layer's weights (Kipf & Welling),
-    Adam. Returns the L2 term of the loss, taken before the step."""
+    parameters' gradients from the allreduced ``flat`` buffer (divided by
+    ``scale`` when given), L2 on the model's ``decay`` parameters (the first
+    layer's weights, Kipf & Welling), Adam. Returns the L2 term of the loss,
+    taken before the step."""
     cfg, model = ctx.cfg, ctx.model
     grads, pos = [], 0
-    for w in model.ws:
+    for w in model.params:
         g = flat[pos:pos + w.size].reshape(w.shape)
         grads.append(g / scale if scale is not None else g)
         pos += w.size
-    l2 = cfg.weight_decay / 2 * float((model.ws[0].astype(np.float64) ** 2).sum())
-    grads[0] = grads[0] + np.float32(cfg.weight_decay) * model.ws[0]
+    l2 = 0.0
+    for i in model.decay:
+        w = model.params[i]
+        l2 += cfg.weight_decay / 2 * float((w.astype(np.float64) ** 2).sum())
+        grads[i] = grads[i] + np.float32(cfg.weight_decay) * w
     ctx.opt.step(grads)
     return l2
 
@@ -231,7 +279,8 @@ def _open_log(ctx: Context, comm, train_count: int) -> runlog.RunLogWriter:
     mb = ctx.batches
     header = runlog.Header(
         store=str(cfg.store), dataset=s.attrs["dataset"], parts=comm.size, exchange=cfg.exchange, mode=cfg.mode,
-        model=s.attrs["model"], dims=ctx.model.dims, w_first=[ctx.model.w_first(k) for k in range(len(ctx.model.ws))],
+        model=s.attrs["model"], dims=ctx.model.dims, w_first=[ctx.model.w_first(k) for k in range(len(ctx.model.heads))],
+        arch=cfg.arch, heads=ctx.model.heads, exchange_dtype=cfg.exchange_dtype,
         config={k: v for k, v in asdict(cfg).items() if k != "fail_at"}, train_count=train_count,
         start_epoch=ctx.start, versions=versions(), sampler=cfg.sampler if mb is not None else None,
         batch_size=mb.sampler.cfg.size if mb is not None else None, metric=ctx.targets.metric)
@@ -248,7 +297,8 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
         bytes_sent=[c["bytes_sent"] for _, c, _, _ in per_rank],
         msgs_sent=[c["msgs_sent"] for _, c, _, _ in per_rank],
         bytes_recv=[c["bytes_recv"] for _, c, _, _ in per_rank],
-        eval_bytes_sent=[b for _, _, b, _ in per_rank])
+        eval_bytes_sent=[b for _, _, b, _ in per_rank],
+        exchange_bytes=[c["calls"] for _, c, _, _ in per_rank] if ctx.batches is None else None)
     if accs is not None:
         rec.val_acc, rec.test_acc = accs
     if ctx.batches is not None:
@@ -260,7 +310,9 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
                 log.write(runlog.Step(epoch=epoch, step=st.step, batch=ctx.batches.batch_number(epoch, st.step),
                                       vertices=st.vertices, train_vertices=st.train_vertices, loss=st.loss,
                                       bytes_sent=[ss[i].bytes_sent for ss in steps],
-                                      msgs_sent=[ss[i].msgs_sent for ss in steps]))
+                                      msgs_sent=[ss[i].msgs_sent for ss in steps],
+                                      wait_time=[ss[i].wait for ss in steps],
+                                      exchange_bytes=[ss[i].calls for ss in steps]))
     if log is not None:
         log.write(rec)
     return rec

@@ -20,6 +20,7 @@ of the batch as ranks are added.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,12 +35,16 @@ from .plan import CommPlan, LocalMatrix
 @dataclass
 class BatchView:
     """Attributes: rows (b,) own local row ids in the batch; cp, lm: the
-    restricted plan and matrix; vertices: the batch size (all ranks)."""
+    restricted plan and matrix; vertices: the batch size (all ranks);
+    halo_new (R,) global new ids of the received columns; left (b,) the row
+    scale of GraphSAINT's aggregator normalization, or None."""
 
     rows: np.ndarray
     cp: CommPlan
     lm: LocalMatrix
     vertices: int
+    halo_new: np.ndarray
+    left: np.ndarray | None = None
 
 
 def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
@@ -81,8 +86,9 @@ class MiniBatches:
         self.saint = saint
         self.loss_weight = None
         self.edge_scale = None
+        self.row_scale = None
         if saint:
-            self.loss_weight, self.edge_scale = self._saint_norm(norm_batches)
+            self.loss_weight, self.row_scale, self.edge_scale = self._saint_norm(norm_batches)
 
     def _entries(self, columns: sp.csr_matrix) -> None:
         """Index the send entries (q, j) of the full plan: for each, the rows
@@ -113,9 +119,11 @@ class MiniBatches:
         own = in_batch[self.lo:self.lo + self.n_own]
         return own, np.concatenate([own, in_batch[self.cp.recv_ids]])
 
-    def _saint_norm(self, batches: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per own row: loss weight N / C_v; per local nonzero (v, u): the
-        aggregator scale C_v / C_uv (0 where the pair was never sampled)."""
+    def _saint_norm(self, batches: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per own row: loss weight N / C_v and C_v; per local nonzero (v, u):
+        1 / C_uv (0 where the pair was never sampled). The aggregator scale
+        C_v / C_uv is diag(C_v) times a symmetric matrix when Â is, so its
+        transpose is the same expand of rows scaled by C_v (:class:`.spmm.DistSpMM`)."""
         cv = np.zeros(self.n_own, np.int64)
         cuv = np.zeros(self.full.nnz, np.int64)
         for k in range(batches):  # a loop over batches, vectorized inside
@@ -124,8 +132,8 @@ class MiniBatches:
             cuv += own[self._row_of_nnz] & cols[self.full.indices]
         with np.errstate(divide="ignore", invalid="ignore"):
             loss_w = np.where(cv > 0, batches / np.maximum(cv, 1), 0.0)
-            scale = np.where(cuv > 0, cv[self._row_of_nnz] / np.maximum(cuv, 1), 0.0)
-        return loss_w.astype(np.float32), scale.astype(np.float32)
+            inv = np.where(cuv > 0, 1.0 / np.maximum(cuv, 1), 0.0)
+        return loss_w.astype(np.float32), cv.astype(np.float32), inv.astype(np.float32)
 
     def batch_number(self, epoch: int, step: int) -> int:
         return epoch * self.steps + step
@@ -168,7 +176,9 @@ class MiniBatches:
         lm = LocalMatrix(own=_csr(r[~halo], new_col[~halo], vals[~halo], (b_own, b_own)),
                          halo={q: self._halo_block(r, new_col, vals, halo, recv_start, q, b_own)
                                for q, _ in recv_from})
-        return BatchView(rows=rows, cp=bcp, lm=lm, vertices=int(offsets[-1]))
+        left = self.row_scale[rows] if self.row_scale is not None else None
+        return BatchView(rows=rows, cp=bcp, lm=lm, vertices=int(offsets[-1]),
+                         halo_new=self._gcol[n_own:][recv_in], left=left)
 
     @staticmethod
     def _halo_block(r, new_col, vals, halo, recv_start, q: int, b_own: int) -> sp.csr_matrix:
@@ -195,3 +205,35 @@ class MiniBatches:
             if sel.size:
                 out.append((q, own_pos[self._ent_row[sel]]))
         return out
+
+
+class PlanAhead:
+    """Builds batch views one step ahead.
+
+    ``ahead(epoch, step)`` starts the view of that step in a helper thread
+    (``threaded``); ``get(epoch, step)`` returns it, built now if nobody asked
+    ahead. Either way the training loop asks for the next view while the
+    step's allreduce completes. The thread makes it while the step computes
+    and waits on its exchanges (numpy and scipy release the GIL); that pays
+    when a core is free for it. With one rank per core (2 ranks on this
+    2-core machine) it measured no faster and its GIL hand-offs lengthened
+    the exchange waits, so the default builds inline (the views are pure
+    functions of the batch number: the same either way, tested).
+    """
+
+    def __init__(self, mb: MiniBatches, threaded: bool = True):
+        self.mb = mb
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="plan") if threaded else None
+        self.pending: dict[tuple[int, int], Future] = {}
+
+    def ahead(self, epoch: int, step: int) -> None:
+        if self.pool is not None and (epoch, step) not in self.pending:
+            self.pending[epoch, step] = self.pool.submit(self.mb.view, epoch, step)
+
+    def get(self, epoch: int, step: int) -> BatchView:
+        fut = self.pending.pop((epoch, step), None)
+        return fut.result() if fut is not None else self.mb.view(epoch, step)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)

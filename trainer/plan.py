@@ -68,6 +68,7 @@ class LocalMatrix:
     halo: dict[int, sp.csr_matrix]
     _own_t: sp.csr_matrix | None = None
     _halo_t: dict[int, sp.csr_matrix] | None = None
+    _full: sp.csr_matrix | None = None
 
     @property
     def n_own(self) -> int:
@@ -84,6 +85,35 @@ class LocalMatrix:
         if self._halo_t is None:
             self._halo_t = {q: m.T.tocsr() for q, m in self.halo.items()}
         return self._halo_t
+
+    @property
+    def full(self) -> sp.csr_matrix:
+        """(n_own, n_own + R) the blocks side by side: own columns, then each sender's (local column ids)."""
+        if self._full is None:
+            blocks = [self.own, *self.halo.values()]
+            self._full = sp.hstack(blocks, format="csr", dtype=np.float32) if len(blocks) > 1 else self.own
+        return self._full
+
+    def halo_nnz(self) -> np.ndarray:
+        """(n_own,) nonzeros of each row in received columns."""
+        out = np.zeros(self.n_own, np.int64)
+        for m in self.halo.values():
+            out += np.diff(m.indptr)
+        return out
+
+    def pattern(self) -> LocalMatrix:
+        """The same blocks with every value 1 and the diagonal (self loops) dropped: the graph's adjacency."""
+        return LocalMatrix(own=_binary(self.own, drop_diagonal=True),
+                           halo={q: _binary(m, drop_diagonal=False) for q, m in self.halo.items()})
+
+
+def _binary(m: sp.csr_matrix, drop_diagonal: bool) -> sp.csr_matrix:
+    """Ones on the pattern of ``m`` (without its diagonal if asked)."""
+    rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
+    keep = m.indices != rows if drop_diagonal else np.ones(m.nnz, bool)
+    ptr = np.zeros(m.shape[0] + 1, np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=m.shape[0]), out=ptr[1:])
+    return sp.csr_matrix((np.ones(int(ptr[-1]), np.float32), m.indices[keep], ptr), shape=m.shape)
 
 
 def full_local(plan: Plan, cp: CommPlan) -> sp.csr_matrix:

@@ -5,7 +5,8 @@ mask (both pure functions of the seed)."""
 
 import numpy as np
 
-from shgcn.trainer.model import GCN, dropout_mask
+from shgcn.trainer.gcn import GCN
+from shgcn.trainer.model import dropout_mask
 
 
 def reference_losses(a, x, y, train, dims, *, seed=0, epochs=20, lr=0.01, wd=5e-4, dropout=0.5):

@@ -7,7 +7,7 @@ from helpers import run_cli
 from helpers.mpi import read_log, train
 
 from shgcn import store
-from shgcn.store import epoch
+from shgcn.store import costs, epoch
 from shgcn.store.errors import UserError
 from shgcn.store.tables import format_epochs
 
@@ -31,6 +31,22 @@ def test_hand_bytes():
     b = epoch.rank_traffic(hand_cost(), DIMS, "bcast")
     assert b["bytes_sent"].tolist() == [4 * 4 * 12, 4 * 6 * 12] and b["msgs_sent"].tolist() == [4, 4]
     assert epoch.rank_traffic(hand_cost(), DIMS, "alltoallv")["bytes_sent"].tolist() == [144, 240]
+
+
+def test_hand_bytes_by_architecture_and_wire_width():
+    # sage and gin move what a gcn moves; a gat (heads [2, 1]) sends Z = H W forward (2*4, then 1*2 wide) and
+    # folds the received rows' gradients back, every layer: rank 0 sends 3 rows forward and 5 back
+    for arch in ("sage", "gin"):
+        assert epoch.rank_traffic(hand_cost(), DIMS, "p2p", arch)["bytes_sent"].tolist() == [144, 240]
+    gat = epoch.rank_traffic(hand_cost(), DIMS, "p2p", "gat", [2, 1])
+    assert gat["bytes_sent"].tolist() == [4 * (3 * 10 + 5 * 10), 4 * (5 * 10 + 3 * 10)]
+    assert gat["msgs_sent"].tolist() == [4, 4] and gat["bytes_recv"].tolist() == gat["bytes_sent"].tolist()
+    half = epoch.rank_traffic(hand_cost(), DIMS, "p2p", "gat", [2, 1], itemsize=2)
+    assert (2 * half["bytes_sent"]).tolist() == gat["bytes_sent"].tolist()
+    calls = costs.call_bytes([3, 5], [5, 3], "gat", DIMS, False, [2, 1])  # forward by layer, backward last first
+    assert calls.tolist() == [[96, 160], [24, 40], [40, 24], [160, 96]]
+    assert costs.in_widths("gat", [8, 4, 2], [2, 1]) == [8, 8]
+    assert costs.layer_heads("gat", 3, 8, 1) == [8, 8, 1] and costs.layer_heads("gin", 2, 8) == [1, 1]
 
 
 def test_hand_p2p_times():

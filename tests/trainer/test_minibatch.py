@@ -134,3 +134,15 @@ def test_cora_minibatch_accuracy(shared_data, client, tmp_path):
         assert res.returncode == 0, res.stderr
         accs.append(read_log(log)[1][-1].test_acc)
     assert np.mean(accs) >= 0.78, accs
+
+
+def test_plans_built_ahead_in_a_thread_equal_plans_built_inline(stores, tmp_path):
+    logs = {}
+    for mode in ("thread", "inline"):
+        logs[mode] = tmp_path / f"{mode}.jsonl"
+        res = train(2, stores["directed", 2], "--mode", "minibatch", "--batch-size", 100, "--epochs", 2,
+                    "--plan-ahead", mode, log=logs[mode])
+        assert res.returncode == 0, res.stderr
+    a, b = steps(logs["thread"]), steps(logs["inline"])
+    assert len(a) > 5 and [s.loss for s in a] == [s.loss for s in b]
+    assert [s.bytes_sent for s in a] == [s.bytes_sent for s in b]

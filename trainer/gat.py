@@ -1,0 +1,153 @@
+"""GAT (Veličković et al.), multi-head, as PyG's ``GATConv``: layer k computes
+per head h
+
+    Z = H W,  e_ij = LeakyReLU(a_dst·Z_i + a_src·Z_j),  alpha_i = softmax_j(e_i),
+    out_i = sum_j dropout(alpha_ij) Z_j
+
+over each row's neighbours in Â's pattern (self loops included, as GATConv
+adds them), heads concatenated on hidden layers (then ELU) and averaged on
+the last, plus a bias; dropout on every layer's input and on the attention.
+
+Communication: the owner of row j sends Z_j (heads x d wide) to the ranks
+whose rows attend to it; a receiver computes a_src·Z_j itself. The rows
+without a received neighbour attend while the messages travel. Backward,
+the gradient of a received Z_j (through the aggregation and through its
+score) is a sum over the receiver's rows: it is folded back to the owner of
+j, every layer (first included), and the owner adds it to its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .backend import BACKEND, Noise
+from .graph import Graph
+from .model import glorot
+
+SLOPE = 0.2  # LeakyReLU's negative slope (GATConv's default)
+PER_LAYER = 4  # w, a_src, a_dst, b
+
+
+def _block_diag(a: np.ndarray) -> np.ndarray:
+    """(H, d) attention vectors -> (H d, H) block-diagonal matrix: Z @ it gives every head's score."""
+    heads, d = a.shape
+    out = np.zeros((heads * d, heads), np.float32)
+    out[np.arange(heads * d), np.repeat(np.arange(heads), d)] = a.ravel()
+    return out
+
+
+class GAT:
+    """Per layer: ``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
+
+    arch = "gat"
+
+    def __init__(self, dims: list[int], seed: int, heads: list[int], backend=BACKEND):
+        rng = np.random.default_rng([seed, 0x6A7])
+        self.dims, self.heads, self.be = dims, list(heads), backend
+        self.params = []
+        d_in = dims[0]
+        for k, (h, d) in enumerate(zip(self.heads, dims[1:])):
+            last = k == len(self.heads) - 1
+            self.params += [glorot(rng, d_in, h * d), glorot(rng, h, d), glorot(rng, h, d),
+                            np.zeros(d if last else h * d, np.float32)]
+            d_in = h * d
+        self.decay = [0]
+
+    def w_first(self, k: int) -> bool:
+        return True  # the attention needs Z = H W
+
+    def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
+        cache = []
+        z: Any = x
+        for k in range(len(self.heads)):
+            hd, keep = self.be.act_dropout(z, "elu" if k else "none", noise, k, graph.gids, keep=k > 0)
+            out, saved = self._attend(k, hd, graph, noise)
+            cache.append((hd, keep, *saved))
+            z = out
+        return z, (noise, cache)
+
+    def _attend(self, k: int, hd: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
+        """One layer's aggregation: interior rows while Z's rows travel, then the boundary rows."""
+        w, a_src, a_dst, b = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
+        heads, d = a_src.shape
+        be, n, csr = self.be, graph.n_own, graph.csr
+        cp = graph.ex.cp
+        z = np.empty((csr.shape[1], heads * d), np.float32)  # own rows, then received ones
+        z[:n] = be.gemm(hd, w)
+        both = be.gemm(z[:n], np.hstack([_block_diag(a_src), _block_diag(a_dst)]))  # every head's two scores
+        s_src = np.empty((z.shape[0], heads), np.float32)
+        s_src[:n] = both[:, :heads]
+        s_dst = np.ascontiguousarray(both[:, heads:])
+        alpha = np.empty((csr.nnz, heads), np.float32)
+        alpha_d = np.empty_like(alpha)
+        out = np.empty((n, heads * d), np.float32)  # every row is written once (interior, then boundary)
+        interior, boundary = graph.split_rows
+        args = (graph.gids, graph.col_gids, noise, k, alpha, alpha_d, out)
+
+        def local():
+            be.gat_forward(interior, csr, z, s_src, s_dst, SLOPE, *args)
+
+        def on_block(q, rows):
+            lo = n + cp.recv_start[q]
+            z[lo:lo + rows.shape[0]] = rows
+
+        graph.ex.expand(be.to_host(z[:n]), local, on_block)
+        if z.shape[0] > n:
+            s_src[n:] = be.gemm(z[n:], _block_diag(a_src))
+        be.gat_forward(boundary, csr, z, s_src, s_dst, SLOPE, *args)
+        if k == len(self.heads) - 1:
+            out = out.reshape(n, heads, d).mean(1)
+        return out + b, (z, s_src, s_dst, alpha, alpha_d)
+
+    def backward(self, saved: tuple, g: np.ndarray, graph: Graph) -> list[np.ndarray]:
+        be = self.be
+        noise, cache = saved
+        grads: list[np.ndarray] = [np.empty(0, np.float32)] * len(self.params)
+        for k in range(len(self.heads) - 1, -1, -1):
+            hd, keep = cache[k][:2]
+            dz = self._attend_grad(k, g, graph, cache[k][2:], grads)
+            i = PER_LAYER * k
+            grads[i] = be.gemm_tn(hd, dz)
+            if k == 0:
+                break
+            g = be.act_dropout_grad(be.gemm(dz, self.params[i].T), hd, "elu", noise, keep)
+        return grads
+
+    def _attend_grad(self, k: int, g: np.ndarray, graph: Graph, saved: tuple, grads: list) -> np.ndarray:
+        """dL/dZ of the own rows (the received rows' partial sums folded back in),
+        and the gradients of a_src, a_dst and b into ``grads``."""
+        z, s_src, s_dst, alpha, alpha_d = saved
+        w, a_src, a_dst, _ = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
+        heads, d = a_src.shape
+        be, n, cp = self.be, graph.n_own, graph.ex.cp
+        i = PER_LAYER * k
+        grads[i + 3] = g.sum(0)
+        if k == len(self.heads) - 1:  # the mean over heads
+            g = np.tile(g / np.float32(heads), (1, heads))
+        dz, ds_src, ds_dst = be.gat_backward(graph.csr, z, g, s_src, s_dst, SLOPE, alpha, alpha_d)
+        bd = np.vstack([_block_diag(a_src).T, _block_diag(a_dst).T])  # (2H, H d)
+        both = np.hstack([ds_src[:n], ds_dst])
+        dz[:n] += be.gemm(both, bd)
+        if dz.shape[0] > n:
+            dz[n:] += be.gemm(ds_src[n:], bd[:heads])
+        own = dz[:n]
+        parts = {q: dz[n + cp.recv_start[q]:n + cp.recv_start[q + 1]] for q, _ in cp.recv_from}
+
+        def local():  # the attention vectors' gradients while the partial sums travel
+            g_both = be.gemm_tn(z[:n], both)
+            halo = be.gemm_tn(z[n:], ds_src[n:]) if z.shape[0] > n else 0
+            grads[i + 1] = _diag_blocks(g_both[:, :heads] + halo, heads, d)
+            grads[i + 2] = _diag_blocks(g_both[:, heads:], heads, d)
+
+        def on_block(rows, buf):
+            own[rows] += buf
+
+        graph.ex.fold(parts, heads * d, local, on_block)
+        return own
+
+
+def _diag_blocks(m: np.ndarray, heads: int, d: int) -> np.ndarray:
+    """(H d, H) -> (H, d): the block-diagonal entries (each head's own gradient)."""
+    return m.reshape(heads, d, heads)[np.arange(heads), :, np.arange(heads)]

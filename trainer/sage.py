@@ -1,0 +1,82 @@
+"""GraphSAGE (Hamilton et al.) with mean aggregation and a root weight, as
+PyG's ``SAGEConv``: layer k computes
+
+    Z^k = mean_{j in N(i)} H_j W_n + H_i W_r + b,   H^k = ReLU(Z^k)
+
+(no activation on the last layer; dropout on every layer's input). The mean
+is D^-1 A over the graph's edges (self loops excluded) through
+:attr:`.graph.Graph.mean`, so it reuses Â's exchange plan: the same rows
+travel. W_n and W_r are one (d_in, 2 d_out) array [W_n | W_r]; when it
+narrows the rows, H [W_n | W_r] is one GEMM and only H W_n travels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from shgcn.store import costs
+
+from .backend import BACKEND, Noise
+from .graph import Graph
+from .model import dense, glorot
+
+
+class SAGE:
+    """Per layer: ``w`` (d_in, 2 d_out) = [W_n | W_r] and bias ``b`` (d_out,)."""
+
+    arch = "sage"
+
+    def __init__(self, dims: list[int], seed: int, backend=BACKEND):
+        rng = np.random.default_rng([seed, 0x5A6E])
+        self.dims = dims
+        self.heads = [1] * (len(dims) - 1)
+        self.params = []
+        for a, b in zip(dims[:-1], dims[1:]):
+            self.params += [np.hstack([glorot(rng, a, b), glorot(rng, a, b)]), np.zeros(b, np.float32)]
+        self.decay = [0]
+        self.be = backend
+
+    def w_first(self, k: int) -> bool:
+        return costs.w_first(self.dims, k)
+
+    def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
+        be = self.be
+        cache: list[tuple[Any, Any]] = []
+        z: Any = x
+        for k in range(len(self.dims) - 1):
+            w, b = self.params[2 * k], self.params[2 * k + 1]
+            d = self.dims[k + 1]
+            hd, _ = be.act_dropout(z, "relu" if k else "none", noise, k, graph.gids)
+            if self.w_first(k):
+                y = be.gemm(hd, w)
+                z = graph.mean.forward(np.ascontiguousarray(y[:, :d])) + y[:, d:] + b
+                cache.append((hd, None))
+            else:
+                mh = graph.mean.forward(dense(hd))
+                z = be.gemm(mh, w[:, :d]) + be.gemm(hd, w[:, d:]) + b
+                cache.append((hd, mh))
+        return z, (noise, cache)
+
+    def backward(self, saved: tuple, g: np.ndarray, graph: Graph) -> list[np.ndarray]:
+        be = self.be
+        noise, cache = saved
+        grads: list[np.ndarray] = [np.empty(0, np.float32)] * len(self.params)
+        for k in range(len(self.dims) - 2, -1, -1):
+            w, (hd, mh) = self.params[2 * k], cache[k]
+            d = self.dims[k + 1]
+            grads[2 * k + 1] = g.sum(0)
+            if self.w_first(k):
+                dy = np.empty((g.shape[0], 2 * d), np.float32)
+                dy[:, :d] = graph.mean.transpose(g)
+                dy[:, d:] = g
+                grads[2 * k] = be.gemm_tn(hd, dy)
+                dh = be.gemm(dy, w.T) if k else None
+            else:
+                grads[2 * k] = np.hstack([be.gemm_tn(mh, g), be.gemm_tn(hd, g)])
+                dh = graph.mean.transpose(be.gemm(g, w[:, :d].T)) + be.gemm(g, w[:, d:].T) if k else None
+            if dh is None:
+                break
+            g = be.act_dropout_grad(dh, hd, "relu", noise, None)
+        return grads
