@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from helpers.faults import run_in_pty
 
 SBM = "sbm:n=300,classes=3,degree=6,features=4,seed=0"
@@ -45,6 +46,7 @@ def test_the_bar_moves_during_a_long_partitioner_and_logs_print_above_it(tmp_pat
         assert "tasks [" not in line.rsplit("\r", 1)[-1]
 
 
+@pytest.mark.slow
 def test_a_log_gets_heartbeats_and_no_bar(tmp_path):
     res = subprocess.run([sys.executable, "-c", SLOW_RP, "build", SBM, "--parts", "2", "--model", "rp",
                           "--heartbeat", "1", "--out", str(tmp_path / "s.zarr")], capture_output=True, text=True,

@@ -65,6 +65,7 @@ def test_report_has_every_section_with_a_figure(stores, tmp_path):
     assert not list(tmp_path.glob(".*partial*"))
 
 
+@pytest.mark.slow
 def test_report_without_shp_or_runs_explains_instead_of_failing(stores, tmp_path):
     _, bare, _ = stores
     out = tmp_path / "bare.html"
@@ -95,6 +96,7 @@ def test_bad_run_log_is_one_line(stores, tmp_path):
     assert not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.slow
 def test_failing_cell_fails_the_command(stores, tmp_path):
     full, _, _ = stores
     bad = tmp_path / "ragged.jsonl"  # well-formed records whose per-rank lists disagree: a cell fails
@@ -159,6 +161,7 @@ def test_dashboard_answers_while_the_cluster_is_up(tmp_path):
     assert f"Dask dashboard: http://127.0.0.1:{port}/status" in seen[0] and (tmp_path / "d.zarr").exists()
 
 
+@pytest.mark.slow
 def test_quiet_and_json_logs(tmp_path):
     res = run_cli("--quiet", "build", SBM, "--parts", "2", "--out", str(tmp_path / "q.zarr"))
     assert res.returncode == 0 and res.stdout == ""

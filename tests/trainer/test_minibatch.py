@@ -51,8 +51,11 @@ def test_bytes_per_batch_equal_predicted_batch_volume(stores, tmp_path, kind, ra
         assert rec.vertices == batch.size
 
 
-@pytest.mark.parametrize("kind", GRAPHS)
-@pytest.mark.parametrize("sampler", ["node", "edge", "rw"])
+QUICK_SAMPLERS = {("undirected", "node"), ("directed", "edge"), ("undirected", "rw")}  # the rest run with the slow tests
+
+
+@pytest.mark.parametrize("kind,sampler", [pytest.param(k, s, marks=() if (k, s) in QUICK_SAMPLERS else pytest.mark.slow)
+                                          for s in ("node", "edge", "rw") for k in GRAPHS])
 def test_losses_do_not_depend_on_ranks(stores, tmp_path, kind, sampler):
     losses = {}
     for ranks in (1, 2, 4):
