@@ -10,7 +10,7 @@ at the paper's scale.
 3. Predicted epoch-time ratio to rp at P = 64, 128, 256, 512 for rp, gp, hp,
    gp-vb, hp-vb on every shared graph (InfiniBand preset, dims [128, 128, 16]).
 
-    python benchmarks/simulate_bench.py [--epochs 15] [--repeats 3] [--stores DIR] [--skip-measure]
+    python benchmarks/simulate_bench.py [--epochs 15] [--repeats 3] [--stores DIR] [--skip-measure] [--fit-only]
 
 Writes build/simulate-fit.json and two RESULTS.md sections.
 """
@@ -234,6 +234,8 @@ def main() -> None:
     ap.add_argument("--stores", help="directory to keep the built stores in (default: build/sim-stores)")
     ap.add_argument("--skip-measure", action="store_true", help="reuse build/simulate-fit.json")
     ap.add_argument("--graphs", nargs="+", default=GRAPHS)
+    ap.add_argument("--fit-only", action="store_true", help="only the fit and its validation (benchmarks/balance_sim.py "
+                    "predicts the partitions of the build's defaults at scale)")
     args = ap.parse_args()
     root = Path(args.stores or REPO / "build" / "sim-stores")
     root.mkdir(parents=True, exist_ok=True)
@@ -244,7 +246,8 @@ def main() -> None:
         FIT.write_text(json.dumps(data, indent=1))
     fit, body = validation_section(data)
     write_section("Epoch model: fit and validation on this machine (P = 1, 2)", body)
-    write_section("Epoch model at the paper's scale: predicted runtime ratio to rp", scaling_section(fit, args.graphs))
+    if not args.fit_only:
+        write_section("Epoch model at the paper's scale: predicted runtime ratio to rp", scaling_section(fit, args.graphs))
 
 
 if __name__ == "__main__":
