@@ -14,9 +14,10 @@ hp-vb at or above 1.0 everywhere; hp-vb at least 1/0.8 = 1.25 at P = 64 and
 2.0 at P = 512 on soc-slashdot0902; modelled-compute imbalance at most 1.05
 (max / mean) for every model. ``hp-vb compute / comm ms``: the slowest hp-vb
 rank's compute and (not hidden) communication; ``bound vs rp``: rp's epoch
-over rp's slowest compute (rows are dealt evenly, so about the mean): no
-partition computes less, so no model can be faster than rp by more than
-this, even without any communication.
+over rp's slowest compute, which is within about 1% of the mean compute
+(rp deals the rows evenly); no partition's slowest rank computes less than
+the mean, so no model can be faster than rp by much more than this, even
+without any communication.
 """
 
 from __future__ import annotations
