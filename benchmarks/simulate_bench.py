@@ -100,7 +100,8 @@ def measure(root: Path, epochs: int, repeats: int) -> dict:
     import datetime as dt
     return {"features": feats, "seconds": secs, "labels": labels, "validation": val,
             "measured": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, python benchmarks/simulate_bench.py "
-                        f"--epochs {epochs} --repeats {repeats}"}
+                        f"--epochs {epochs} --repeats {repeats}; load average at the end "
+                        + ", ".join(f"{x:.1f}" for x in os.getloadavg())}
 
 
 def shm_network() -> simulate.Network:
@@ -150,8 +151,8 @@ def validation_section(data: dict) -> tuple[simulate.ComputeModel, str]:
           "but these are separate runs). Every run's median epoch is listed with the spread (max - min) / median; "
           "the error is taken against the fastest epoch of all runs (the least disturbed), and, for reference, "
           "against the median of the run medians. P = 2 runs two ranks on this machine's 2 cores, "
-          "which other engineers' jobs share (load average 5-10 during these runs), so P = 2 times are disturbed "
-          "and vary from run to run.\n\n"
+          "which other jobs may share (the load average is given with the date of the runs above), so P = 2 "
+          "times can be disturbed and vary from run to run.\n\n"
         + table(val_rows, [("graph", "graph"), ("P", "P"), ("hidden", "hidden"), ("measured", "measured epoch ms"),
                            ("spread", "spread"), ("best", "fastest epoch ms"), ("predicted", "predicted ms"),
                            ("err", "error vs fastest"), ("err_med", "error vs median"),

@@ -115,10 +115,11 @@ class ComputeModel:
     source: str = ""
 
 
-# Fitted by benchmarks/simulate_bench.py on this machine, 2026-11-23 (benchmarks/RESULTS.md, "Epoch model: fit
-# and validation"): per-row work dominates; the per-nonzero and per-row terms are hard to separate on these graphs.
-THIS_MACHINE = ComputeModel(spmm=7.28e-11, dense=0.0, elem=9.49e-9, const=2.8e-4,
-                            source="benchmarks/simulate_bench.py on the 2-core development machine, 2026-11-23")
+# Fitted by benchmarks/simulate_bench.py on this machine, 2026-11-25, after the trainer's fused dropout and loss
+# kernels (benchmarks/RESULTS.md, "Epoch model: fit and validation"): every fit point within 17%, P = 1 and 2
+# predicted within 16% of the fastest measured epoch.
+THIS_MACHINE = ComputeModel(spmm=3.145e-10, dense=3.605e-11, elem=7.684e-10, const=0.0,
+                            source="benchmarks/simulate_bench.py on the 2-core development machine, 2026-11-25")
 
 
 @dataclass
