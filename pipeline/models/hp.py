@@ -3,11 +3,12 @@ connectivity-1 is the exact communication volume of one SpMM.
 
 ``--hp-preset`` chooses how:
 
-- ``fast`` (the default): KaMinPar's graph partition (its ``eco`` preset,
+- ``fast`` (the default): KaMinPar's graph partition (its ``default`` preset,
   one thread) from the ParHIP file the workers write, refined for
-  connectivity-1 on the hypergraph (:mod:`.km1`). Hypergraph quality at
-  graph-partitioner speed, and deterministic (the same partition for the
-  same seed and versions).
+  connectivity-1 on the hypergraph (:mod:`.km1`): 0.84x-0.92x METIS's total
+  volume in 2x-5x METIS's CPU time on the shared graphs (benchmarks/RESULTS.md,
+  "hp's start"), and deterministic (the same partition for the same seed and
+  versions).
 - ``deterministic``, ``default``, ``quality``, ``deterministic_quality``,
   ``highest_quality``, ``large_k``: Mt-KaHyPar with that preset, from
   scratch (slower: 13x-33x METIS's time here). Only the deterministic ones
@@ -26,7 +27,9 @@ KAHYPAR_PRESETS = ("deterministic", "default", "quality", "deterministic_quality
 PRESET = Option("--hp-preset", "fast", "hp: fast (KaMinPar + connectivity refinement, deterministic) or a "
                 "Mt-KaHyPar preset (deterministic is reproducible with threads; default, quality are not)",
                 choices=("fast", *KAHYPAR_PRESETS))
-START_PRESET = "eco"  # KaMinPar's preset for the start (measured: the best start for the refinement)
+# KaMinPar's preset for the start: with the work weights of the 2026-11-25 epoch model, "default" starts the
+# refinement as well as "eco" or better, in 55-80% of its time (benchmarks/RESULTS.md, "hp's start")
+START_PRESET = "default"
 
 
 def kahypar_preset(cfg: PartitionConfig) -> str:

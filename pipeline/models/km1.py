@@ -13,9 +13,13 @@ seed, whatever the machine.
 
 This is ``hp``'s default (``--hp-preset fast``): KaMinPar's graph partition
 (fast, lean, deterministic on one thread) refined for the hypergraph's
-objective. Measured (benchmarks/RESULTS.md, "hp at graph-partitioner
-speed"): 0.79x-0.86x METIS's total volume at 4x-7x METIS's time on the
-shared graphs, where Mt-KaHyPar took 13x-33x.
+objective. Measured (benchmarks/RESULTS.md, "hp's start" and "hp at
+graph-partitioner speed"): 0.84x-0.92x METIS's total volume in 2x-5x
+METIS's CPU time on the shared graphs, where Mt-KaHyPar took 30x-120x.
+Being single-vertex label propagation, it stops in a local optimum; a
+multilevel hypergraph refinement (a V-cycle: Mt-KaHyPar's from this start
+reached 0.68x METIS's on soc-slashdot0902 at p = 16, in 17x its time) is
+what would close the gap to Mt-KaHyPar's quality.
 """
 
 from __future__ import annotations
