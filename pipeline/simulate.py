@@ -24,7 +24,7 @@ def cost_of_partition(a: sp.csr_matrix, part: np.ndarray, parts: int, model: str
     return PartitionCost(model=model, volume=volume_matrix(a, part, parts),
                          load=np.bincount(part, weights=np.diff(a.indptr), minlength=parts).astype(np.int64),
                          rows=np.bincount(part, minlength=parts).astype(np.int64),
-                         own=own_nonzeros(a, part, parts), directed=directed)
+                         own=own_nonzeros(a, part, parts), directed=directed, graph=a, part=part)
 
 
 def costs_from_partitions(a: sp.csr_matrix, partitions: Mapping[str, np.ndarray], parts: int, directed: bool
