@@ -112,7 +112,8 @@ def dims_of(feature_dim: int, hidden: Iterable[int], classes: int) -> list[int]:
 # ---------------------------------------------------------------- bytes
 
 def rank_traffic(cost: PartitionCost, dims: list[int], exchange: str = "p2p", arch: str = "gcn",
-                 heads: list[int] | None = None, itemsize: int = ITEMSIZE) -> dict[str, np.ndarray]:
+                 heads: list[int] | None = None, itemsize: int = ITEMSIZE, algorithm: str = "1d",
+                 replication: int = 1, combine: str = "reduce") -> dict[str, np.ndarray]:
     """Bytes and messages each rank sends in one training step (forward and
     backward SpMMs), exactly as the trainer's exchange counts them.
 
@@ -123,9 +124,17 @@ def rank_traffic(cost: PartitionCost, dims: list[int], exchange: str = "p2p", ar
 
     Returns
     -------
-    dict of (P,) int64: ``bytes_sent``, ``msgs_sent``, ``bytes_recv``.
+    dict of (P,) int64: ``bytes_sent``, ``msgs_sent``, ``bytes_recv``; with ``algorithm`` ``1.5d``
+    (``replication`` c, ``combine``) or ``2d`` the grid's ranks (P = k c, or k^2), plus ``rows_bytes``,
+    ``inrow_bytes``, ``matrix_bytes`` and ``calls`` (:func:`shgcn.store.gridcost.grid_traffic`).
     """
     _check_exchange(exchange)
+    if algorithm != "1d":
+        from .grid import shape_for
+        from .gridcost import grid_traffic
+
+        return grid_traffic(cost, dims, shape_for(algorithm, cost.parts, replication), exchange, arch, heads,
+                            itemsize, combine)
     fwd, bwd = exchanges(arch, dims, cost.directed, heads)
     ex_w, ex_n, fo_w, fo_n = split_calls(fwd + bwd)
     v = cost.volume.astype(np.int64)
@@ -164,9 +173,10 @@ def _spmm_comm(exchange: str, d: int, send_rows, recv_rows, send_msgs, recv_msgs
     return net.alpha * np.maximum(send_msgs, recv_msgs) + net.beta * bytes_
 
 
-def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network, compute: ComputeModel
-               ) -> dict[str, Any]:
-    """Predicted seconds of one training step per rank.
+def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network, compute: ComputeModel,
+               algorithm: str = "1d", replication: int = 1, combine: str = "reduce") -> dict[str, Any]:
+    """Predicted seconds of one training step per rank (a grid's ranks for
+    ``algorithm`` ``1.5d`` and ``2d``: :func:`shgcn.store.gridtime.grid_times`).
 
     Returns
     -------
@@ -175,6 +185,11 @@ def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network
     (float: the slowest rank).
     """
     _check_exchange(exchange)
+    if algorithm != "1d":
+        from .grid import shape_for
+        from .gridtime import grid_times
+
+        return grid_times(cost, dims, shape_for(algorithm, cost.parts, replication), exchange, net, compute, combine)
     fwd, bwd = exchanges("gcn", dims, cost.directed)
     v = cost.volume.astype(np.int64)
     send_rows, recv_rows = v.sum(1), v.sum(0)

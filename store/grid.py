@@ -83,6 +83,13 @@ def grid_shape(algorithm: str, ranks: int, parts: int, replication: int = 1) -> 
     return GridShape(algorithm, parts, replication)
 
 
+def shape_for(algorithm: str, parts: int, replication: int = 1) -> GridShape:
+    """The grid an algorithm lays over a partition into ``parts`` parts (1.5d: ``replication`` ranks a part)."""
+    if algorithm == "2d":
+        return GridShape("2d", parts, parts)
+    return grid_shape(algorithm, parts * replication, parts, replication)
+
+
 def combine_for(arch: str, combine: str) -> str:
     """How a 1.5D process row combines its work: ``reduce`` (partial sums
     reduced within the row, CAGNET's; the default of the SpMM layers) or

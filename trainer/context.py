@@ -71,6 +71,7 @@ class Context:
     memory: int = 0  # modelled bytes this rank holds while training (shgcn.store.memory.rank_bytes)
     rank: int = 0  # in the job (COMM_WORLD)
     memory_all: list[int] | None = None  # every rank's, once the grid is connected
+    column_rows: int | None = None  # 1.5d: rows this rank receives along its grid column per SpMM
 
     @property
     def position(self) -> tuple[int, int]:

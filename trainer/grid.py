@@ -45,8 +45,8 @@ def memory_estimate(ctx: Context) -> int:
         sender = _column_owner(np.asarray(block.plan.indices), n, cp)
         per_block = np.bincount(sender, minlength=cp.size)
         nnz, halo, buffer = int(per_block[ctx.position[1]]), 0, int(per_block.max())
-    elif ctx.shape.algorithm == "1.5d" and cfg.combine == "reduce":
-        halo = n + cp.recv_rows // ctx.shape.cols  # the partial sums, and about 1/c of the halo
+    elif ctx.shape.algorithm == "1.5d" and cfg.combine == "reduce" and ctx.column_rows is not None:
+        halo = n + ctx.column_rows  # the partial sums, and the rows of my column blocks
     return int(rank_bytes(n, nnz, halo, int(ctx.s.attrs["feature_dim"]), ctx.model.dims, cfg.arch, cfg.heads,
                           cfg.out_heads, buffer))
 
@@ -83,9 +83,8 @@ def check_memory(ctx: Context, comm) -> list[int]:
 def connect(ctx: Context, comm) -> list[int]:
     """The collective setup: the memory check, then (1.5d, 2d) the grid's communicators
     and products in ``ctx.exchange`` and ``ctx.graph``. Returns every rank's modelled memory."""
-    memory = check_memory(ctx, comm)
     if ctx.shape.algorithm == "1d":
-        return memory
+        return check_memory(ctx, comm)
     i, j = ctx.position
     row = comm.Split(i, j)  # the c (or s) ranks of block row i, ranked by grid column
     col = comm.Split(j, i)  # the k ranks of grid column j, ranked by block row
@@ -95,7 +94,8 @@ def connect(ctx: Context, comm) -> list[int]:
         sends = np.diff(np.asarray(_block(ctx).plan.send_ptr)).astype(np.int64)  # rows block i sends to each part
         volume = np.array(comm.allgather(sends), np.int64)[::ctx.shape.cols]
         _connect_15d(ctx, row, col, volume)
-    return memory
+    ctx.memory = memory_estimate(ctx)
+    return check_memory(ctx, comm)
 
 
 def _connect_15d(ctx: Context, row, col, volume: np.ndarray) -> None:
@@ -104,9 +104,12 @@ def _connect_15d(ctx: Context, row, col, volume: np.ndarray) -> None:
     c = ctx.shape.cols
     oblivious = cfg.exchange == "bcast"
     a = assign_pairs(volume, c, oblivious=oblivious)
-    col_ex = STRATEGIES[cfg.exchange](col, column_plan(cp, a, i, j), Wire(cfg.exchange_dtype))
+    col_cp = column_plan(cp, a, i, j)
+    col_ex = STRATEGIES[cfg.exchange](col, col_cp, Wire(cfg.exchange_dtype))
+    ctx.column_rows = sum(n for _, n in col_cp.recv_from)
     if oblivious:
         col_ex.roots = [q for q in range(cp.size) if q % c == j]  # type: ignore[attr-defined]
+        ctx.column_rows = int(sum(cp.offsets[q + 1] - cp.offsets[q] for q in col_ex.roots if q != i))  # type: ignore[attr-defined]
     lm = local_matrix(_block(ctx).plan, cp)
     gids = ctx.col_gids(ctx.data.gids, cp.recv_ids)
     if cfg.combine == "gather":
