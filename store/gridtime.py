@@ -66,7 +66,8 @@ def _summa_time(g: GridCosts, w: int, transposed: bool, net: Network) -> np.ndar
     mat = 4 * (g.n[:, None] + 1) + 8 * b
     out = np.zeros((s, s))
     for k in range(s):  # stage k: block (i, k) along row i, slice j of H_k along column j
-        out += bcast_time(mat[:, k], s, net)[:, None] + bcast_time(g.n[k] * wj * ITEMSIZE, s, net)[None, :]
+        out += np.asarray(bcast_time(mat[:, k], s, net))[:, None] + \
+            np.asarray(bcast_time(g.n[k] * wj * ITEMSIZE, s, net))[None, :]
     n = g.n[:, None]
     return out + _duplex(net, s - 1, n * wj[None, :] * (s - 1), n * (w - wj[None, :]))
 

@@ -60,6 +60,24 @@ def _fail_at(text: str) -> tuple[int, int]:
     return int(r), int(e)
 
 
+def _grid_options(p: argparse.ArgumentParser) -> None:
+    """--memory-limit and the communication-avoiding algorithms."""
+    p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
+                   help="memory the ranks of one machine may hold, e.g. 16G: the modelled memory of every rank is "
+                        "checked against it before training, and a job that will not fit stops with one line "
+                        "(default: this machine's memory)")
+    g = p.add_argument_group("communication-avoiding algorithms (--algorithm 1.5d | 2d; full batch)")
+    g.add_argument("--algorithm", choices=("1d", "1.5d", "2d"), default="1d",
+                   help="1d: a rank per part; 1.5d: k x c grid, each block row on c ranks (mpirun -n k*c); "
+                        "2d: SUMMA on an s x s grid over an s-part store (mpirun -n s*s, sparsity-oblivious)")
+    g.add_argument("--replication", type=int, default=1, metavar="C",
+                   help="1.5d: ranks per block row; they split the off-diagonal column blocks and reduce their "
+                        "partial sums")
+    g.add_argument("--row-combine", choices=("auto", "reduce", "gather"), default="auto",
+                   help="1.5d: reduce the row's partial sums (CAGNET's), or share the rows each rank received; "
+                        "auto: gather for gat (its softmax is not a sum of partial products), reduce otherwise")
+
+
 def parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
     p = argparse.ArgumentParser(prog="shgcn-train", formatter_class=fmt,
@@ -100,20 +118,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=1800.0,
                    help="seconds without progress on any rank (a stopped or hung rank) before every rank stops "
                         "with a line naming it; 0: never")
-    p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
-                   help="memory the ranks of one machine may hold, e.g. 16G: the modelled memory of every rank is "
-                        "checked against it before training, and a job that will not fit stops with one line "
-                        "(default: this machine's memory)")
-    g = p.add_argument_group("communication-avoiding algorithms (--algorithm 1.5d | 2d; full batch)")
-    g.add_argument("--algorithm", choices=("1d", "1.5d", "2d"), default="1d",
-                   help="1d: a rank per part; 1.5d: k x c grid, each block row on c ranks (mpirun -n k*c); "
-                        "2d: SUMMA on an s x s grid over an s-part store (mpirun -n s*s, sparsity-oblivious)")
-    g.add_argument("--replication", type=int, default=1, metavar="C",
-                   help="1.5d: ranks per block row; they split the off-diagonal column blocks and reduce their "
-                        "partial sums")
-    g.add_argument("--row-combine", choices=("auto", "reduce", "gather"), default="auto",
-                   help="1.5d: reduce the row's partial sums (CAGNET's), or share the rows each rank received; "
-                        "auto: gather for gat (its softmax is not a sum of partial products), reduce otherwise")
+    _grid_options(p)
     mb = p.add_argument_group("mini-batch training (--mode minibatch)")
     mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
     mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
