@@ -218,6 +218,11 @@ def _simulate_parser(sub, common) -> None:
     sim.add_argument("--beta", type=float, default=None, help="seconds per byte (overrides the preset)")
     sim.add_argument("--exchange", default="p2p,alltoallv,bcast", help="exchanges to predict, a comma list")
     sim.add_argument("--hidden", type=_ints, default=(16,), help="hidden widths of the GCN, as shgcn-train's")
+    sim.add_argument("--algorithm", default=None,
+                     help="a comma list of shgcn-train's algorithms (1d, 1.5d, 2d): predict each on every rank "
+                          "count (1.5d with each --replication c: k = P / c parts; 2d: k = sqrt(P)) and "
+                          "recommend the fastest per P")
+    sim.add_argument("--replication", type=_ints, default=(2, 4), help="1.5d: replications to predict (P / c parts)")
 
 
 def _export_parser(sub, common) -> None:

@@ -208,6 +208,20 @@ def cmd_simulate(args) -> int:
             raise UserError("--alpha and --beta must be finite and >= 0")
         net = epoch.Network("custom", alpha, beta)
     exchanges = [x.strip() for x in args.exchange.split(",") if x.strip()]
+    if args.algorithm:
+        from shgcn.store.gridtime import recommend
+
+        from .simulate import predict_algorithms
+
+        algorithms = [x.strip() for x in args.algorithm.split(",") if x.strip()]
+        rows = predict_algorithms(s, args.ranks, algorithms, args.replication, net, exchanges, args.hidden,
+                                  partitioner=model_partitioner(s))
+        print(tables.format_grid(rows))
+        for r in recommend(rows):
+            c = f" c={r['replication']}" if r["algorithm"] == "1.5d" else ""
+            print(f"P={r['ranks']}: fastest {r['algorithm']}{c} ({r['parts']} parts, {r['model']}, "
+                  f"{r['exchange']}): {r['epoch'] * 1e3:.3f} ms per epoch")
+        return 0
     rows = predict_ranks(s, args.ranks, net, exchanges, args.hidden, partitioner=model_partitioner(s))
     print(tables.format_epochs(rows))
     return 0

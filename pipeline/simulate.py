@@ -24,7 +24,7 @@ def cost_of_partition(a: sp.csr_matrix, part: np.ndarray, parts: int, model: str
     return PartitionCost(model=model, volume=volume_matrix(a, part, parts),
                          load=np.bincount(part, weights=np.diff(a.indptr), minlength=parts).astype(np.int64),
                          rows=np.bincount(part, minlength=parts).astype(np.int64),
-                         own=own_nonzeros(a, part, parts), directed=directed)
+                         own=own_nonzeros(a, part, parts), directed=directed, graph=a, part=part)
 
 
 def costs_from_partitions(a: sp.csr_matrix, partitions: Mapping[str, np.ndarray], parts: int, directed: bool
@@ -56,6 +56,58 @@ def predict_ranks(store, ranks: Iterable[int] | None = None, network: str | Netw
         rows += epoch.predict(costs, epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"]), network,
                               compute, exchanges)
     return rows
+
+
+def grid_plans(ranks: int, algorithms: Iterable[str], replications: Iterable[int]) -> list[tuple[str, int, int]]:
+    """(algorithm, replication, parts) for each algorithm that runs on ``ranks`` ranks:
+    1d on P parts, 1.5d on P / c parts for each c > 1 that divides P, 2d on sqrt(P) parts when P is a square."""
+    import math
+
+    from shgcn.store.grid import ALGORITHMS
+
+    out = []
+    for alg in algorithms:
+        if alg not in ALGORITHMS:
+            raise UserError(f"--algorithm {alg!r}: choose from {', '.join(ALGORITHMS)}")
+        if alg == "1d":
+            out.append(("1d", 1, ranks))
+        elif alg == "1.5d":
+            out += [("1.5d", c, ranks // c) for c in replications if c > 1 and ranks % c == 0]
+        elif math.isqrt(ranks) ** 2 == ranks:
+            out.append(("2d", 1, math.isqrt(ranks)))
+    return out
+
+
+def predict_algorithms(store, ranks: Iterable[int] | None, algorithms: Iterable[str], replications: Iterable[int],
+                       network: str | Network = "infiniband", exchange: str | Iterable[str] = "p2p",
+                       hidden: Iterable[int] = (16,), compute: ComputeModel = THIS_MACHINE,
+                       partitioner: Callable[[sp.csr_matrix, str, int], np.ndarray] | None = None) -> list[dict]:
+    """:func:`shgcn.store.gridtime.predict_grid` rows of every model of a store for
+    every algorithm (and 1.5D replication) at each rank count; each part count
+    the algorithms need is partitioned once per model (the store's own as built)."""
+    from shgcn.store.gridtime import predict_grid
+
+    s = epoch.as_store(store)
+    net = epoch.network_of(network)
+    exchanges = [exchange] if isinstance(exchange, str) else list(exchange)
+    dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
+    by_parts: dict[int, list[PartitionCost]] = {}
+    rows = []
+    for p in [s.parts] if ranks is None else [int(r) for r in ranks]:
+        for alg, c, k in grid_plans(p, algorithms, replications):
+            if k not in by_parts:
+                by_parts[k] = _costs_at(s, k, partitioner)
+            rows += predict_grid(by_parts[k], dims, net, compute, exchanges, alg, c, int(s.attrs["feature_dim"]))
+    return rows
+
+
+def _costs_at(s, parts: int, partitioner) -> list[PartitionCost]:
+    if parts == s.parts:
+        return epoch.costs_from_store(s)
+    if partitioner is None:
+        raise UserError(f"the store has {s.parts} parts; predicting {parts} parts needs a partitioner")
+    a, directed = store_ahat(s)
+    return costs_from_partitions(a, {m: partitioner(a, m, parts) for m in s.models}, parts, directed)
 
 
 def store_ahat(s) -> tuple[sp.csr_matrix, bool]:

@@ -49,7 +49,6 @@ Use: ``print(format_epochs(predict_store("stores/x.zarr", hidden=[128])))``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,66 +59,14 @@ import scipy.sparse as sp
 
 from .costs import exchanges, split_calls, work_terms
 from .errors import UserError
+from .network import NETWORKS, THIS_MACHINE, ComputeModel, Network, allreduce_time, bcast_time, network_of
 from .tables import BASELINE
+
+__all__ = ["NETWORKS", "THIS_MACHINE", "ComputeModel", "Network", "PartitionCost", "allreduce_time", "bcast_time",
+           "network_of", "predict", "predict_store", "rank_times", "rank_traffic"]
 
 EXCHANGES = ("p2p", "alltoallv", "bcast")
 ITEMSIZE = 4  # float32 rows
-
-
-@dataclass(frozen=True)
-class Network:
-    """Latency-bandwidth model: a message of m bytes takes ``alpha + beta m`` seconds.
-
-    Attributes: name; alpha (s); beta (s/byte); source (where the numbers come from).
-    """
-
-    name: str
-    alpha: float
-    beta: float
-    source: str = ""
-
-
-NETWORKS: dict[str, Network] = {
-    "infiniband": Network(
-        "infiniband", 1.5e-6, 1 / 12e9,
-        "a typical EDR InfiniBand cluster: 100 Gb/s links (12.5 GB/s line rate, ~12 GB/s MPI bandwidth) and "
-        "1-2 µs MPI one-way latency, as osu_latency / osu_bw usually report; not measured here"),
-    "shm": Network(
-        "shm", 9.69e-6, 0.2110e-9,
-        "this machine (2 cores, MPICH shared memory), fitted by `mpirun -n 2 python benchmarks/pingpong.py` "
-        "(benchmarks/RESULTS.md, 2026-11-23; the cores were shared with other jobs)"),
-}
-
-
-@dataclass(frozen=True)
-class ComputeModel:
-    """Seconds of compute per rank and training step, linear in the work.
-
-    Attributes
-    ----------
-    spmm : float
-        s per (nonzero of Â · column of the SpMM).
-    dense : float
-        s per (row · multiply-add of the dense products).
-    elem : float
-        s per (row · column) of elementwise work (activations, dropout, loss).
-    const : float
-        s per step (Adam, small reductions).
-    source : str
-    """
-
-    spmm: float
-    dense: float
-    elem: float
-    const: float
-    source: str = ""
-
-
-# Fitted by benchmarks/simulate_bench.py on this machine, 2026-11-25, after the trainer's fused dropout and loss
-# kernels (benchmarks/RESULTS.md, "Epoch model: fit and validation"): every fit point within 17%, P = 1 and 2
-# predicted within 16% of the fastest measured epoch.
-THIS_MACHINE = ComputeModel(spmm=3.145e-10, dense=3.605e-11, elem=7.684e-10, const=0.0,
-                            source="benchmarks/simulate_bench.py on the 2-core development machine, 2026-11-25")
 
 
 @dataclass
@@ -139,6 +86,8 @@ class PartitionCost:
         Nonzeros of each part's rows in its own columns (the product that
         p2p overlaps with the messages); None: no overlap is modelled.
     directed : bool
+    graph, part : Â's pattern (n, n) csr_matrix and (n,) the part of each vertex, original order; what the
+        1.5D and 2D byte counts need (:mod:`.gridcost`), None where only 1D is modelled
     """
 
     model: str
@@ -147,6 +96,8 @@ class PartitionCost:
     rows: np.ndarray
     own: np.ndarray | None
     directed: bool
+    graph: sp.csr_matrix | None = None
+    part: np.ndarray | None = None
 
     @property
     def parts(self) -> int:
@@ -161,7 +112,8 @@ def dims_of(feature_dim: int, hidden: Iterable[int], classes: int) -> list[int]:
 # ---------------------------------------------------------------- bytes
 
 def rank_traffic(cost: PartitionCost, dims: list[int], exchange: str = "p2p", arch: str = "gcn",
-                 heads: list[int] | None = None, itemsize: int = ITEMSIZE) -> dict[str, np.ndarray]:
+                 heads: list[int] | None = None, itemsize: int = ITEMSIZE, algorithm: str = "1d",
+                 replication: int = 1, combine: str = "reduce") -> dict[str, np.ndarray]:
     """Bytes and messages each rank sends in one training step (forward and
     backward SpMMs), exactly as the trainer's exchange counts them.
 
@@ -172,9 +124,17 @@ def rank_traffic(cost: PartitionCost, dims: list[int], exchange: str = "p2p", ar
 
     Returns
     -------
-    dict of (P,) int64: ``bytes_sent``, ``msgs_sent``, ``bytes_recv``.
+    dict of (P,) int64: ``bytes_sent``, ``msgs_sent``, ``bytes_recv``; with ``algorithm`` ``1.5d``
+    (``replication`` c, ``combine``) or ``2d`` the grid's ranks (P = k c, or k^2), plus ``rows_bytes``,
+    ``inrow_bytes``, ``matrix_bytes`` and ``calls`` (:func:`shgcn.store.gridcost.grid_traffic`).
     """
     _check_exchange(exchange)
+    if algorithm != "1d":
+        from .grid import shape_for
+        from .gridcost import grid_traffic
+
+        return grid_traffic(cost, dims, shape_for(algorithm, cost.parts, replication), exchange, arch, heads,
+                            itemsize, combine)
     fwd, bwd = exchanges(arch, dims, cost.directed, heads)
     ex_w, ex_n, fo_w, fo_n = split_calls(fwd + bwd)
     v = cost.volume.astype(np.int64)
@@ -200,24 +160,6 @@ def _check_exchange(exchange: str) -> None:
         raise UserError(f"unknown exchange {exchange!r}; choose one of {', '.join(EXCHANGES)}")
 
 
-def _log2(p: int) -> int:
-    return math.ceil(math.log2(p)) if p > 1 else 0
-
-
-def bcast_time(nbytes: np.ndarray | float, parts: int, net: Network) -> np.ndarray | float:
-    """One broadcast (or reduce) of ``nbytes`` among ``parts`` ranks: scatter + allgather."""
-    if parts == 1:
-        return 0.0 * np.asarray(nbytes)
-    return net.alpha * (_log2(parts) + parts - 1) + 2 * net.beta * np.asarray(nbytes, float) * (parts - 1) / parts
-
-
-def allreduce_time(nbytes: float, parts: int, net: Network) -> float:
-    """Allreduce of ``nbytes`` (recursive halving/doubling: reduce-scatter + allgather)."""
-    if parts == 1:
-        return 0.0
-    return 2 * net.alpha * _log2(parts) + 2 * net.beta * nbytes * (parts - 1) / parts
-
-
 def _spmm_comm(exchange: str, d: int, send_rows, recv_rows, send_msgs, recv_msgs, cost: PartitionCost,
                net: Network) -> np.ndarray:
     p = cost.parts
@@ -231,9 +173,10 @@ def _spmm_comm(exchange: str, d: int, send_rows, recv_rows, send_msgs, recv_msgs
     return net.alpha * np.maximum(send_msgs, recv_msgs) + net.beta * bytes_
 
 
-def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network, compute: ComputeModel
-               ) -> dict[str, Any]:
-    """Predicted seconds of one training step per rank.
+def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network, compute: ComputeModel,
+               algorithm: str = "1d", replication: int = 1, combine: str = "reduce") -> dict[str, Any]:
+    """Predicted seconds of one training step per rank (a grid's ranks for
+    ``algorithm`` ``1.5d`` and ``2d``: :func:`shgcn.store.gridtime.grid_times`).
 
     Returns
     -------
@@ -242,6 +185,11 @@ def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network
     (float: the slowest rank).
     """
     _check_exchange(exchange)
+    if algorithm != "1d":
+        from .grid import shape_for
+        from .gridtime import grid_times
+
+        return grid_times(cost, dims, shape_for(algorithm, cost.parts, replication), exchange, net, compute, combine)
     fwd, bwd = exchanges("gcn", dims, cost.directed)
     v = cost.volume.astype(np.int64)
     send_rows, recv_rows = v.sum(1), v.sum(0)
@@ -270,15 +218,6 @@ def _imbalance(x) -> float:
     """max / mean - 1."""
     mean = float(np.mean(x))
     return float(np.max(x) / mean - 1) if mean > 0 else 0.0
-
-
-def network_of(network: str | Network) -> Network:
-    """A :class:`Network` from a preset name (or itself)."""
-    if isinstance(network, Network):
-        return network
-    if network not in NETWORKS:
-        raise UserError(f"unknown network preset {network!r}; choose one of {', '.join(NETWORKS)}")
-    return NETWORKS[network]
 
 
 def compute_features(cost: PartitionCost, dims: list[int]) -> np.ndarray:
@@ -366,7 +305,7 @@ def costs_from_store(store) -> list[PartitionCost]:
         out.append(PartitionCost(model=m, volume=np.asarray(q["volume"].values[i], np.int64),
                                  load=np.asarray(q["load"].values[i], np.int64),
                                  rows=np.bincount(part, minlength=parts).astype(np.int64),
-                                 own=own_nonzeros(a, part, parts), directed=directed))
+                                 own=own_nonzeros(a, part, parts), directed=directed, graph=a, part=part))
     return out
 
 

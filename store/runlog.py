@@ -40,6 +40,11 @@ class Header:
     arch: str = "gcn"  # gcn, sage, gin, gat (shgcn.store.costs.ARCHS)
     heads: list[int] | None = None  # attention heads per layer (gat)
     exchange_dtype: str = "float32"  # the rows' type on the wire (float32, bfloat16, float16)
+    algorithm: str = "1d"  # 1d, 1.5d, 2d (shgcn.store.grid); parts holds the ranks
+    replication: int = 1  # 1.5d: ranks per block row (c)
+    grid: list[int] | None = None  # [block rows, ranks per row]
+    combine: str | None = None  # 1.5d: reduce or gather
+    memory: list[int] | None = None  # per rank, the modelled bytes it holds (shgcn.store.memory.rank_bytes)
     type: ClassVar[str] = "header"
 
     @property
@@ -76,6 +81,7 @@ class Epoch:
     bytes_recv: list[int] = field(default_factory=list)
     eval_bytes_sent: list[int] = field(default_factory=list)
     exchange_bytes: list[list[int]] | None = None  # full batch: per rank, bytes of each exchange of the step
+    bytes_split: list[dict[str, int]] | None = None  # 1.5d, 2d: per rank, bytes_sent by kind (rows, inrow, matrix)
     val_acc: float | None = None  # evaluation epochs only
     test_acc: float | None = None
     steps: int | None = None  # mini-batch mode

@@ -98,3 +98,18 @@ def format_epochs(rows: list[dict]) -> str:
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
 
 
+
+
+def format_grid(rows: list[dict]) -> str:
+    """Fixed-width text table of :func:`shgcn.store.gridtime.predict_grid` rows."""
+    cols = [("ranks", "P", "{}"), ("algorithm", "algorithm", "{}"), ("replication", "c", "{}"),
+            ("parts", "k", "{}"), ("model", "model", "{}"), ("exchange", "exchange", "{}"),
+            ("epoch", "epoch ms", "{:.3f}"), ("compute", "compute ms", "{:.3f}"), ("comm", "comm ms", "{:.3f}"),
+            ("max_bytes", "max bytes", "{:,}"), ("inrow_bytes", "in-row", "{:,}"), ("matrix_bytes", "Â blocks", "{:,}"),
+            ("memory", "memory MiB", "{:.1f}")]
+    scale = {"epoch": 1e3, "compute": 1e3, "comm": 1e3, "memory": 2.0**-20}
+    cells = [[h for _, h, _ in cols]]
+    for r in rows:
+        cells.append([f.format(r[k] * scale.get(k, 1)) for k, _, f in cols])
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)

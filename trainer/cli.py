@@ -5,7 +5,8 @@ train a GCN on a store with MPI, full-batch or mini-batch.
     mpirun -n P python trainer/train.py STORE [options]     (from a checkout)
     shgcn-train STORE [options]                             (one rank, no mpirun)
 
-P must equal the store's number of parts. Exit codes: 0 success, 2 bad input
+P must equal the store's number of parts (k; k x c with ``--algorithm 1.5d
+--replication c``; k x k with ``--algorithm 2d``). Exit codes: 0 success, 2 bad input
 (wrong rank count, missing or corrupt store, bad option), 1 a failure on any
 rank (the job is aborted with that rank's message, never left hanging).
 """
@@ -45,16 +46,44 @@ def _hidden(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected widths like 16 or 128,128, got {text!r}") from None
 
 
+def _size(text: str) -> int:
+    from shgcn.store.memory import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _fail_at(text: str) -> tuple[int, int]:
     r, _, e = text.partition(":")
     return int(r), int(e)
+
+
+def _grid_options(p: argparse.ArgumentParser) -> None:
+    """--memory-limit and the communication-avoiding algorithms."""
+    p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
+                   help="memory the ranks of one machine may hold, e.g. 16G: the modelled memory of every rank is "
+                        "checked against it before training, and a job that will not fit stops with one line "
+                        "(default: this machine's memory)")
+    g = p.add_argument_group("communication-avoiding algorithms (--algorithm 1.5d | 2d; full batch)")
+    g.add_argument("--algorithm", choices=("1d", "1.5d", "2d"), default="1d",
+                   help="1d: a rank per part; 1.5d: k x c grid, each block row on c ranks (mpirun -n k*c); "
+                        "2d: SUMMA on an s x s grid over an s-part store (mpirun -n s*s, sparsity-oblivious)")
+    g.add_argument("--replication", type=int, default=1, metavar="C",
+                   help="1.5d: ranks per block row; they split the off-diagonal column blocks and reduce their "
+                        "partial sums")
+    g.add_argument("--row-combine", choices=("auto", "reduce", "gather"), default="auto",
+                   help="1.5d: reduce the row's partial sums (CAGNET's), or share the rows each rank received; "
+                        "auto: gather for gat (its softmax is not a sum of partial products), reduce otherwise")
 
 
 def parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
     p = argparse.ArgumentParser(prog="shgcn-train", formatter_class=fmt,
                                 description="Distributed GCN training (full-batch or mini-batch) on a shgcn store. "
-                                            "Run with 'mpirun -n P' where P is the store's number of parts.")
+                                            "Run with 'mpirun -n P' where P is the store's number of parts (times --replication "
+                                            "with --algorithm 1.5d; its square with --algorithm 2d).")
     p.add_argument("--version", action="version", version=f"shgcn {_version()}")
     p.add_argument("store", metavar="STORE", help="store built by 'pipeline build' with --parts equal to the ranks")
     p.add_argument("--epochs", type=int, default=200, help="epochs to train")
@@ -89,6 +118,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=1800.0,
                    help="seconds without progress on any rank (a stopped or hung rank) before every rank stops "
                         "with a line naming it; 0: never")
+    _grid_options(p)
     mb = p.add_argument_group("mini-batch training (--mode minibatch)")
     mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
     mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
@@ -129,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(cfg, comm) -> int:
     from shgcn.store.errors import UserError
 
+    from . import grid
     from .context import Context, setup
     from .loop import Diverged, train
     from .outputs import check_outputs
@@ -153,6 +184,19 @@ def _run(cfg, comm) -> int:
             where = "" if len(who) == comm.size else f" (rank {', '.join(map(str, who))})"
             print(f"shgcn-train: error{where}: {first}", file=sys.stderr, flush=True)
         return 2
+    try:  # collective: every rank decides from the same allgathered data, so a refusal is the same everywhere
+        ctx.memory_all = grid.connect(ctx, comm)
+    except UserError as e:
+        if comm.rank == 0:
+            print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    except BaseException as e:  # noqa: BLE001
+        return _abort(comm, e)
+    if comm.rank == 0 and not cfg.quiet and ctx.memory_all:
+        from shgcn.store.memory import gib
+
+        print(f"{cfg.algorithm} on {ctx.shape.rows} x {ctx.shape.cols} ranks; memory (modelled): up to "
+              f"{gib(max(ctx.memory_all))} a rank, {gib(sum(ctx.memory_all))} in all", flush=True)
     try:
         train(ctx, comm)
     except Diverged as e:  # the same on every rank: no abort needed

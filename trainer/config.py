@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from shgcn.store.costs import ARCHS
 from shgcn.store.errors import UserError
+from shgcn.store.grid import ALGORITHMS, combine_for
 
 from .exchange import STRATEGIES
 from .wire import DTYPES
@@ -55,6 +56,10 @@ class TrainConfig:
     attn_dropout: float | None = None  # gat: None = the same as dropout
     exchange_dtype: str = "float32"
     plan_ahead: str = "inline"  # mini-batch: build the next batch's plan in the allreduce's wait, or in a "thread"
+    algorithm: str = "1d"  # 1d | 1.5d | 2d (shgcn.store.grid)
+    replication: int = 1  # 1.5d: ranks per block row (c)
+    row_combine: str = "auto"  # 1.5d: reduce (partial sums) | gather (received rows); auto: gather for gat
+    memory_limit: int | None = None  # bytes the ranks of one machine may hold (None: this machine's memory)
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""
@@ -63,6 +68,7 @@ class TrainConfig:
             if not math.isfinite(value):
                 raise TrainError(f"--{name.replace('_', '-').replace('attention', 'attn')} {value}: must be a finite number")
         self._check_model()
+        self._check_algorithm()
         if self.epochs < 0:
             raise TrainError(f"--epochs {self.epochs}: must be >= 0")
         if not 0 <= self.dropout < 1:
@@ -107,6 +113,34 @@ class TrainConfig:
         if self.exchange_dtype != "float32" and self.exchange == "bcast":
             raise TrainError(f"--exchange-dtype {self.exchange_dtype} needs --exchange p2p or alltoallv "
                              "(bcast's fold is an MPI Reduce, which sums float32)")
+
+    def _check_algorithm(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise TrainError(f"--algorithm {self.algorithm!r}: choose from {', '.join(ALGORITHMS)}")
+        if self.replication < 1 or (self.replication > 1 and self.algorithm != "1.5d"):
+            raise TrainError(f"--replication {self.replication}: needs --algorithm 1.5d (and must be >= 1)")
+        if self.memory_limit is not None and self.memory_limit < 1:
+            raise TrainError(f"--memory-limit {self.memory_limit}: must be at least one byte")
+        if self.algorithm == "1d":
+            return
+        if self.mode != "full":
+            raise TrainError(f"--mode {self.mode} runs on --algorithm 1d only (1.5d and 2d are full batch)")
+        if self.exchange_dtype != "float32":
+            raise TrainError(f"--exchange-dtype {self.exchange_dtype} runs on --algorithm 1d only (the ranks of a "
+                             "1.5d or 2d row must hold bitwise the same sums)")
+        if self.algorithm == "2d" and self.arch == "gat":
+            raise TrainError("--arch gat does not run on --algorithm 2d (SUMMA multiplies by a fixed matrix; "
+                             "GAT's attention is not one): use 1d or 1.5d")
+        if self.algorithm == "1.5d":
+            combine = combine_for(self.arch, self.row_combine)
+            if combine == "gather" and self.exchange == "bcast":
+                raise TrainError("--row-combine gather (GAT's) needs --exchange p2p or alltoallv under --algorithm "
+                                 "1.5d (bcast is CAGNET's sparsity-oblivious 1.5D, which reduces partial sums)")
+
+    @property
+    def combine(self) -> str:
+        """How a 1.5D process row combines its work (``reduce`` or ``gather``)."""
+        return combine_for(self.arch, self.row_combine)
 
     @property
     def attention_dropout(self) -> float:

@@ -11,9 +11,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from shgcn import store
+from shgcn.store.grid import GridShape, grid_shape
 from shgcn.store.sample import SamplerConfig
 
-from . import archs, checkpoint
+from . import archs, checkpoint, grid
 from .config import TrainConfig, TrainError
 from .exchange import STRATEGIES, Exchange
 from .graph import Graph
@@ -65,6 +66,23 @@ class Context:
     perm: np.ndarray | None = None
     plans: PlanAhead | None = None  # mini-batch mode
     targets: Any = SingleLabel()  # loss and score by the store's label kind (trainer/targets.py)
+    shape: GridShape = GridShape("1d", 1, 1)  # the process grid (--algorithm); rank -> (block row i, grid column j)
+    block: store.RankBlock | None = None  # the store's block this rank holds (block row i)
+    memory: int = 0  # modelled bytes this rank holds while training (shgcn.store.memory.rank_bytes)
+    rank: int = 0  # in the job (COMM_WORLD)
+    memory_all: list[int] | None = None  # every rank's, once the grid is connected
+    column_rows: int | None = None  # 1.5d: rows this rank receives along its grid column per SpMM
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """(block row i, grid column j) of this rank."""
+        return self.shape.position(self.rank)
+
+    @property
+    def primary(self) -> bool:
+        """The rank of its process row that contributes the row's gradients, loss and counts (the dense
+        work is replicated on the ranks of a 1.5D or 2D row; each row's share must count once)."""
+        return self.position[1] == 0
 
     def col_gids(self, own: np.ndarray, halo_new: np.ndarray) -> np.ndarray:
         """Original ids of local columns: own rows' ``own``, then the received rows (new ids ``halo_new``)."""
@@ -95,12 +113,14 @@ def setup(cfg: TrainConfig, comm) -> Context:
     :class:`~shgcn.store.errors.UserError` (TrainError, StoreError) on bad input."""
     cfg.check()
     s = store.open_store(cfg.store)
-    if s.parts != comm.size:
-        raise TrainError(f"{cfg.store}: the store has {s.parts} parts but the job has {comm.size} "
-                         f"rank{'s' if comm.size != 1 else ''}; run with mpirun -n {s.parts}")
-    block = s.rank(comm.rank, verify=cfg.verify)
-    cp = comm_plan(block.plan, comm.rank, s.offsets)
-    ex = STRATEGIES[cfg.exchange](comm, cp, Wire(cfg.exchange_dtype))
+    try:
+        shape = grid_shape(cfg.algorithm, comm.size, s.parts, cfg.replication)
+    except store.UserError as e:
+        raise TrainError(f"{cfg.store}: {e}") from None
+    i, _ = shape.position(comm.rank)
+    block = s.rank(i, verify=cfg.verify)
+    cp = comm_plan(block.plan, i, s.offsets)
+    ex = STRATEGIES[cfg.exchange](comm, cp, Wire(cfg.exchange_dtype))  # 1d; the grid's replace it (grid.connect)
     targets = for_store(s.attrs)
     labelled = targets.labelled(block.labels)
     data = RankData(x=as_input(block.features), labels=np.asarray(block.labels),
@@ -113,10 +133,13 @@ def setup(cfg: TrainConfig, comm) -> Context:
     start = checkpoint.load(cfg, model, opt, identity) if cfg.resume else 0
     batches = _minibatches(cfg, s, block, cp) if cfg.mode == "minibatch" else None
     ctx = Context(cfg, s, data, cp, ex, None, model, opt, identity, start, batches,  # type: ignore[arg-type]
-                  perm=s.permutation() if cfg.arch == "gat" else None, targets=targets)
+                  perm=s.permutation() if cfg.arch == "gat" else None, targets=targets, shape=shape, block=block,
+                  rank=comm.rank)
     if batches is not None:
         ctx.plans = PlanAhead(batches, threaded=cfg.plan_ahead == "thread")
-    ctx.graph = Graph(local_matrix(block.plan, cp), ex, ctx.symmetric, ctx.col_gids(data.gids, cp.recv_ids))
+    if shape.algorithm == "1d":
+        ctx.graph = Graph(local_matrix(block.plan, cp), ex, ctx.symmetric, ctx.col_gids(data.gids, cp.recv_ids))
+    ctx.memory = grid.memory_estimate(ctx)
     return ctx
 
 

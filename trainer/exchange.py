@@ -39,20 +39,37 @@ _TAG_EXPAND, _TAG_FOLD = 11, 12
 @dataclass
 class Counters:
     """What a rank sent and waited for since the last reset; ``calls``: the
-    bytes sent by each expand or fold, in order (one per layer and direction)."""
+    bytes sent by each expand or fold, in order (one per layer and direction);
+    ``split``: the bytes sent by kind under ``--algorithm 1.5d`` and ``2d``
+    (``rows``, ``inrow``, ``matrix``: :mod:`shgcn.store.gridcost`), empty in 1D."""
 
     bytes_sent: int = 0
     msgs_sent: int = 0
     bytes_recv: int = 0
     comm_time: float = 0.0
     calls: list[int] = field(default_factory=list)
+    split: dict[str, int] = field(default_factory=dict)
 
     def reset(self) -> dict:
         out = dict(vars(self))
         self.bytes_sent = self.msgs_sent = self.bytes_recv = 0
         self.comm_time = 0.0
         self.calls = []
+        self.split = {}
         return out
+
+    def sent(self, kind: str, nbytes: int, msgs: int) -> None:
+        """Count ``nbytes`` in ``msgs`` messages sent, of ``kind``."""
+        self.bytes_sent += nbytes
+        self.msgs_sent += msgs
+        self.split[kind] = self.split.get(kind, 0) + nbytes
+
+    def absorb(self, inner: Counters, kind: str) -> None:
+        """Move what ``inner`` (an exchange's private counters) counted into these, as ``kind``."""
+        self.sent(kind, inner.bytes_sent, inner.msgs_sent)
+        self.bytes_recv += inner.bytes_recv
+        self.comm_time += inner.comm_time
+        inner.reset()
 
 
 class Exchange(ABC):
@@ -212,15 +229,20 @@ class Bcast(Exchange):
     """CAGNET's sparsity-oblivious 1D algorithm: rank q broadcasts its whole
     block of H in turn; every rank keeps the rows it needs. The fold is the
     mirror image: a ``Reduce`` of a dense block onto each owner. float32 only
-    (a Reduce sums on the wire)."""
+    (a Reduce sums on the wire). ``roots``: the ranks that broadcast (all; a
+    1.5D grid column broadcasts only the blocks it multiplies)."""
 
     name = "bcast"
+    roots: list[int] | None = None
+
+    def _roots(self) -> list[int]:
+        return list(range(self.cp.size)) if self.roots is None else self.roots
 
     def _expand(self, x, local, on_block):
         d = x.shape[1]
         off = self.cp.offsets
         local()
-        for q in range(self.cp.size):
+        for q in self._roots():
             n_q = int(off[q + 1] - off[q])
             if q == self.cp.rank:  # Bcast wants a writable buffer even at the root; x may be a read-only memmap
                 buf = x if x.flags.writeable and x.flags.c_contiguous and x.dtype == np.float32 else np.array(x, np.float32)
@@ -241,7 +263,7 @@ class Bcast(Exchange):
 
         off = self.cp.offsets
         local()
-        for q in range(self.cp.size):
+        for q in self._roots():
             n_q = int(off[q + 1] - off[q])
             block = np.zeros((n_q, d), np.float32)
             lo, hi = self.cp.recv_start[q], self.cp.recv_start[q + 1]
@@ -255,6 +277,19 @@ class Bcast(Exchange):
             else:
                 self.counters.bytes_sent += block.nbytes
                 self.counters.msgs_sent += 1
+
+
+class Counting(Exchange):
+    """The counters of products that communicate themselves (``--algorithm 1.5d`` with the
+    reduce combine, ``2d``): they count into :attr:`counters`; there is no expand or fold."""
+
+    name = "grid"
+
+    def _expand(self, x, local, on_block):
+        raise NotImplementedError("this rank's products communicate through their grid, not an exchange")
+
+    def _fold(self, parts, d, local, on_block):
+        raise NotImplementedError("this rank's products communicate through their grid, not an exchange")
 
 
 STRATEGIES: dict[str, type[Exchange]] = {c.name: c for c in (P2P, AllToAllV, Bcast)}

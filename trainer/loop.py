@@ -105,6 +105,7 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
     grads = ctx.model.backward(cache, g, ctx.graph)
     _, l2, _ = _reduce_and_step(ctx, comm, grads, [])
     stats = np.concatenate([[loss_sum], counts]).astype(np.float64)  # exact counts (float32 is not, past 2^24)
+    stats *= ctx.primary  # a 1.5D or 2D row's replicas computed the same: its first rank counts for the row
     comm.Allreduce(MPI.IN_PLACE, stats, op=MPI.SUM)
     total = max(train_total, 1)
     return EpochResult(float(stats[0]) / total + l2, ctx.targets.score(stats[1:]))
@@ -203,6 +204,7 @@ def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
     d, t = ctx.data, ctx.targets
     logits, _ = ctx.model.forward(d.x, ctx.graph, None)
     counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
+    counts *= ctx.primary
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     return t.score(counts[:t.width]), t.score(counts[t.width:])
 
@@ -232,6 +234,8 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
         flat[pos:pos + g.size] = g.ravel()
         pos += g.size
     flat[pos:] = stats
+    if not ctx.primary:  # the same buffer (the same bytes as 1D's allreduce), this row's share counted once
+        flat[:] = 0
     t0 = time.perf_counter()
     req = comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
     waited = time.perf_counter() - t0
@@ -268,7 +272,7 @@ def _global_counts(ctx: Context, comm) -> dict[str, int]:
     from mpi4py import MPI
 
     d = ctx.data
-    local = np.array([d.train.sum(), d.val.sum(), d.test.sum()], np.int64)
+    local = np.array([d.train.sum(), d.val.sum(), d.test.sum()], np.int64) * ctx.primary
     total = np.zeros_like(local)
     comm.Allreduce(local, total, op=MPI.SUM)
     return dict(zip(("train", "val", "test"), total.tolist()))
@@ -283,7 +287,9 @@ def _open_log(ctx: Context, comm, train_count: int) -> runlog.RunLogWriter:
         arch=cfg.arch, heads=ctx.model.heads, exchange_dtype=cfg.exchange_dtype,
         config={k: v for k, v in asdict(cfg).items() if k != "fail_at"}, train_count=train_count,
         start_epoch=ctx.start, versions=versions(), sampler=cfg.sampler if mb is not None else None,
-        batch_size=mb.sampler.cfg.size if mb is not None else None, metric=ctx.targets.metric)
+        batch_size=mb.sampler.cfg.size if mb is not None else None, metric=ctx.targets.metric,
+        algorithm=cfg.algorithm, replication=cfg.replication, grid=[ctx.shape.rows, ctx.shape.cols],
+        combine=cfg.combine if cfg.algorithm == "1.5d" else None, memory=ctx.memory_all)
     return runlog.RunLogWriter(cfg.log or "", header, resume_from=ctx.start if cfg.resume else None)
 
 
@@ -298,7 +304,8 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
         msgs_sent=[c["msgs_sent"] for _, c, _, _ in per_rank],
         bytes_recv=[c["bytes_recv"] for _, c, _, _ in per_rank],
         eval_bytes_sent=[b for _, _, b, _ in per_rank],
-        exchange_bytes=[c["calls"] for _, c, _, _ in per_rank] if ctx.batches is None else None)
+        exchange_bytes=[c["calls"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
+        bytes_split=[c["split"] for _, c, _, _ in per_rank] if ctx.shape.algorithm != "1d" else None)
     if accs is not None:
         rec.val_acc, rec.test_acc = accs
     if ctx.batches is not None:

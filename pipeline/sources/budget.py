@@ -16,50 +16,15 @@ its partitioner child together peaked at 126-130 bytes per input edge.
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
+from shgcn.store.memory import gib, machine_memory, parse_size
 
 from ..errors import UserError, located
+
+__all__ = ["gib", "machine_memory", "parse_size"]  # shared with the trainer: shgcn.store.memory
 
 BYTES_PER_EDGE = 128  # the whole build (ingest, normalize, partitioner child, layout, write), per input edge
 BYTES_PER_VERTEX = 48  # ids, permutation, degrees, partition vectors, labels and masks, per vertex
 PARSED_BYTES_PER_EDGE = 16  # one parsed edge before relabelling: two int64 ids
-_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
-
-
-def machine_memory() -> int:
-    """This machine's memory in bytes: the physical memory, or the cgroup's
-    limit (a container, a batch job) when that is lower."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = Path(limit_file).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit() and 0 < int(text) < total:
-            total = int(text)
-    return total
-
-
-def parse_size(text: str) -> int:
-    """``8G``, ``512M``, ``1.5T``, ``24GiB`` or a byte count -> bytes (binary
-    units); ``ValueError`` for anything else."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(?:i?[bB])?\s*", text)
-    if m is None:
-        raise ValueError(f"expected a size like 8G, 512M or 1.5T, got {text!r}")
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if not value >= 1:
-        raise ValueError(f"a memory limit must be at least one byte, got {text!r}")
-    return int(value)
-
-
-def gib(nbytes: float) -> str:
-    """A size for a message: ``1.5 GiB``, ``320 MiB``, ``3.6 TiB``."""
-    for unit, size in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= size:
-            return f"{nbytes / size:,.1f} {unit}"
-    return f"{int(nbytes)} bytes"
 
 
 def graph_bytes(vertices: int = 0, edges: int = 0, feature_dim: int = 0) -> int:

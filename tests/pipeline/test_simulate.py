@@ -51,3 +51,36 @@ def test_the_command_re_partitions_with_the_stores_models(store4):
     lines = out.stdout.splitlines()
     assert lines[0].split()[:3] == ["P", "model", "exchange"] and len(lines) == 1 + 2 * 2 * 3
     assert {ln.split()[0] for ln in lines[1:]} == {"2", "4"}
+
+
+def test_grid_plans_per_rank_count():
+    assert simulate.grid_plans(16, ["1d", "1.5d", "2d"], [1, 2, 4, 3]) == [
+        ("1d", 1, 16), ("1.5d", 2, 8), ("1.5d", 4, 4), ("2d", 1, 4)]
+    assert simulate.grid_plans(8, ["2d", "1.5d"], [2]) == [("1.5d", 2, 4)]  # 8 is not a square
+    with pytest.raises(UserError, match="3d"):
+        simulate.grid_plans(8, ["3d"], [2])
+
+
+def test_predict_every_algorithm_partitions_each_part_count_once(store4):
+    s = store.open_store(store4)
+    calls = []
+
+    def round_robin(a, model, parts):
+        calls.append((model, parts))
+        return np.arange(a.shape[0]) % parts
+
+    rows = simulate.predict_algorithms(s, [4, 8], ["1d", "1.5d", "2d"], [2, 4], exchange=["p2p", "bcast"],
+                                       partitioner=round_robin)
+    assert sorted(calls) == [(m, k) for m in ("hp", "rp") for k in (1, 2, 8)]  # 4 parts: the store's own
+    got = {(r["ranks"], r["algorithm"], r["replication"], r["parts"], r["model"], r["exchange"]) for r in rows}
+    assert (4, "2d", 1, 2, "hp", "summa") in got and (8, "1.5d", 4, 2, "rp", "bcast") in got
+    assert (8, "1.5d", 2, 4, "hp", "p2p") in got and not any(r[1] == "2d" and r[0] == 8 for r in got)
+    assert len(rows) == 2 * (2 + 2 + 2 + 1) + 2 * (2 + 2 + 2)  # models x (exchanges...): P=4: 1d, 1.5d c=2, 4, 2d
+
+
+def test_the_command_recommends_an_algorithm(store4):
+    out = run_cli("simulate", str(store4), "--algorithm", "1d,1.5d", "--replication", "2", "--exchange", "p2p")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split()[:4] == ["P", "algorithm", "c", "k"] and len(lines) == 1 + 2 * 2 + 1
+    assert lines[-1].startswith("P=4: fastest ") and "ms per epoch" in lines[-1]

@@ -1,0 +1,85 @@
+"""Memory: this machine's, sizes on the command line (``--memory-limit``),
+and the modelled bytes a training rank holds (what ``shgcn-train`` checks
+against the limit before it trains, and what ``pipeline simulate`` shows).
+
+The rank model counts, for ``rows`` rows of a block with ``nnz`` nonzeros and
+``halo`` received rows: the matrix (the memory-mapped block, its split by
+column blocks and the pattern or transposed copies: 24 bytes a nonzero),
+the features, each layer's cached input and output and their gradients
+(float32), the received rows at the widest exchange, and GAT's attention
+coefficients (two per nonzero and head). It is a model, not a measurement:
+it leaves out the interpreter and the libraries (about 150 MiB a rank).
+Replication (``--algorithm 1.5d --replication c``) gives c ranks the same
+block, so the job holds c times the 1D job's blocks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .costs import exchanges, in_widths, layer_heads
+
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+BYTES_PER_NONZERO = 24
+
+
+def machine_memory() -> int:
+    """This machine's memory in bytes: the physical memory, or the cgroup's
+    limit (a container, a batch job) when that is lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < total:
+            total = int(text)
+    return total
+
+
+def parse_size(text: str) -> int:
+    """``8G``, ``512M``, ``1.5T``, ``24GiB`` or a byte count -> bytes (binary
+    units); ``ValueError`` for anything else."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(?:i?[bB])?\s*", text)
+    if m is None:
+        raise ValueError(f"expected a size like 8G, 512M or 1.5T, got {text!r}")
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not value >= 1:
+        raise ValueError(f"a memory limit must be at least one byte, got {text!r}")
+    return int(value)
+
+
+def gib(nbytes: float) -> str:
+    """A size for a message: ``1.5 GiB``, ``320 MiB``, ``3.6 TiB``."""
+    for unit, size in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:,.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
+def rank_bytes(rows, nnz, halo, feature_dim: int, dims: list[int], arch: str = "gcn", heads: int = 1,
+               out_heads: int = 1, buffer_nnz=0):
+    """Modelled bytes one rank holds while training (scalars or (P,) arrays).
+
+    Parameters
+    ----------
+    rows : rows of the block the rank holds (all of its block row's under 1.5D and 2D)
+    nnz : nonzeros of Â it keeps (its block row's; block (i, j)'s under 2D)
+    halo : rows it receives (the 1D halo; its share under 1.5D's reduce)
+    dims : layer widths [features, *hidden, classes]
+    buffer_nnz : nonzeros of the largest block it receives (2D: Â's blocks travel)
+    """
+    rows, nnz, halo = (np.asarray(x, np.int64) for x in (rows, nnz, halo))
+    hs = layer_heads(arch, len(dims) - 1, heads, out_heads)
+    ins = in_widths(arch, dims, hs)
+    outs = [d * h for d, h in zip(dims[1:], hs)]
+    fwd, bwd = exchanges(arch, dims, False, hs)
+    widest = max(w for w, _ in fwd + bwd)
+    act = 8 * rows * sum(a + b for a, b in zip(ins[1:] + [0], outs)) + 4 * rows * ins[0]
+    attention = 8 * nnz * sum(hs) if arch == "gat" else 0
+    return (BYTES_PER_NONZERO * nnz + 8 * np.asarray(buffer_nnz, np.int64) + 16 * rows + 4 * rows * feature_dim
+            + act + 4 * halo * widest + attention)
