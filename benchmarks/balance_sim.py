@@ -77,8 +77,9 @@ def main() -> None:
             row["bound vs rp"] = f"{by[p, 'rp']['epoch'] / by[p, 'rp']['compute']:.2f}"
             rows.append(row)
             print(row, flush=True)
-    cols = [(k, k) for k in ("graph", "P", "gp vs rp", "hp vs rp", "hp-vb vs rp", "max compute imb", "rp compute imb", "rp epoch ms",
-                             "hp-vb compute / comm ms", "bound vs rp")]
+    names = ("graph", "P", "gp vs rp", "hp vs rp", "hp-vb vs rp", "max compute imb", "rp compute imb",
+             "rp epoch ms", "hp-vb compute / comm ms", "bound vs rp")
+    cols = [(k, k) for k in names]
     write_section("Predicted epochs against rp (issue 22)", __doc__.split("\n\n", 2)[2] + "\n\n" + table(rows, cols))
 
 
