@@ -4,7 +4,8 @@ connectivity-1 is the exact communication volume of one SpMM.
 ``--hp-preset`` chooses how:
 
 - ``fast`` (the default): KaMinPar's graph partition (its ``default`` preset,
-  one thread) from the ParHIP file the workers write, refined for
+  one thread) from the ParHIP file the workers write, brought under the
+  strict load bound (:mod:`.rebalance`), refined for
   connectivity-1 on the hypergraph (:mod:`.km1`): 0.84x-0.92x METIS's total
   volume in 2x-5x METIS's CPU time on the shared graphs (benchmarks/RESULTS.md,
   "hp's start"), and deterministic (the same partition for the same seed and
@@ -17,8 +18,6 @@ connectivity-1 is the exact communication volume of one SpMM.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 
 from .base import GRAPH_FILE, MATRIX, Assignment, Inputs, Model, Option, PartitionConfig
@@ -57,20 +56,13 @@ class HypergraphPartition(Model):
         return self._fast(inputs, cfg)
 
     def _fast(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
-        from .gp import kaminpar_partition, write_parhip
+        from .gp import kaminpar_balanced
         from .km1 import refine_km1
 
-        weights = inputs.vertex_weights()
-        if inputs.graph_file is not None:
-            start = kaminpar_partition(inputs.graph_file, cfg.parts, cfg.eps, cfg.seed, cfg.threads, START_PRESET)
-        else:
-            with tempfile.TemporaryDirectory(prefix="shgcn-hp-") as tmp:
-                path = os.path.join(tmp, "graph.parhip")
-                write_parhip(inputs.a, weights, path)
-                start = kaminpar_partition(path, cfg.parts, cfg.eps, cfg.seed, cfg.threads, START_PRESET)
-        part, info = refine_km1(inputs.a, start, cfg.parts, weights, cfg.eps, cfg.seed)
-        return Assignment(part, {"preset": "fast", "start": f"kaminpar {START_PRESET}", "refine": info})
-
+        start, balance = kaminpar_balanced(inputs, cfg, START_PRESET)
+        part, info = refine_km1(inputs.a, start, cfg.parts, inputs.vertex_weights(), cfg.eps, cfg.seed)
+        return Assignment(part, {"preset": "fast", "start": f"kaminpar {START_PRESET}", "rebalance": balance,
+                                 "refine": info})
 
 MODEL = HypergraphPartition("hp", "the column-net hypergraph of Â (connectivity-1 = exact volume): KaMinPar refined "
                                   "for connectivity (--hp-preset fast) or Mt-KaHyPar",
