@@ -50,7 +50,7 @@ def _best_target(v, xadj, adjncy, w, part, load, lmax, cnt, touched):
                 nt += 1
             cnt[k] += 1
     best_b, best_c = -1, 0
-    lightest = np.argmin(load)
+    lightest = int(np.argmin(load))
     if lightest != a and load[lightest] + w[v] <= lmax:
         best_b, best_c = lightest, own
     for t in range(nt):
@@ -117,7 +117,7 @@ def rebalance(xadj: np.ndarray, adjncy: np.ndarray, weights: np.ndarray, part: n
     part = np.array(part, np.int32)
     load = np.bincount(part, weights=w, minlength=parts).astype(np.int64)
     lmax = load_bound(w, parts, eps)
-    info = {"lmax": lmax, "before": int(load.max(initial=0)), "moves": 0, "cut": 0}
+    info: dict = {"lmax": lmax, "before": int(load.max(initial=0)), "moves": 0, "cut": 0}
     if parts > 1 and load.max(initial=0) > lmax:
         rng = np.random.default_rng([seed, 0x5245])
         cnt, touched = np.zeros(parts, np.int64), np.empty(parts, np.int64)
