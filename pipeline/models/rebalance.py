@@ -8,18 +8,22 @@ part once P is in the hundreds (soc-slashdot0902 at P = 512: 0.84 of the
 mean), and KaMinPar's parts then reach 1.58x the mean modelled compute,
 where the build asks for 1 + eps. This step moves vertices out of every
 part above ``lmax = max(floor((1 + eps) * mean), ceil(mean), heaviest
-vertex)``, on
-the graph KaMinPar read (the ParHIP file, memory-mapped: no copy of Â).
+vertex)``, on the graph KaMinPar read (the ParHIP file, memory-mapped: no
+copy of Â).
 
 A pass visits the vertices of overloaded parts in a seeded random order and
 moves each to the part, among its neighbours' parts and the lightest part,
-that has room and cuts the fewest more edges, if that is at most the pass's
-tolerance; the tolerance grows 0, 1, 2, 4, ... and is unlimited in the last
-pass, so that cheap moves are taken first. A part stops giving vertices
-once it is at the bound. When every vertex weighs at most ``lmax`` minus
-the mean (rounded down), the last pass always ends within the bound. ``hp`` refines the
-result for volume afterwards (:mod:`.km1`). Serial numba: the same result
-for the same seed.
+that stays within the bound and cuts the fewest more edges, if that is at
+most the pass's tolerance; the tolerance grows 0, 1, 2, 4, ... and is
+unlimited in the last pass, so that cheap moves are taken first. A part
+stops giving vertices once it is at the bound. When every vertex weighs at
+most ``lmax`` minus the mean (rounded down), the last pass always ends
+within the bound. When no part has room for any of a part's vertices (with
+a few dozen rows per part one row can weigh more than eps of a part), a
+vertex may move to a part that then ends above the bound but lighter than
+v's part is now: every such move lowers the sorted part loads, so the
+passes end, nearer the bound. ``hp`` refines the result for volume
+afterwards (:mod:`.km1`). Serial numba: the same result for the same seed.
 """
 
 from __future__ import annotations
@@ -35,9 +39,20 @@ TOLERANCES = (0, 1, 2, 4, 8, 16, 32, 64, 256, 1024, UNLIMITED)
 
 
 @jit
+def _tier(after, load_a, lmax):
+    """0: the target stays within the bound; 1: it does not, but the pair's
+    heavier part gets lighter (the sorted loads fall, so moves end); 2: no."""
+    if after <= lmax:
+        return 0
+    return 1 if after < load_a else 2
+
+
+@jit
 def _best_target(v, xadj, adjncy, w, part, load, lmax, cnt, touched):
-    """(edges newly cut, part) of v's cheapest move to a part with room, or
-    part -1 when no part has room for v."""
+    """(edges newly cut, part) of v's best move: to a part that stays within
+    the bound if there is one, else to one that ends lighter than v's part
+    is now; the fewest edges newly cut, then the lighter part. Part -1: no
+    such part."""
     a = part[v]
     nt, own = 0, 0
     for p in range(xadj[v], xadj[v + 1]):
@@ -49,19 +64,26 @@ def _best_target(v, xadj, adjncy, w, part, load, lmax, cnt, touched):
                 touched[nt] = k
                 nt += 1
             cnt[k] += 1
-    best_b, best_c = -1, 0
+    best_b, best_c, best_t = -1, 0, 2
     lightest = int(np.argmin(load))
-    if lightest != a and load[lightest] + w[v] <= lmax:
-        best_b, best_c = lightest, own
-    for t in range(nt):
-        b = touched[t]
-        cost = own - cnt[b]
-        cnt[b] = 0
-        if load[b] + w[v] > lmax:
-            continue
-        if best_b < 0 or cost < best_c or (cost == best_c and load[b] < load[best_b]):
-            best_b, best_c = b, cost
-    return best_c, best_b
+    shared = 0  # v's edges into the lightest part
+    for t in range(nt + 1):
+        if t < nt:
+            b = touched[t]
+            c = cnt[b]
+            cnt[b] = 0
+            if b == lightest:
+                shared = c
+                continue  # scored last, with the others
+        else:
+            b, c = lightest, shared
+            if b == a:
+                break
+        cost = own - c
+        tier = _tier(load[b] + w[v], load[a], lmax)
+        if tier < best_t or (tier == best_t and (cost < best_c or (cost == best_c and load[b] < load[best_b]))):
+            best_b, best_c, best_t = b, cost, tier
+    return best_c, (best_b if best_t < 2 else -1)
 
 
 @jit

@@ -40,6 +40,17 @@ def test_a_heavy_vertex_sets_the_bound():
     assert part.tolist() == [0, 1, 1, 1] and info["after"] == 5
 
 
+def test_when_nothing_fits_a_move_still_lightens_the_heaviest_part():
+    # loads 13, 10, 10 and bound 11: no vertex (weight 2 or 3) fits into a part of 10 within the bound, but a
+    # 2 moved into one leaves 11 and 12, both below 13; a second move would not lower the larger of its pair
+    xadj, adjncy = _path(13)
+    w = np.array([3, 3, 3, 2, 2, 3, 3, 2, 2, 3, 3, 2, 2])
+    start = np.array([0] * 5 + [1] * 4 + [2] * 4)
+    part, info = rebalance(xadj, adjncy, w, start, 3, eps=0.01)
+    assert info["lmax"] == 11 and info["before"] == 13 and info["after"] == 12 and info["moves"] == 1
+    assert sorted(np.bincount(part, weights=w, minlength=3).tolist()) == [10, 11, 12]
+
+
 def test_within_the_bound_nothing_moves():
     xadj, adjncy = _path(6)
     start = np.array([0, 0, 0, 1, 1, 1])
