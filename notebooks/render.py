@@ -55,6 +55,11 @@ def _kernel_config(tmp: str):
     return c
 
 
+# jupyter_client interrupts the kernel before asking it to shut down; on a busy machine the interrupt can land
+# while the kernel still handles a message, and ipykernel then logs an ERROR line on stderr (nothing failed:
+# cell errors come back as messages, ReportCellError). The kernel's own log is noise to a user.
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
+
 MARK = "shgcn quality report"  # in every report this writes: <meta name="generator">, or the notebook's metadata
 
 
@@ -114,7 +119,7 @@ def render(store_path: str, runs: list[str], out: str, fmt: str | None = None, t
         try:
             nb = papermill.execute_notebook(str(source), None, parameters=params, kernel_name="python3",
                                             progress_bar=False, execution_timeout=timeout, cwd=str(Path.cwd()),
-                                            config=_kernel_config(tmp))
+                                            config=_kernel_config(tmp), extra_arguments=KERNEL_ARGS)
         except PapermillExecutionError as e:
             raise ReportCellError(f"{e.ename}: {e.evalue}\n" + "".join(e.traceback[-3:])) from None
     _write(nb, out_path, fmt)
