@@ -13,30 +13,22 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.store import costs
-
 from .backend import BACKEND, Noise
 from .graph import Graph
-from .model import dense, glorot
+from .model import SingleHead, dense, glorot
 
 
-class GCN:
+class GCN(SingleHead):
     """Weights ``ws[k]`` of shape (dims[k], dims[k+1]), identical on every rank."""
 
     arch = "gcn"
 
     def __init__(self, dims: list[int], seed: int, backend=BACKEND):
         rng = np.random.default_rng([seed, 0x6C])
-        self.dims = dims
-        self.heads = [1] * (len(dims) - 1)
+        super().__init__(dims, backend)
         self.ws = [glorot(rng, a, b) for a, b in zip(dims[:-1], dims[1:])]
         self.params = self.ws
         self.decay = [0]
-        self.be = backend
-
-    def w_first(self, k: int) -> bool:
-        """Multiply by W before the SpMM (see :mod:`shgcn.store.costs`)."""
-        return costs.w_first(self.dims, k)
 
     def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
         """Logits (n_own, classes) and what backward needs: the noise and, per

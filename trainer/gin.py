@@ -15,11 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.store import costs
-
 from .backend import BACKEND, Noise
 from .graph import Graph
-from .model import dense
+from .model import SingleHead, dense
 
 PER_LAYER = 5  # w1, b1, w2, b2, eps
 
@@ -31,23 +29,18 @@ def _linear(rng: np.random.Generator, d_in: int, d_out: int) -> tuple[np.ndarray
             rng.uniform(-bound, bound, d_out).astype(np.float32))
 
 
-class GIN:
+class GIN(SingleHead):
     """Per layer: ``w1`` (d_in, d_out), ``b1``, ``w2`` (d_out, d_out), ``b2``, ``eps`` (1,)."""
 
     arch = "gin"
 
     def __init__(self, dims: list[int], seed: int, backend=BACKEND):
         rng = np.random.default_rng([seed, 0x61E])
-        self.dims = dims
-        self.heads = [1] * (len(dims) - 1)
+        super().__init__(dims, backend)
         self.params = []
         for a, b in zip(dims[:-1], dims[1:]):
             self.params += [*_linear(rng, a, b), *_linear(rng, b, b), np.zeros(1, np.float32)]
         self.decay = [0, 2]
-        self.be = backend
-
-    def w_first(self, k: int) -> bool:
-        return costs.w_first(self.dims, k)
 
     def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
         be, cache = self.be, []

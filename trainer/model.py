@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
+from shgcn.store import costs
+
 from .backend import BACKEND, Noise
 
 if TYPE_CHECKING:
@@ -61,6 +63,20 @@ class Model(Protocol):
     def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, Any]: ...
 
     def backward(self, cache: Any, g: np.ndarray, graph: Graph) -> list[np.ndarray]: ...
+
+
+class SingleHead:
+    """What gcn, sage and gin share: the widths ``dims``, one head per layer,
+    the backend, and W applied before the SpMM where it narrows the rows."""
+
+    def __init__(self, dims: list[int], backend=BACKEND):
+        self.dims = dims
+        self.heads = [1] * (len(dims) - 1)
+        self.be = backend
+
+    def w_first(self, k: int) -> bool:
+        """Multiply by W before the SpMM (see :mod:`shgcn.store.costs`)."""
+        return costs.w_first(self.dims, k)
 
 
 def masked_cross_entropy(logits: np.ndarray, labels: np.ndarray, mask: np.ndarray, total: int,

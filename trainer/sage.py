@@ -16,30 +16,23 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.store import costs
-
 from .backend import BACKEND, Noise
 from .graph import Graph
-from .model import dense, glorot
+from .model import SingleHead, dense, glorot
 
 
-class SAGE:
+class SAGE(SingleHead):
     """Per layer: ``w`` (d_in, 2 d_out) = [W_n | W_r] and bias ``b`` (d_out,)."""
 
     arch = "sage"
 
     def __init__(self, dims: list[int], seed: int, backend=BACKEND):
         rng = np.random.default_rng([seed, 0x5A6E])
-        self.dims = dims
-        self.heads = [1] * (len(dims) - 1)
+        super().__init__(dims, backend)
         self.params = []
         for a, b in zip(dims[:-1], dims[1:]):
             self.params += [np.hstack([glorot(rng, a, b), glorot(rng, a, b)]), np.zeros(b, np.float32)]
         self.decay = [0]
-        self.be = backend
-
-    def w_first(self, k: int) -> bool:
-        return costs.w_first(self.dims, k)
 
     def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
         be = self.be

@@ -10,7 +10,33 @@ from .exchange import Exchange
 from .plan import LocalMatrix
 
 
-class DistSpMM:
+class ScaledSpMM:
+    """M X and M^T G for M = diag(left) P, from a subclass's P X
+    (``_product``) and, for a directed P, P^T G (``_fold``); for a symmetric
+    P, M^T G = P (left G)."""
+
+    left: np.ndarray | None
+    symmetric: bool
+
+    def _product(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _fold(self, g: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """(n_own, d) -> (n_own, d): rows of M X."""
+        y = self._product(x)
+        return y * self.left if self.left is not None else y
+
+    def transpose(self, g: np.ndarray) -> np.ndarray:
+        """(n_own, d) -> (n_own, d): rows of M^T G."""
+        if self.left is not None:
+            g = g * self.left
+        return self._product(g) if self.symmetric else self._fold(g)
+
+
+class DistSpMM(ScaledSpMM):
     """M X and M^T G restricted to a rank's own rows, for M = diag(left) P.
 
     P is the local matrix (Â, or the adjacency pattern); ``left`` an optional
@@ -43,17 +69,8 @@ class DistSpMM:
         self.ex.expand(self.be.to_host(x), local, on_block)
         return out["y"]
 
-    def forward(self, x: np.ndarray) -> np.ndarray:
-        """(n_own, d) -> (n_own, d): rows of M X."""
-        y = self._product(x)
-        return y * self.left if self.left is not None else y
-
-    def transpose(self, g: np.ndarray) -> np.ndarray:
-        """(n_own, d) -> (n_own, d): rows of M^T G."""
-        if self.left is not None:
-            g = g * self.left
-        if self.symmetric:
-            return self._product(g)
+    def _fold(self, g: np.ndarray) -> np.ndarray:
+        """P^T G of a directed P: the transposed blocks' partial sums folded back to their owners."""
         parts = {q: self.be.to_host(self.be.spmm(m, g)) for q, m in self.lm.halo_t.items()}
         out = {}
 

@@ -33,6 +33,7 @@ from .exchange import Counters, Exchange
 from .graph import Graph
 from .plan import CommPlan, LocalMatrix
 from .rowcomm import RowGather, RowReduce
+from .spmm import ScaledSpMM
 
 
 def column_plan(cp: CommPlan, a: np.ndarray, i: int, j: int) -> CommPlan:
@@ -64,7 +65,7 @@ def forward_supports(lm: LocalMatrix, a: np.ndarray, i: int, c: int) -> list[np.
     return out
 
 
-class ReduceSpMM:
+class ReduceSpMM(ScaledSpMM):
     """M X and Mᵀ G for block row i on a 1.5D row (M = diag(left) P, as :class:`.spmm.DistSpMM`)."""
 
     def __init__(self, lm: LocalMatrix, col: Exchange, mine: list[int], bounds: np.ndarray,
@@ -108,15 +109,7 @@ class ReduceSpMM:
 
         return self._call(run)
 
-    def forward(self, x: np.ndarray) -> np.ndarray:
-        y = self._product(x)
-        return y * self.left if self.left is not None else y
-
-    def transpose(self, g: np.ndarray) -> np.ndarray:
-        if self.left is not None:
-            g = g * self.left
-        if self.symmetric:
-            return self._product(g)
+    def _fold(self, g: np.ndarray) -> np.ndarray:
         parts = {q: self.be.to_host(self.be.spmm(self.lm.halo_t[q], g)) for q in self.mine if q in self.lm.halo}
         out: dict = {}
         acc = np.zeros((self.fold_reduce.support.size, g.shape[1]), np.float32)

@@ -32,6 +32,7 @@ from .backend import BACKEND, CPU
 from .exchange import Counters, Exchange
 from .graph import Graph
 from .plan import CommPlan, LocalMatrix
+from .spmm import ScaledSpMM
 
 _TAG_AG = 31
 
@@ -129,21 +130,20 @@ def prepare(m: LocalMatrix, plan: CommPlan, j: int) -> Prepared:
     return pack(blocks[j]), np.array([b.shape[0] + 1 + 2 * b.nnz for b in blocks], np.int64)
 
 
-class SummaSpMM:
+class SummaSpMM(ScaledSpMM):
     """M X and Mᵀ G (M = diag(left) P) for block row i, as :class:`.spmm.DistSpMM`, by SUMMA
     (``fwd``: P's blocks; ``bwd``: Pᵀ's, the same for an undirected graph)."""
+
+    symmetric = False  # Pᵀ G by its own blocks, bwd, whatever the graph
 
     def __init__(self, summa: Summa, fwd: Prepared, bwd: Prepared, left: np.ndarray | None = None):
         self.summa, self.fwd, self.bwd = summa, fwd, bwd
         self.left = None if left is None else np.asarray(left, np.float32)[:, None]
 
-    def forward(self, x: np.ndarray) -> np.ndarray:
-        y = self.summa.multiply(self.summa.be.to_host(x), *self.fwd)
-        return y * self.left if self.left is not None else y
+    def _product(self, x: np.ndarray) -> np.ndarray:
+        return self.summa.multiply(self.summa.be.to_host(x), *self.fwd)
 
-    def transpose(self, g: np.ndarray) -> np.ndarray:
-        if self.left is not None:
-            g = g * self.left
+    def _fold(self, g: np.ndarray) -> np.ndarray:
         return self.summa.multiply(self.summa.be.to_host(g), *self.bwd)
 
 
