@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 from _common import REPO, SHARED, build_store, mpirun, table, write_section
 
-from shgcn.store import epoch, open_store
-from shgcn.store.runlog import read_run_log
+from shgcn.core import epoch
+from shgcn.core.runlog import read_run_log
+from shgcn.store import open_store
 
 ROOT = REPO / "build" / "algo-bench"
 HIDDEN = 16
@@ -64,7 +65,7 @@ def bytes_rows(graph: str) -> list[dict]:
         path = store(graph, parts)
         log = train(path, 4, *args)
         h, e = log.header, log.epochs[0]
-        cost = next(c for c in epoch.costs_from_store(open_store(path)) if c.model == "hp")
+        cost = next(c for c in open_store(path).partition_costs() if c.model == "hp")
         exchange = "bcast" if "bcast" in args else "p2p"
         pred = epoch.rank_traffic(cost, h.dims, exchange, h.arch, h.heads, 4, h.algorithm, h.replication,
                                   h.combine or "reduce")
@@ -91,7 +92,7 @@ def cmd_bytes(args) -> None:
             "`rows`: rows of H along the grid column (1D: all of it); `in-row`: within a process row (1.5D: the "
             "reduce-scatter of the touched rows plus the allgather of the chunks, or the gather of received rows; "
             "2D: the allgather of the slices); `Â blocks`: 2D's broadcast of the sparse blocks. `exact`: every "
-            "rank's measured bytes (and each kind) equal `shgcn.store.epoch.rank_traffic`'s prediction.\n\n")
+            "rank's measured bytes (and each kind) equal `shgcn.core.epoch.rank_traffic`'s prediction.\n\n")
     body += table(rows, [("graph", "graph"), ("run", "run"), ("store", "store"), ("total", "bytes/step (all ranks)"),
                          ("max", "max rank"), ("rows", "rows"), ("inrow", "in-row"), ("matrix", "Â blocks"),
                          ("exact", "exact")])
@@ -139,8 +140,8 @@ def cmd_simulate(args) -> None:
 def cmd_curve(args) -> None:
     from _graphs import adjacency, partition
 
+    from shgcn.core.gridtime import predict_grid
     from shgcn.pipeline.simulate import cost_of_partition
-    from shgcn.store.gridtime import predict_grid
 
     net = epoch.network_of("infiniband")
     dims = [128, SIM_HIDDEN, 16]

@@ -26,11 +26,11 @@ import numpy as np
 from _common import table, write_section
 from _graphs import adjacency
 
+from shgcn.core.work import vertex_weights
 from shgcn.pipeline.config import BuildConfig
 from shgcn.pipeline.metrics.volume import volume_matrix
 from shgcn.pipeline.models import Inputs, PartitionConfig, default_options
 from shgcn.pipeline.models.run import run
-from shgcn.store.work import vertex_weights
 
 CANDIDATES = [  # (label, model, options)
     ("METIS", "gp", {"gp_backend": "metis"}),

@@ -25,10 +25,10 @@ import numpy as np
 from _common import table, write_section
 from _graphs import adjacency
 
+from shgcn.core.work import vertex_weights
 from shgcn.pipeline.metrics.volume import volume_matrix
 from shgcn.pipeline.models.gp import kaminpar_partition, metis_partition, write_parhip
 from shgcn.pipeline.models.km1 import refine_km1
-from shgcn.store.work import vertex_weights
 
 DIMS = [64, 16, 16]  # the build's random features and labels, --hidden 16
 

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 from _common import REPO, SHARED, build_store, mpirun, store_info, table, write_section
 
-from shgcn.store.costs import spmm_widths
+from shgcn.core.costs import spmm_widths
 
 TRAIN = REPO / "trainer" / "train.py"
 MODELS = ("rp", "gp", "hp", "shp")

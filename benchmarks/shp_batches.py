@@ -28,12 +28,12 @@ from shp_bench import base_store
 
 def curve(path: Path, graph: str, parts: int, sampler: str, max_batches: int, max_seconds: float) -> dict:
     from shgcn import store
+    from shgcn.core.sample import BUILD, HELDOUT, Sampler
     from shgcn.pipeline.metrics import batches as batch_quality
     from shgcn.pipeline.metrics.hypergraph import batch_nets, hoeffding_nets, stochastic_hypergraph
     from shgcn.pipeline.models.kahypar import kahypar_partition
     from shgcn.pipeline.models.shp import SHPConfig
     from shgcn.pipeline.stages.normalize import normalized_adjacency
-    from shgcn.store.sample import BUILD, HELDOUT, Sampler
 
     s = store.open_store(path)
     adj = s.graph()

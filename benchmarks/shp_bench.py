@@ -39,12 +39,12 @@ def base_store(cache: Path, graph: str, parts: int) -> Path:
 
 def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int) -> dict:
     from shgcn import store
+    from shgcn.core.sample import Sampler
     from shgcn.pipeline.metrics import batches as batch_quality
     from shgcn.pipeline.models import Inputs, PartitionConfig, default_options
     from shgcn.pipeline.models.run import run
     from shgcn.pipeline.models.shp import SHPConfig
     from shgcn.pipeline.stages.normalize import normalized_adjacency
-    from shgcn.store.sample import Sampler
 
     s = store.open_store(path)
     adj = s.graph()

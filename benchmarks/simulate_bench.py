@@ -29,10 +29,10 @@ import numpy as np
 from _common import REPO, SHARED, build_store, mpirun, table, write_section
 from _graphs import GRAPHS, adjacency, partition, refined_partition
 
+from shgcn.core import epoch as simulate
+from shgcn.core.runlog import read_run_log
 from shgcn.pipeline.simulate import costs_from_partitions
-from shgcn.store import epoch as simulate
 from shgcn.store import open_store
-from shgcn.store.runlog import read_run_log
 
 FIT = REPO / "build" / "simulate-fit.json"
 VALIDATE = [("soc-slashdot0902", 128), ("ca-astroph", 128)]
@@ -73,7 +73,7 @@ def train(store: Path, ranks: int, hidden: int, epochs: int, exchange: str = "p2
 
 def layout_cost(store: Path) -> simulate.PartitionCost:
     s = open_store(store)
-    return next(c for c in simulate.costs_from_store(s) if c.model == s.attrs["model"])
+    return next(c for c in s.partition_costs() if c.model == s.attrs["model"])
 
 
 def measure(root: Path, epochs: int, repeats: int) -> dict:

@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 
 from shgcn import store as store_mod
-from shgcn.store import runlog
+from shgcn.core import runlog
 
 from .tables import _simulation, predicted_bytes, quality_table, run_labels
 

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from shgcn import store as store_mod
-from shgcn.store.errors import UserError
+from shgcn.core.errors import UserError
 
 from .tables import check_runs, load_runs
 

@@ -1,6 +1,6 @@
 """What the report shows as tables, read from a store and run logs only
 (never from the pipeline): the build, the quality of every model, the
-predicted epoch (:mod:`shgcn.store.epoch`), the mini-batch quality and the
+predicted epoch (:mod:`shgcn.core.epoch`), the mini-batch quality and the
 training runs."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from shgcn import store as store_mod
-from shgcn.store import costs, epoch, runlog
-from shgcn.store.tables import minibatch_rows, table_from_dataset
+from shgcn.core import costs, epoch, runlog
+from shgcn.core.tables import minibatch_rows, table_from_dataset
 
 
 def sig3(x) -> str:
@@ -50,7 +50,7 @@ SECTIONS = ("Dataset and build", "Partition quality", "Per-part volume", "Predic
 # ------------------------------------------------------------------ data
 
 def load_runs(paths: list[str]) -> list[runlog.RunLog]:
-    """Parsed run logs (see :mod:`shgcn.store.runlog`)."""
+    """Parsed run logs (see :mod:`shgcn.core.runlog`)."""
     return [runlog.read_run_log(p) for p in paths]
 
 
@@ -163,12 +163,13 @@ def _simulation(s: store_mod.Store, network: str, hidden: tuple[int, ...]):
     """Predicted epoch of every model under each exchange, one row each (a DataFrame)."""
     import pandas as pd
 
-    return pd.DataFrame(epoch.predict_store(s, network, ["p2p", "alltoallv", "bcast"], hidden))
+    dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
+    return pd.DataFrame(epoch.predict(s.partition_costs(), dims, network, exchanges=["p2p", "alltoallv", "bcast"]))
 
 
 def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
     """Predicted full-batch epoch time of every model at the store's P, per
-    exchange, on a network preset (:mod:`shgcn.store.epoch`)."""
+    exchange, on a network preset (:mod:`shgcn.core.epoch`)."""
     raw = _simulation(s, network, hidden).set_index(["model", "exchange"])
     raw[["epoch", "compute", "comm"]] *= 1000  # seconds -> ms
     return _display_table(raw, (

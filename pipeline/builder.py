@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from shgcn import store
-from shgcn.store.tables import format_minibatch, format_table
+from shgcn.core.tables import format_minibatch, format_table
 
 from .config import BuildConfig, BuildResult
 from .runtime.client import Tasks, check_paths

@@ -208,7 +208,7 @@ def _simulate_parser(sub, common) -> None:
                                      "from its rows and nonzeros (fitted on this machine), communication from its "
                                      "exact send and receive rows and messages through a latency-bandwidth model "
                                      "of the exchange; the epoch is the slowest rank. Prints the speedup over rp "
-                                     "and over bcast. See shgcn.store.epoch.")
+                                     "and over bcast. See shgcn.core.epoch.")
     sim.add_argument("store", metavar="STORE")
     sim.add_argument("--ranks", type=_ints, default=None,
                      help="rank counts, e.g. 64,128,256 (default: the store's; others re-partition Â)")

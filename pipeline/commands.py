@@ -11,7 +11,7 @@ import sys
 import time
 
 from shgcn import store
-from shgcn.store import tables
+from shgcn.core import tables
 
 from .errors import UserError
 
@@ -195,7 +195,7 @@ def cmd_report(args) -> int:
 def cmd_simulate(args) -> int:
     import math
 
-    from shgcn.store import epoch
+    from shgcn.core import epoch
 
     from .simulate import model_partitioner, predict_ranks
 
@@ -209,7 +209,7 @@ def cmd_simulate(args) -> int:
         net = epoch.Network("custom", alpha, beta)
     exchanges = [x.strip() for x in args.exchange.split(",") if x.strip()]
     if args.algorithm:
-        from shgcn.store.gridtime import recommend
+        from shgcn.core.gridtime import recommend
 
         from .simulate import predict_algorithms
 

@@ -136,7 +136,7 @@ class BuildConfig:
             raise UserError("--max-line must be at least 64")
         if self.header not in HEADERS:
             raise UserError(f"--header {self.header!r}: choose from {', '.join(HEADERS)}")
-        from shgcn.store.work import BALANCES
+        from shgcn.core.work import BALANCES
 
         if self.balance not in BALANCES:
             raise UserError(f"--balance {self.balance!r}: choose from {', '.join(BALANCES)}")

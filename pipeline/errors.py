@@ -2,7 +2,7 @@
 
 Every problem caused by the user's input (a bad file, a bad option, a store
 that does not fit the run) is raised as :class:`UserError` (defined at the
-bottom of the package graph, in :mod:`shgcn.store.errors`). The CLI prints
+bottom of the package graph, in :mod:`shgcn.core.errors`). The CLI prints
 its message on one line and exits with code 2; anything else is a bug and
 keeps its traceback.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shgcn.store.errors import UserError
+from shgcn.core.errors import UserError
 
 __all__ = ["UserError", "located"]
 

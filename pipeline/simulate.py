@@ -1,4 +1,4 @@
-"""``pipeline simulate``: the epoch model (:mod:`shgcn.store.epoch`) of every
+"""``pipeline simulate``: the epoch model (:mod:`shgcn.core.epoch`) of every
 model of a store, at the store's P and, by re-partitioning Â with each
 model, at other rank counts."""
 
@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.store import epoch
-from shgcn.store.epoch import THIS_MACHINE, ComputeModel, Network, PartitionCost, own_nonzeros
+from shgcn.core import epoch
+from shgcn.core.epoch import THIS_MACHINE, ComputeModel, Network, PartitionCost, own_nonzeros
+from shgcn.store import Store, open_store
 
 from .errors import UserError
 
@@ -41,20 +42,13 @@ def predict_ranks(store, ranks: Iterable[int] | None = None, network: str | Netw
     model of a store at each of ``ranks`` (None: the store's P). For another
     P the models are re-partitioned with ``partitioner(a, model, parts) ->
     part`` (Â rebuilt from the store's graph); without one, only the store's
-    P is allowed. The other parameters are :func:`shgcn.store.epoch.predict_store`'s."""
-    s = epoch.as_store(store)
+    P is allowed. The other parameters are :func:`shgcn.core.epoch.predict`'s."""
+    s = as_store(store)
+    exchanges = [exchange] if isinstance(exchange, str) else list(exchange)
+    dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
     rows = []
     for p in [s.parts] if ranks is None else [int(r) for r in ranks]:
-        if p == s.parts:
-            rows += epoch.predict_store(s, network, exchange, hidden, compute)
-            continue
-        if partitioner is None:
-            raise UserError(f"the store has {s.parts} parts; predicting {p} ranks needs a partitioner")
-        a, directed = store_ahat(s)
-        costs = costs_from_partitions(a, {m: partitioner(a, m, p) for m in s.models}, p, directed)
-        exchanges = [exchange] if isinstance(exchange, str) else list(exchange)
-        rows += epoch.predict(costs, epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"]), network,
-                              compute, exchanges)
+        rows += epoch.predict(_costs_at(s, p, partitioner), dims, network, compute, exchanges)
     return rows
 
 
@@ -63,7 +57,7 @@ def grid_plans(ranks: int, algorithms: Iterable[str], replications: Iterable[int
     1d on P parts, 1.5d on P / c parts for each c > 1 that divides P, 2d on sqrt(P) parts when P is a square."""
     import math
 
-    from shgcn.store.grid import ALGORITHMS
+    from shgcn.core.grid import ALGORITHMS
 
     out = []
     for alg in algorithms:
@@ -82,12 +76,12 @@ def predict_algorithms(store, ranks: Iterable[int] | None, algorithms: Iterable[
                        network: str | Network = "infiniband", exchange: str | Iterable[str] = "p2p",
                        hidden: Iterable[int] = (16,), compute: ComputeModel = THIS_MACHINE,
                        partitioner: Callable[[sp.csr_matrix, str, int], np.ndarray] | None = None) -> list[dict]:
-    """:func:`shgcn.store.gridtime.predict_grid` rows of every model of a store for
+    """:func:`shgcn.core.gridtime.predict_grid` rows of every model of a store for
     every algorithm (and 1.5D replication) at each rank count; each part count
     the algorithms need is partitioned once per model (the store's own as built)."""
-    from shgcn.store.gridtime import predict_grid
+    from shgcn.core.gridtime import predict_grid
 
-    s = epoch.as_store(store)
+    s = as_store(store)
     net = epoch.network_of(network)
     exchanges = [exchange] if isinstance(exchange, str) else list(exchange)
     dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
@@ -103,11 +97,16 @@ def predict_algorithms(store, ranks: Iterable[int] | None, algorithms: Iterable[
 
 def _costs_at(s, parts: int, partitioner) -> list[PartitionCost]:
     if parts == s.parts:
-        return epoch.costs_from_store(s)
+        return s.partition_costs()
     if partitioner is None:
         raise UserError(f"the store has {s.parts} parts; predicting {parts} parts needs a partitioner")
     a, directed = store_ahat(s)
     return costs_from_partitions(a, {m: partitioner(a, m, parts) for m in s.models}, parts, directed)
+
+
+def as_store(store) -> Store:
+    """A :class:`shgcn.store.Store` from a path (or itself)."""
+    return store if isinstance(store, Store) else open_store(store)
 
 
 def store_ahat(s) -> tuple[sp.csr_matrix, bool]:
@@ -121,7 +120,7 @@ def store_ahat(s) -> tuple[sp.csr_matrix, bool]:
 def store_weights(s, a: sp.csr_matrix) -> np.ndarray:
     """The vertex weights the store's build balanced (``balance``, ``work_dims``;
     a store built before them balanced the nonzeros)."""
-    from shgcn.store.work import vertex_weights
+    from shgcn.core.work import vertex_weights
 
     dims = s.attrs.get("work_dims") or [int(s.attrs["feature_dim"]), 16, int(s.attrs["classes"])]
     return vertex_weights(np.diff(a.indptr), s.attrs.get("balance", "nnz"), dims)

@@ -14,14 +14,12 @@ This package is the only code that knows the on-disk layout (see
     store.to_pyg(s), store.to_pyg(s, rank=3)   # PyG Data (extra: pyg); to_dgl likewise (extra: dgl)
     store.graph_arrays(s, rank=None)           # the same export as numpy arrays
 
-Also here, because both the pipeline, the trainer and the report use them:
-``sample`` (the samplers), ``runlog`` (run-log records), ``costs`` (what
-layer widths imply for the bytes that travel), ``epoch`` (the epoch model),
-``work`` (what a row costs: the partitioners' vertex weights), ``tables``
-(the quality tables), ``errors`` (``UserError``: exit code 2).
+What the pipeline, the trainer and the report share beyond the store (the
+models of cost and time, the samplers, the run log, the tables) lives one
+level lower, in :mod:`shgcn.core`.
 
 The names above are imported on first use: ``import shgcn.store.errors``
-(every command line does) loads neither zarr nor xarray.
+loads neither zarr nor xarray, and ``dir(shgcn.store)`` lists them all.
 """
 
 from __future__ import annotations
@@ -54,6 +52,10 @@ __all__ = [
     "open_rank", "open_store", "to_dgl", "to_pyg", "write_array", "write_graph_block", "write_node_rows",
     "write_rank",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def __getattr__(name: str) -> Any:

@@ -8,12 +8,16 @@ import warnings
 from dataclasses import fields
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _layout
 from ._arrays import array_checksum, block_checksum
 from ._schema import SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays, node_dtypes
+
+if TYPE_CHECKING:
+    from shgcn.core.epoch import PartitionCost
 
 _BYTES_CODECS = ([{"name": "bytes", "configuration": {"endian": "little"}}], [{"name": "bytes"}])
 
@@ -257,6 +261,28 @@ class Store:
         if not (self.path / _layout.MINIBATCH / "zarr.json").exists():
             return None
         return self._dataset(_layout.MINIBATCH)
+
+    def partition_costs(self) -> list[PartitionCost]:
+        """What the epoch model needs of every model's partition (:class:`shgcn.core.epoch.PartitionCost`):
+        volume and load from the quality table, rows from the partition vectors, own-column nonzeros and
+        Â's pattern from the input graph."""
+        import scipy.sparse as sp
+
+        from shgcn.core.epoch import PartitionCost, own_nonzeros
+
+        q = self.quality()
+        directed = bool(self.attrs.get("directed", False))
+        pattern = self.graph()
+        a = (pattern + sp.identity(pattern.shape[0], format="csr", dtype=pattern.dtype)).tocsr()
+        parts = int(q["volume"].shape[1])
+        out = []
+        for i, m in enumerate(str(m) for m in q["model"].values):
+            part = self.partition(m).astype(np.int64)
+            out.append(PartitionCost(model=m, volume=np.asarray(q["volume"].values[i], np.int64),
+                                     load=np.asarray(q["load"].values[i], np.int64),
+                                     rows=np.bincount(part, minlength=parts).astype(np.int64),
+                                     own=own_nonzeros(a, part, parts), directed=directed, graph=a, part=part))
+        return out
 
     def nodes(self):
         """Node data in original vertex order as an xarray Dataset (lazy)."""

@@ -1,18 +1,12 @@
-"""The error every user-facing problem derives from.
-
-:class:`UserError` lives at the bottom of the package graph so that the
-pipeline, the trainer and the store raise one family of errors, which every
-command prints on one line and answers with exit code 2.
-"""
+"""The store's error: a missing, incomplete or corrupt store, or one that
+does not fit the request. It is a :class:`shgcn.core.errors.UserError`
+(exit code 2), defined at the bottom of the package graph."""
 
 from __future__ import annotations
 
+from shgcn.core.errors import UserError
 
-class UserError(Exception):
-    """A problem with the user's input, options or files (not a bug).
-    Commands print the message on one line and exit with code 2."""
-
-    exit_code = 2
+__all__ = ["StoreError", "UserError"]
 
 
 class StoreError(UserError):

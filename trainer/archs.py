@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shgcn.store.costs import ARCHS, layer_heads
+from shgcn.core.costs import ARCHS, layer_heads
 
 from .gat import GAT
 from .gcn import GCN

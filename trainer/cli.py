@@ -47,7 +47,7 @@ def _hidden(text: str) -> tuple[int, ...]:
 
 
 def _size(text: str) -> int:
-    from shgcn.store.memory import parse_size
+    from shgcn.core.memory import parse_size
 
     try:
         return parse_size(text)
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(cfg, comm) -> int:
-    from shgcn.store.errors import UserError
+    from shgcn.core.errors import UserError
 
     from . import grid
     from .context import Context, setup
@@ -193,7 +193,7 @@ def _run(cfg, comm) -> int:
     except BaseException as e:  # noqa: BLE001
         return _abort(comm, e)
     if comm.rank == 0 and not cfg.quiet and ctx.memory_all:
-        from shgcn.store.memory import gib
+        from shgcn.core.memory import gib
 
         print(f"{cfg.algorithm} on {ctx.shape.rows} x {ctx.shape.cols} ranks; memory (modelled): up to "
               f"{gib(max(ctx.memory_all))} a rank, {gib(sum(ctx.memory_all))} in all", flush=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shgcn.store.costs import ARCHS
-from shgcn.store.errors import UserError
-from shgcn.store.grid import ALGORITHMS, combine_for
+from shgcn.core.costs import ARCHS
+from shgcn.core.errors import UserError
+from shgcn.core.grid import ALGORITHMS, combine_for
 
 from .exchange import STRATEGIES
 from .wire import DTYPES
@@ -56,7 +56,7 @@ class TrainConfig:
     attn_dropout: float | None = None  # gat: None = the same as dropout
     exchange_dtype: str = "float32"
     plan_ahead: str = "inline"  # mini-batch: build the next batch's plan in the allreduce's wait, or in a "thread"
-    algorithm: str = "1d"  # 1d | 1.5d | 2d (shgcn.store.grid)
+    algorithm: str = "1d"  # 1d | 1.5d | 2d (shgcn.core.grid)
     replication: int = 1  # 1.5d: ranks per block row (c)
     row_combine: str = "auto"  # 1.5d: reduce (partial sums) | gather (received rows); auto: gather for gat
     memory_limit: int | None = None  # bytes the ranks of one machine may hold (None: this machine's memory)

@@ -11,8 +11,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from shgcn import store
-from shgcn.store.grid import GridShape, grid_shape
-from shgcn.store.sample import SamplerConfig
+from shgcn.core.grid import GridShape, grid_shape
+from shgcn.core.sample import SamplerConfig
 
 from . import archs, checkpoint, grid
 from .config import TrainConfig, TrainError
@@ -68,7 +68,7 @@ class Context:
     targets: Any = SingleLabel()  # loss and score by the store's label kind (trainer/targets.py)
     shape: GridShape = GridShape("1d", 1, 1)  # the process grid (--algorithm); rank -> (block row i, grid column j)
     block: store.RankBlock | None = None  # the store's block this rank holds (block row i)
-    memory: int = 0  # modelled bytes this rank holds while training (shgcn.store.memory.rank_bytes)
+    memory: int = 0  # modelled bytes this rank holds while training (shgcn.core.memory.rank_bytes)
     rank: int = 0  # in the job (COMM_WORLD)
     memory_all: list[int] | None = None  # every rank's, once the grid is connected
     column_rows: int | None = None  # 1.5d: rows this rank receives along its grid column per SpMM

@@ -41,7 +41,7 @@ class Counters:
     """What a rank sent and waited for since the last reset; ``calls``: the
     bytes sent by each expand or fold, in order (one per layer and direction);
     ``split``: the bytes sent by kind under ``--algorithm 1.5d`` and ``2d``
-    (``rows``, ``inrow``, ``matrix``: :mod:`shgcn.store.gridcost`), empty in 1D."""
+    (``rows``, ``inrow``, ``matrix``: :mod:`shgcn.core.gridcost`), empty in 1D."""
 
     bytes_sent: int = 0
     msgs_sent: int = 0

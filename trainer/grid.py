@@ -1,4 +1,4 @@
-"""A job's ranks on the process grid of ``--algorithm`` (:mod:`shgcn.store.grid`):
+"""A job's ranks on the process grid of ``--algorithm`` (:mod:`shgcn.core.grid`):
 the memory check before training, and the collective part of the setup
 (communicators, the 1.5D assignment of column blocks, the products).
 
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shgcn.store.grid import assign_pairs, chunk_bounds
-from shgcn.store.memory import gib, machine_memory, rank_bytes
+from shgcn.core.grid import assign_pairs, chunk_bounds
+from shgcn.core.memory import gib, machine_memory, rank_bytes
 
 from .config import TrainError
 from .exchange import STRATEGIES, Counting
@@ -37,7 +37,7 @@ def _block(ctx: Context):
 
 
 def memory_estimate(ctx: Context) -> int:
-    """Modelled bytes this rank holds while training (:func:`shgcn.store.memory.rank_bytes`)."""
+    """Modelled bytes this rank holds while training (:func:`shgcn.core.memory.rank_bytes`)."""
     cfg, cp, block = ctx.cfg, ctx.cp, _block(ctx)
     n, nnz = block.n_own, int(block.plan.indices.shape[0])
     halo, buffer = cp.recv_rows, 0

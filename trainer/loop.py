@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from shgcn.store import runlog
+from shgcn.core import runlog
 
 from . import checkpoint, watchdog
 from .backend import BACKEND, Dropped, Noise

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.store.csr import segments
-from shgcn.store.sample import NORM, TRAIN, Sampler, SamplerConfig
+from shgcn.core.csr import segments
+from shgcn.core.sample import NORM, TRAIN, Sampler, SamplerConfig
 
 from .plan import CommPlan, LocalMatrix
 

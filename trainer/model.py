@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.store import costs
+from shgcn.core import costs
 
 from .backend import BACKEND, Noise
 
@@ -75,7 +75,7 @@ class SingleHead:
         self.be = backend
 
     def w_first(self, k: int) -> bool:
-        """Multiply by W before the SpMM (see :mod:`shgcn.store.costs`)."""
+        """Multiply by W before the SpMM (see :mod:`shgcn.core.costs`)."""
         return costs.w_first(self.dims, k)
 
 

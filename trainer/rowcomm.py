@@ -33,7 +33,7 @@ class RowReduce:
     Parameters
     ----------
     comm : the row's communicator (rank j of c)
-    bounds : (c+1,) int64, the chunks (:func:`shgcn.store.grid.chunk_bounds`)
+    bounds : (c+1,) int64, the chunks (:func:`shgcn.core.grid.chunk_bounds`)
     supports : c arrays of sorted local row ids
     counters : where the bytes go (kind ``inrow``)
     """

@@ -1,5 +1,5 @@
 """The 1.5D algorithm's products (``--algorithm 1.5d``): a k x c grid, the c
-ranks of process row i holding block row i (see :mod:`shgcn.store.grid`).
+ranks of process row i holding block row i (see :mod:`shgcn.core.grid`).
 
 Rank (i, j) multiplies the rows of its chunk of the diagonal block and the
 column blocks q with ``a[i, q] = j``, whose rows of H it receives from rank

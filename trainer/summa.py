@@ -1,7 +1,7 @@
 """2D SUMMA (``--algorithm 2d``), sparsity-oblivious as CAGNET's 2D: the
 baseline the communication-avoiding papers compare against.
 
-The grid is s x s over a store of s parts (see :mod:`shgcn.store.grid`).
+The grid is s x s over a store of s parts (see :mod:`shgcn.core.grid`).
 Simplification (stated in the README): the store's s row blocks are split
 into s column blocks at runtime, so rank (i, j) opens block i, keeps block
 (i, j) of Â (the columns part j owns) and drops the rest; and H is held
@@ -26,7 +26,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.store.grid import slice_bounds
+from shgcn.core.grid import slice_bounds
 
 from .backend import BACKEND, CPU
 from .exchange import Counters, Exchange

@@ -51,7 +51,7 @@ def is_graph_file(path: Path) -> bool:
 def export_graph(cfg: BuildConfig, client, fmt: str, overwrite: bool = False) -> GraphFile:
     """Write ``cfg.source``'s graph to ``cfg.out`` in ``fmt`` (``cfg``: the
     source's reading options, ``balance`` and ``hidden``)."""
-    from shgcn.store.work import vertex_weights
+    from shgcn.core.work import vertex_weights
 
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: a graph is exported as {' or '.join(FORMATS)}")

@@ -164,7 +164,7 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
     """
     import xarray as xr
 
-    from shgcn.store.sample import BUILD, HELDOUT
+    from shgcn.core.sample import BUILD, HELDOUT
 
     from .hypergraph import hoeffding_nets
 
@@ -220,7 +220,7 @@ def _model_stats(a, a_csc, held: BatchSet, build_batches: list, sampler, part: n
 
 def _attrs(sampler, theta: float, delta: float, required: int, eval_batches: int,
            convergence_model: str | None) -> dict:
-    from shgcn.store.sample import BUILD, HELDOUT, VALIDATION
+    from shgcn.core.sample import BUILD, HELDOUT, VALIDATION
 
     node = sampler.cfg.kind == "node"
     return {"sampler": sampler.cfg.kind, "batch_size": int(sampler.cfg.size), "theta": theta,
@@ -241,7 +241,7 @@ class MinibatchReport:
     build (the store's ``minibatch`` dataset): the sampler, the held-out
     batches, the Hoeffding parameters, and whose convergence to record."""
 
-    sampler: Any  # shgcn.store.sample.SamplerConfig
+    sampler: Any  # shgcn.core.sample.SamplerConfig
     eval_batches: int
     theta: float
     delta: float
@@ -249,7 +249,7 @@ class MinibatchReport:
 
     def compute(self, a: sp.csr_matrix, graph: sp.csr_matrix, parts_by_model: dict[str, np.ndarray], parts: int):
         """The dataset (see :func:`minibatch_dataset`)."""
-        from shgcn.store.sample import Sampler
+        from shgcn.core.sample import Sampler
 
         return minibatch_dataset(a, Sampler(graph, self.sampler), parts_by_model, parts, self.eval_batches,
                                  self.theta, self.delta, self.convergence_model)

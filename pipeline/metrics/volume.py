@@ -1,6 +1,6 @@
 """Partition quality: communication volume and messages of one SpMM with Â,
 the work of each part (rows, nonzeros, modelled compute), edge cut,
-connectivity-1; as an xarray Dataset (its tables: :mod:`shgcn.store.tables`).
+connectivity-1; as an xarray Dataset (its tables: :mod:`shgcn.core.tables`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.store.tables import METRICS
-from shgcn.store.work import modelled_compute
+from shgcn.core.tables import METRICS
+from shgcn.core.work import modelled_compute
 
 from ..arrays import sorted_unique
 from ..blocks import RowBlock
@@ -36,7 +36,7 @@ class Quality:
         Rows of each part.
     work : (P,) float64 or None
         Modelled compute of each part in one training step, seconds
-        (:mod:`shgcn.store.work`); None when the layer widths are unknown.
+        (:mod:`shgcn.core.work`); None when the layer widths are unknown.
     """
 
     model: str

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.store.sample import BUILD, Sampler
+from shgcn.core.sample import BUILD, Sampler
 
 WALKS_PER_VERTEX = 64  # rw: walks simulated per vertex of the graph for the estimate...
 MIN_WALKS = 1 << 20  # ...and at least this many

@@ -150,7 +150,7 @@ class SHPConfig:
                    validation_batches=o["validation_batches"], time_budget=budget, preset=kahypar_preset(cfg))
 
     def sampler_config(self, n: int, seed: int):
-        from shgcn.store.sample import SamplerConfig
+        from shgcn.core.sample import SamplerConfig
 
         size = self.batch_size or max(1, n // 10)
         return SamplerConfig(kind=self.sampler, size=size, walk_length=self.walk_length, seed=seed)

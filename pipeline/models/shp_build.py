@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.store.sample import BUILD, VALIDATION, Sampler
+from shgcn.core.sample import BUILD, VALIDATION, Sampler
 
 from ..metrics.batches import BatchSet, expected_volume_node
 from ..metrics.hypergraph import BatchNets, Hypergraph, batch_nets, concat_nets, hoeffding_nets, stochastic_hypergraph

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.store.sample import Sampler, SamplerConfig
+from shgcn.core.sample import Sampler, SamplerConfig
 
 from ..metrics.hypergraph import BatchNets, Hypergraph, merge_identical
 from .inclusion import Inclusion, inclusion

@@ -16,11 +16,11 @@ its partitioner child together peaked at 126-130 bytes per input edge.
 
 from __future__ import annotations
 
-from shgcn.store.memory import gib, machine_memory, parse_size
+from shgcn.core.memory import gib, machine_memory, parse_size
 
 from ..errors import UserError, located
 
-__all__ = ["gib", "machine_memory", "parse_size"]  # shared with the trainer: shgcn.store.memory
+__all__ = ["gib", "machine_memory", "parse_size"]  # shared with the trainer: shgcn.core.memory
 
 BYTES_PER_EDGE = 128  # the whole build (ingest, normalize, partitioner child, layout, write), per input edge
 BYTES_PER_VERTEX = 48  # ids, permutation, degrees, partition vectors, labels and masks, per vertex

@@ -24,8 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from dask.sizeof import sizeof
 
+from shgcn.core.csr import segments
 from shgcn.store import Plan, RankBlock
-from shgcn.store.csr import segments
 
 from ..arrays import index_dtype, lookup, sorted_unique
 from ..blocks import RowBlock

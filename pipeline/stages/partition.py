@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.store.work import vertex_weights
+from shgcn.core.work import vertex_weights
 
 from ..config import BuildConfig
 from ..errors import UserError

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.store.tables import table_from_dataset
+from shgcn.core.tables import table_from_dataset
 
 from ..config import BuildConfig
 from ..metrics import volume

@@ -11,7 +11,7 @@ import pytest
 from helpers.faults import alive, environ_of, obeying_file_modes, processes
 from helpers.mpi import TRAIN, mpirun, read_log, train
 
-from shgcn.store.runlog import read_run_log
+from shgcn.core.runlog import read_run_log
 
 
 @pytest.fixture

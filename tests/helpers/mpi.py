@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from helpers import REPO
-from shgcn.store.runlog import read_run_log
+from shgcn.core.runlog import read_run_log
 
 TRAIN = REPO / "trainer" / "train.py"
 
@@ -26,7 +26,7 @@ def train(ranks: int, store, *args, log=None, timeout=300, use_mpirun=True) -> s
 
 
 def read_log(path, kind="epoch"):
-    """The run log's header and its records of type ``kind`` (typed, see shgcn.store.runlog)."""
+    """The run log's header and its records of type ``kind`` (typed, see shgcn.core.runlog)."""
     log = read_run_log(path)
     return log.header, log.epochs if kind == "epoch" else log.steps
 

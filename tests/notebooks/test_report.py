@@ -14,12 +14,12 @@ from helpers import run_cli
 from helpers.mpi import train
 
 from shgcn import store
+from shgcn.core import runlog
+from shgcn.core.errors import UserError
 from shgcn.notebooks import figures, render, report
 from shgcn.notebooks.report import SECTIONS
 from shgcn.pipeline.builder import build
 from shgcn.pipeline.config import BuildConfig
-from shgcn.store import runlog
-from shgcn.store.errors import UserError
 
 pytest.importorskip("nbclient")
 pytest.importorskip("matplotlib")

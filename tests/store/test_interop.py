@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 from helpers.interop import RMAT, SBM, import_dgl, make
 
+from shgcn.core.errors import UserError
 from shgcn.pipeline.stages.normalize import normalized_adjacency
-from shgcn.store.errors import UserError
 from shgcn.store.interop import graph_arrays, require, to_dgl, to_pyg
 
 

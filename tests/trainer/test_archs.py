@@ -9,12 +9,12 @@ from helpers import one_line
 from helpers.mpi import GRAPHS, read_log, train
 
 from shgcn import store
+from shgcn.core import costs, epoch
+from shgcn.core.sample import TRAIN, Sampler, SamplerConfig
 from shgcn.pipeline.metrics import batches as batch_quality
 from shgcn.pipeline.sources.synthetic import parse_spec
 from shgcn.pipeline.stages.ingest import to_graph
 from shgcn.pipeline.stages.normalize import normalized_adjacency
-from shgcn.store import costs, epoch
-from shgcn.store.sample import TRAIN, Sampler, SamplerConfig
 
 pytestmark = pytest.mark.mpi
 
@@ -78,7 +78,7 @@ def test_bytes_of_every_exchange_equal_the_prediction(stores, tmp_path, arch, ki
     assert header.arch == arch and header.heads == ([3, 3, 1] if arch == "gat" else [1, 1, 1])
     vol = s.quality()["volume"].sel(model="hp").values
     calls = predicted_calls(s, header, vol.sum(1), vol.sum(0))
-    cost = next(c for c in epoch.costs_from_store(s) if c.model == "hp")
+    cost = next(c for c in s.partition_costs() if c.model == "hp")
     traffic = epoch.rank_traffic(cost, header.dims, "p2p", arch, header.heads)
     n_fwd = len(header.dims) - 1
     for e in epochs:

@@ -102,7 +102,7 @@ def test_resume_says_where_truncates_the_log_and_refuses_changed_options(stores,
     # a run that dies at epoch 5, after its checkpoint at epoch 2 (every 3 epochs): its log goes to epoch 4
     res = train(2, path, "--epochs", "8", "--checkpoint", ck, "--checkpoint-every", "3", "--fail-at", "0:5", log=log)
     assert res.returncode != 0
-    from shgcn.store.runlog import read_run_log
+    from shgcn.core.runlog import read_run_log
 
     assert [e.epoch for e in read_run_log(log).epochs] == [0, 1, 2, 3, 4]
     res = subprocess.run([mpirun(), "-n", "2", sys.executable, str(REPO / "trainer" / "train.py"),

@@ -11,7 +11,7 @@ from helpers import one_line
 from helpers.mpi import read_log, train
 
 from shgcn import store
-from shgcn.store import costs, epoch
+from shgcn.core import costs, epoch
 
 pytestmark = pytest.mark.mpi
 
@@ -41,7 +41,7 @@ def reference(stores, tmp_path, arch, kind):
 
 def check_bytes(path, header, epochs, exchange, combine):
     s = store.open_store(path)
-    cost = next(c for c in epoch.costs_from_store(s) if c.model == "hp")
+    cost = next(c for c in s.partition_costs() if c.model == "hp")
     traffic = epoch.rank_traffic(cost, header.dims, exchange, header.arch, header.heads, 4, header.algorithm,
                                  header.replication, combine)
     n_fwd = len(header.dims) - 1

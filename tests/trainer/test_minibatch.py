@@ -6,14 +6,14 @@ import scipy.sparse as sp
 from helpers.mpi import GRAPHS, read_log, train
 
 from shgcn import store
+from shgcn.core.costs import spmm_widths
+from shgcn.core.sample import TRAIN, Sampler, SamplerConfig
 from shgcn.pipeline.builder import build
 from shgcn.pipeline.config import BuildConfig
 from shgcn.pipeline.metrics import batches as batch_quality
 from shgcn.pipeline.sources.synthetic import parse_spec
 from shgcn.pipeline.stages.ingest import to_graph
 from shgcn.pipeline.stages.normalize import normalized_adjacency
-from shgcn.store.costs import spmm_widths
-from shgcn.store.sample import TRAIN, Sampler, SamplerConfig
 
 pytestmark = pytest.mark.mpi
 

@@ -7,7 +7,7 @@ import pytest
 from helpers.mpi import GRAPHS, read_log, train
 
 from shgcn import store
-from shgcn.store.costs import spmm_widths
+from shgcn.core.costs import spmm_widths
 
 
 @pytest.fixture

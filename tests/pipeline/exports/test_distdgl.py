@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from helpers import run_cli
 from helpers.interop import RMAT, SBM, import_dgl, make
 
+from shgcn.core.errors import UserError
 from shgcn.pipeline.exports.assignment import assignment_bytes
 from shgcn.pipeline.exports.distdgl import (
     ETYPE,
@@ -23,7 +24,6 @@ from shgcn.pipeline.exports.distdgl import (
     partition_config,
     store_layout,
 )
-from shgcn.store.errors import UserError
 from shgcn.store.interop import graph_arrays
 
 # what dgl.distributed.load_partition_book and load_partition read from the config

@@ -8,11 +8,11 @@ import scipy.sparse as sp
 from helpers import run_cli
 
 from shgcn import store
+from shgcn.core.work import vertex_weights
 from shgcn.pipeline.graphfile import read_parhip
 from shgcn.pipeline.sources.synthetic import parse_spec
 from shgcn.pipeline.stages.ingest import to_graph
 from shgcn.pipeline.stages.normalize import normalized_adjacency
-from shgcn.store.work import vertex_weights
 
 RMAT = "rmat:scale=9,edge_factor=6,seed=4"  # directed: A + Aᵀ differs from A
 

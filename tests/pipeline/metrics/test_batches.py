@@ -6,9 +6,9 @@ import pytest
 import scipy.sparse as sp
 from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat, graph
 
+from shgcn.core import sample
 from shgcn.pipeline.metrics import batches as mb
 from shgcn.pipeline.metrics.volume import partition_quality
-from shgcn.store import sample
 
 
 def test_closed_form_matches_sampled_expectation():

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from helpers.graphs import FIG2_EDGES, FIG2_PART, FIG2_VOLUME, a_hat, graph
 
+from shgcn.core.tables import format_table, table_from_dataset
 from shgcn.pipeline.metrics import volume as quality
 from shgcn.pipeline.metrics.hypergraph import column_net, connectivity, connectivity_minus_one
-from shgcn.store.tables import format_table, table_from_dataset
 
 
 def test_figure2_volume_matrix_and_connectivity():

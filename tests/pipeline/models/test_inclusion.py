@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from helpers.graphs import FIG2_EDGES, a_hat, graph
 
+from shgcn.core import sample
 from shgcn.pipeline.models.inclusion import inclusion
-from shgcn.store import sample
 
 
 def test_edge_inclusion_probabilities_are_exact():

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
 
+from shgcn.core import sample
 from shgcn.pipeline.models import PartitionConfig, default_options
 from shgcn.pipeline.models.shp import SHPConfig
-from shgcn.store import sample
 
 SMALL = {"batch_size": 40, "eval_batches": 10, "shp_max_rounds": 1}
 

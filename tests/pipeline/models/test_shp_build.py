@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 from helpers.graphs import FIG2_EDGES, a_hat
 
+from shgcn.core import sample
 from shgcn.pipeline.metrics import batches
 from shgcn.pipeline.metrics.volume import partition_quality
 from shgcn.pipeline.models import PartitionConfig, shp_build
@@ -14,7 +15,6 @@ from shgcn.pipeline.models.gp import metis_partition
 from shgcn.pipeline.models.rp import random_partition
 from shgcn.pipeline.models.shp import SHPConfig
 from shgcn.pipeline.models.shp_build import Validation, build_shp, column_nets
-from shgcn.store import sample
 
 
 def metis(a, pcfg):

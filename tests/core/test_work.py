@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from shgcn.store.epoch import ComputeModel
-from shgcn.store.work import modelled_compute, row_costs, vertex_weights
+from shgcn.core.epoch import ComputeModel
+from shgcn.core.work import modelled_compute, row_costs, vertex_weights
 
 # dims [8, 4, 2]: both layers multiply by W first, SpMM widths 4 + 2 forward and backward: 12 columns per nonzero;
 # dense: 8*4*2 + 4*2*3 = 88 multiply-adds per row; elementwise: (8 + 4) + 2 (4 + 2) = 24 columns per row

@@ -18,7 +18,7 @@ and load (nonzeros of Â per part), with
 One training step (what the trainer's ``epoch_time`` measures) has, per
 layer k, one forward SpMM and (except the first layer when it multiplies by
 W after the SpMM) one backward SpMM, of the row widths that
-:func:`shgcn.store.costs.spmm_widths` gives; then one allreduce of the weight
+:func:`shgcn.core.costs.spmm_widths` gives; then one allreduce of the weight
 gradients. Per SpMM of width d on rank r (own-column nonzeros ``own_r``,
 the rest ``halo_r``; send and receive rows and messages from the volume
 matrix, bytes = rows · d · 4):
@@ -43,15 +43,14 @@ The model's bytes per rank are exact: they equal the trainer's counters
 (tested). Its times are a model: on this machine it is checked against
 measured epochs at P = 1 and 2 (benchmarks/RESULTS.md).
 
-Use: ``print(format_epochs(predict_store("stores/x.zarr", hidden=[128])))``
-(:func:`shgcn.store.tables.format_epochs`).
+Use: ``print(format_epochs(predict(open_store("x.zarr").partition_costs(), dims)))``
+(:func:`shgcn.core.tables.format_epochs`, :meth:`shgcn.store.Store.partition_costs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,7 +62,7 @@ from .network import NETWORKS, THIS_MACHINE, ComputeModel, Network, allreduce_ti
 from .tables import BASELINE
 
 __all__ = ["NETWORKS", "THIS_MACHINE", "ComputeModel", "Network", "PartitionCost", "allreduce_time", "bcast_time",
-           "network_of", "predict", "predict_store", "rank_times", "rank_traffic"]
+           "network_of", "own_nonzeros", "predict", "rank_times", "rank_traffic"]
 
 EXCHANGES = ("p2p", "alltoallv", "bcast")
 ITEMSIZE = 4  # float32 rows
@@ -119,14 +118,14 @@ def rank_traffic(cost: PartitionCost, dims: list[int], exchange: str = "p2p", ar
 
     Parameters
     ----------
-    arch, heads : the model (:data:`shgcn.store.costs.ARCHS`; GAT's heads per layer)
+    arch, heads : the model (:data:`shgcn.core.costs.ARCHS`; GAT's heads per layer)
     itemsize : bytes per value on the wire (2 for ``--exchange-dtype bfloat16`` or ``float16``)
 
     Returns
     -------
     dict of (P,) int64: ``bytes_sent``, ``msgs_sent``, ``bytes_recv``; with ``algorithm`` ``1.5d``
     (``replication`` c, ``combine``) or ``2d`` the grid's ranks (P = k c, or k^2), plus ``rows_bytes``,
-    ``inrow_bytes``, ``matrix_bytes`` and ``calls`` (:func:`shgcn.store.gridcost.grid_traffic`).
+    ``inrow_bytes``, ``matrix_bytes`` and ``calls`` (:func:`shgcn.core.gridcost.grid_traffic`).
     """
     _check_exchange(exchange)
     if algorithm != "1d":
@@ -176,7 +175,7 @@ def _spmm_comm(exchange: str, d: int, send_rows, recv_rows, send_msgs, recv_msgs
 def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network, compute: ComputeModel,
                algorithm: str = "1d", replication: int = 1, combine: str = "reduce") -> dict[str, Any]:
     """Predicted seconds of one training step per rank (a grid's ranks for
-    ``algorithm`` ``1.5d`` and ``2d``: :func:`shgcn.store.gridtime.grid_times`).
+    ``algorithm`` ``1.5d`` and ``2d``: :func:`shgcn.core.gridtime.grid_times`).
 
     Returns
     -------
@@ -287,50 +286,3 @@ def own_nonzeros(a: sp.csr_matrix, part: np.ndarray, parts: int) -> np.ndarray:
     rows = np.repeat(np.arange(a.shape[0]), np.diff(a.indptr))
     own = part[rows] == part[a.indices]
     return np.bincount(part[rows][own], minlength=parts).astype(np.int64)
-
-
-def costs_from_store(store) -> list[PartitionCost]:
-    """Every model of a store: volume and load from its quality table, rows
-    from its partition vectors, own-column nonzeros from its graph."""
-    s = as_store(store)
-    q = s.quality()
-    models = [str(m) for m in q["model"].values]
-    directed = bool(s.attrs.get("directed", False))
-    pattern = s.graph()
-    a = (pattern + sp.identity(pattern.shape[0], format="csr", dtype=pattern.dtype)).tocsr()
-    out = []
-    for i, m in enumerate(models):
-        part = s.partition(m).astype(np.int64)
-        parts = int(q["volume"].shape[1])
-        out.append(PartitionCost(model=m, volume=np.asarray(q["volume"].values[i], np.int64),
-                                 load=np.asarray(q["load"].values[i], np.int64),
-                                 rows=np.bincount(part, minlength=parts).astype(np.int64),
-                                 own=own_nonzeros(a, part, parts), directed=directed, graph=a, part=part))
-    return out
-
-
-def as_store(store):
-    from ._reader import Store, open_store
-
-    return store if isinstance(store, Store) else open_store(Path(store))
-
-
-def predict_store(store, network: str | Network = "infiniband", exchange: str | Iterable[str] = "p2p",
-                  hidden: Iterable[int] = (16,), compute: ComputeModel = THIS_MACHINE) -> list[dict]:
-    """Predicted epoch time, and speedup over rp and over bcast, of every
-    model of a store at the store's P (other rank counts re-partition Â:
-    ``pipeline simulate --ranks``, :mod:`shgcn.pipeline.simulate`).
-
-    Parameters
-    ----------
-    store : path or Store
-    network : preset name (:data:`NETWORKS`) or a :class:`Network`
-    exchange : one exchange or several
-    hidden : hidden layer widths of the GCN (the trainer's ``--hidden``)
-    """
-    s = as_store(store)
-    exchanges = [exchange] if isinstance(exchange, str) else list(exchange)
-    for ex in exchanges:
-        _check_exchange(ex)
-    dims = dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
-    return predict(costs_from_store(s), dims, network, compute, exchanges)

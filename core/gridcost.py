@@ -174,7 +174,7 @@ def step_calls(g: GridCosts, dims: list[int], arch: str = "gcn", heads: list[int
 def grid_traffic(cost, dims: list[int], shape: GridShape, exchange: str = "p2p", arch: str = "gcn",
                  heads: list[int] | None = None, itemsize: int = 4, combine: str = "reduce") -> dict[str, np.ndarray]:
     """Bytes and messages each rank sends in one training step, as
-    :func:`shgcn.store.epoch.rank_traffic` (``bytes_sent``, ``msgs_sent``,
+    :func:`shgcn.core.epoch.rank_traffic` (``bytes_sent``, ``msgs_sent``,
     ``bytes_recv``, (P,) each) plus the split ``rows_bytes``, ``inrow_bytes``,
     ``matrix_bytes`` and ``calls`` ((calls, P): the bytes of every SpMM)."""
     g = GridCosts(cost, shape, exchange, combine)

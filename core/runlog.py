@@ -37,14 +37,14 @@ class Header:
     sampler: str | None = None  # mini-batch mode
     batch_size: int | None = None  # mini-batch mode
     metric: str = "accuracy"  # what train_acc, val_acc, test_acc hold: accuracy, or micro-F1 (multi-label stores)
-    arch: str = "gcn"  # gcn, sage, gin, gat (shgcn.store.costs.ARCHS)
+    arch: str = "gcn"  # gcn, sage, gin, gat (shgcn.core.costs.ARCHS)
     heads: list[int] | None = None  # attention heads per layer (gat)
     exchange_dtype: str = "float32"  # the rows' type on the wire (float32, bfloat16, float16)
-    algorithm: str = "1d"  # 1d, 1.5d, 2d (shgcn.store.grid); parts holds the ranks
+    algorithm: str = "1d"  # 1d, 1.5d, 2d (shgcn.core.grid); parts holds the ranks
     replication: int = 1  # 1.5d: ranks per block row (c)
     grid: list[int] | None = None  # [block rows, ranks per row]
     combine: str | None = None  # 1.5d: reduce or gather
-    memory: list[int] | None = None  # per rank, the modelled bytes it holds (shgcn.store.memory.rank_bytes)
+    memory: list[int] | None = None  # per rank, the modelled bytes it holds (shgcn.core.memory.rank_bytes)
     type: ClassVar[str] = "header"
 
     @property

@@ -86,7 +86,7 @@ def _spmm_nonzeros(g: GridCosts) -> tuple[np.ndarray, np.ndarray]:
 
 def grid_times(cost, dims: list[int], shape: GridShape, exchange: str, net: Network, compute: ComputeModel,
                combine: str = "reduce") -> dict[str, Any]:
-    """As :func:`shgcn.store.epoch.rank_times`: ``compute``, ``comm``, ``total`` (P,), ``epoch``."""
+    """As :func:`shgcn.core.epoch.rank_times`: ``compute``, ``comm``, ``total`` (P,), ``epoch``."""
     g = GridCosts(cost, shape, exchange, combine)
     fwd, bwd = exchanges("gcn", dims, cost.directed)
     nnz, own = _spmm_nonzeros(g)
@@ -112,7 +112,7 @@ def grid_times(cost, dims: list[int], shape: GridShape, exchange: str, net: Netw
 
 def grid_memory(cost, dims: list[int], shape: GridShape, feature_dim: int, combine: str = "reduce",
                 arch: str = "gcn", exchange: str = "p2p") -> np.ndarray:
-    """(P,) modelled bytes per rank (:func:`shgcn.store.memory.rank_bytes`) on the grid."""
+    """(P,) modelled bytes per rank (:func:`shgcn.core.memory.rank_bytes`) on the grid."""
     c = shape.cols
     n = np.repeat(cost.rows.astype(np.int64), c)
     load = np.repeat(cost.load.astype(np.int64), c)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from shgcn.store import epoch
-from shgcn.store.errors import UserError
-from shgcn.store.grid import assign_pairs, chunk_bounds, chunk_of, grid_shape, local_index, row_supports, shape_for
-from shgcn.store.gridtime import grid_memory, predict_grid, recommend
+from shgcn.core import epoch
+from shgcn.core.errors import UserError
+from shgcn.core.grid import assign_pairs, chunk_bounds, chunk_of, grid_shape, local_index, row_supports, shape_for
+from shgcn.core.gridtime import grid_memory, predict_grid, recommend
 
 
 def path_cost(directed=False) -> epoch.PartitionCost:

@@ -84,7 +84,7 @@ def format_minibatch(ds) -> str:
 
 
 def format_epochs(rows: list[dict]) -> str:
-    """Fixed-width text table of :func:`shgcn.store.epoch.predict` rows."""
+    """Fixed-width text table of :func:`shgcn.core.epoch.predict` rows."""
     cols = [("parts", "P", "{}"), ("model", "model", "{}"), ("exchange", "exchange", "{}"),
             ("epoch", "epoch ms", "{:.3f}"), ("compute", "compute ms", "{:.3f}"), ("comm", "comm ms", "{:.3f}"),
             ("max_bytes", "max bytes", "{:,}"), ("rows_imbalance", "rows imb", "{:.3f}"),
@@ -101,7 +101,7 @@ def format_epochs(rows: list[dict]) -> str:
 
 
 def format_grid(rows: list[dict]) -> str:
-    """Fixed-width text table of :func:`shgcn.store.gridtime.predict_grid` rows."""
+    """Fixed-width text table of :func:`shgcn.core.gridtime.predict_grid` rows."""
     cols = [("ranks", "P", "{}"), ("algorithm", "algorithm", "{}"), ("replication", "c", "{}"),
             ("parts", "k", "{}"), ("model", "model", "{}"), ("exchange", "exchange", "{}"),
             ("epoch", "epoch ms", "{:.3f}"), ("compute", "compute ms", "{:.3f}"), ("comm", "comm ms", "{:.3f}"),

@@ -3,8 +3,8 @@ balance (``--balance work``, the default).
 
 A row of Â costs a term per row (dense products, elementwise work) plus a
 term per nonzero (the SpMM), with the layer widths of the GCN the store is
-built for (:func:`shgcn.store.costs.work_terms`, coefficients of
-:class:`shgcn.store.epoch.ComputeModel`, fitted on this machine). The
+built for (:func:`shgcn.core.costs.work_terms`, coefficients of
+:class:`shgcn.core.epoch.ComputeModel`, fitted on this machine). The
 partitioners take integer vertex weights: the row term is ``R`` and a
 nonzero ``R`` times the ratio of the two terms, rounded, with ``R`` as
 large as keeps the total below 2^30 (32-bit weights in METIS, KaMinPar

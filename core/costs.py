@@ -108,7 +108,7 @@ def work_terms(dims: list[int]) -> tuple[int, int, int]:
     row: X W forward, Gᵀ X and G Wᵀ backward, the latter not for the first
     layer; elementwise columns per row: dropout on layer inputs, activation
     and its gradient on outputs). The regressors of the epoch model
-    (:mod:`shgcn.store.epoch`)."""
+    (:mod:`shgcn.core.epoch`)."""
     fwd, bwd = spmm_widths(dims, [w_first(dims, k) for k in range(len(dims) - 1)])
     flops = sum(a * b * (2 if k == 0 else 3) for k, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
     elem = sum(dims[:-1]) + 2 * sum(dims[1:])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers.graphs import graph
 
-from shgcn.store import sample
+from shgcn.core import sample
 
 
 @pytest.mark.parametrize("kind", sample.SAMPLERS)
@@ -22,7 +22,7 @@ def test_batches_are_redrawn_from_their_number(kind):
         assert b.size == 30
 
 def _draw(args):
-    from shgcn.store import sample as smp
+    from shgcn.core import sample as smp
     adj, cfg, k = args
     return smp.Sampler(adj, cfg).batch(k)
 

@@ -7,9 +7,9 @@ from helpers import run_cli
 from helpers.mpi import read_log, train
 
 from shgcn import store
-from shgcn.store import costs, epoch
-from shgcn.store.errors import UserError
-from shgcn.store.tables import format_epochs
+from shgcn.core import costs, epoch
+from shgcn.core.errors import UserError
+from shgcn.core.tables import format_epochs
 
 NET = epoch.Network("hand", alpha=1.0, beta=0.01)
 SPMM_ONLY = epoch.ComputeModel(spmm=0.1, dense=0.0, elem=0.0, const=0.0)
@@ -139,7 +139,7 @@ def test_predicted_bytes_equal_measured(sim_stores, tmp_path, kind, ranks, excha
     assert res.returncode == 0, res.stderr
     header, epochs = read_log(tmp_path / "run.jsonl")
     s = store.open_store(path)
-    cost = next(c for c in epoch.costs_from_store(s) if c.model == s.attrs["model"])
+    cost = next(c for c in s.partition_costs() if c.model == s.attrs["model"])
     dims = epoch.dims_of(s.attrs["feature_dim"], header.dims[1:-1], s.attrs["classes"])
     assert dims == header.dims
     pred = epoch.rank_traffic(cost, dims, exchange)
@@ -148,5 +148,5 @@ def test_predicted_bytes_equal_measured(sim_stores, tmp_path, kind, ranks, excha
         assert e.bytes_sent == pred["bytes_sent"].tolist()
         assert e.msgs_sent == pred["msgs_sent"].tolist()
         assert e.bytes_recv == pred["bytes_recv"].tolist()
-    rows = epoch.predict_store(s, network="shm", exchange=["p2p", "bcast"])
+    rows = epoch.predict(s.partition_costs(), dims, network="shm", exchanges=["p2p", "bcast"])
     assert {r["model"] for r in rows} == {"hp", "rp"} and all(r["epoch"] > 0 for r in rows)
