@@ -1,67 +1,96 @@
-"""What a model's architecture and layer widths imply for communication.
+"""What a training job's architecture, layer widths and wire type imply for
+the bytes that travel, and for the work a row gives its rank.
 
-Shared by the trainer (which multiplies in this order) and by everything that
-predicts the trainer's bytes from a store (report, tests, benchmarks).
-
-Every layer aggregates rows of its input over the pattern of Â (one SpMM
-forward). GCN, GraphSAGE and GIN are linear in the aggregated rows, so when
-W narrows them (``dims[k+1] < dims[k]``) H W is formed first and the rows
-that travel are ``dims[k+1]`` wide (MG-GCN's trick); otherwise the
-aggregation comes first. Their backward is the same product with the
-transposed operator: an *expand* of the gradient rows when Â's pattern is
-symmetric, a *fold* (partial sums of received rows sent back to their
-owners: what the expand received, reversed) when it is directed. The first
-layer's backward needs no SpMM when it aggregates before its weight (the
-features need no gradient).
-
-GAT always multiplies first (the attention needs Z = H W: ``heads x
-dims[k+1]`` wide), and its backward always folds: the gradient of a received
-row of Z (through the aggregation and through its attention score) is a sum
-over the receiver's rows, so it goes back to the owner, every layer, the
-first included.
+:class:`Job` is what the trainer runs, as far as the costs go: the layer
+widths, the architecture (:data:`shgcn.core.archs.ARCHS`), the exchange, the
+wire type, the distributed algorithm and how ranks share nodes. The epoch
+model (:mod:`.epoch`), the memory model (:mod:`.memory`), the report and the
+tests take one; the trainer builds one from its options
+(``TrainConfig.job``), so a prediction and a run describe the same job.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
-ARCHS = ("gcn", "sage", "gin", "gat")
+from .archs import ArchSpec, Call, arch_spec
+
 WIRE_DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}  # bytes per value on the wire
 
-Call = tuple[int, bool]  # (row width, fold): one exchange of one SpMM
+
+@dataclass(frozen=True)
+class Job:
+    """A training job's shape.
+
+    Attributes
+    ----------
+    dims : layer widths [features, *hidden, classes]
+    arch : ``--arch`` (:data:`shgcn.core.archs.ARCHS`)
+    heads : attention heads per layer (None: the architecture's default of one per layer)
+    exchange : ``--exchange`` (:data:`shgcn.core.exchanges.EXCHANGES`)
+    itemsize : bytes per value on the wire (2 for a 16-bit ``--exchange-dtype``)
+    algorithm, replication, combine : ``--algorithm`` (:data:`shgcn.core.algorithms.ALGORITHMS`), its c, and
+        how a 1.5D row combines (``reduce`` or ``gather``)
+    ranks_per_node : consecutive ranks that share a node (0: every rank on a node of its own)
+    """
+
+    dims: tuple[int, ...]
+    arch: str = "gcn"
+    heads: tuple[int, ...] | None = None
+    exchange: str = "p2p"
+    itemsize: int = 4
+    algorithm: str = "1d"
+    replication: int = 1
+    combine: str = "reduce"
+    ranks_per_node: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))
+        if self.heads is not None:
+            object.__setattr__(self, "heads", tuple(int(h) for h in self.heads))
+        arch_spec(self.arch)  # an unknown architecture is a UserError here, not later
+
+    @property
+    def spec(self) -> ArchSpec:
+        """The architecture's spec."""
+        return arch_spec(self.arch)
+
+    @property
+    def layer_heads(self) -> list[int]:
+        return list(self.heads) if self.heads is not None else [1] * (len(self.dims) - 1)
+
+    def calls(self, directed: bool) -> list[tuple[int, bool, bool]]:
+        """Every exchange of one training step in the trainer's order (forward layers, then backward from
+        the last layer): (row width, fold, with the transposed operator)."""
+        fwd, bwd = self.spec.exchanges(list(self.dims), directed, self.layer_heads)
+        return [(w, f, False) for w, f in fwd] + [(w, f, True) for w, f in reversed(bwd)]
+
+    def with_(self, **changes) -> Job:
+        """A copy with ``changes``."""
+        return replace(self, **changes)
 
 
-def w_first(dims: list[int], k: int) -> bool:
-    """True when layer k of a GCN, GraphSAGE or GIN multiplies by its weight before the SpMM."""
-    return dims[k + 1] < dims[k]
+def split_calls(calls: list[Call]) -> tuple[int, int, int, int]:
+    """(summed width of the expands, their count, summed width of the folds, their count)."""
+    ex = [w for w, fold in calls if not fold]
+    fo = [w for w, fold in calls if fold]
+    return sum(ex), len(ex), sum(fo), len(fo)
 
 
-def layer_heads(arch: str, layers: int, heads: int = 1, out_heads: int = 1) -> list[int]:
-    """Attention heads per layer: ``heads`` on hidden layers, ``out_heads`` on
-    the last (GAT); 1 everywhere for the other architectures."""
-    if arch != "gat":
-        return [1] * layers
-    return [heads] * (layers - 1) + [out_heads]
+def call_bytes(send_rows, recv_rows, job: Job, directed: bool) -> np.ndarray:
+    """(calls, P) bytes each rank sends in each exchange of one training step (forward layers, then
+    backward), in the trainer's order: an expand sends ``send_rows`` rows of its width, a fold sends back
+    the ``recv_rows`` it received (a sparsity-aware 1D exchange)."""
+    send, recv = np.asarray(send_rows, np.int64), np.asarray(recv_rows, np.int64)
+    return np.stack([job.itemsize * w * (recv if fold else send) for w, fold, _ in job.calls(directed)])
 
 
-def in_widths(arch: str, dims: list[int], heads: list[int] | None = None) -> list[int]:
-    """Input row width of every layer: ``dims[k]``, times the previous
-    layer's heads for a GAT (hidden heads are concatenated)."""
-    hs = heads or [1] * (len(dims) - 1)
-    return [dims[0]] + [d * (hs[k] if arch == "gat" else 1) for k, d in enumerate(dims[1:-1])]
-
-
-def exchanges(arch: str, dims: list[int], directed: bool, heads: list[int] | None = None
-              ) -> tuple[list[Call], list[Call]]:
-    """The exchanges of one training step: forward (one per layer, all
-    expands), then backward, each as (row width, fold)."""
-    if arch == "gat":
-        hs = heads or [1] * (len(dims) - 1)
-        widths = [h * d for h, d in zip(hs, dims[1:])]
-        return [(w, False) for w in widths], [(w, True) for w in widths]
-    wf = [w_first(dims, k) for k in range(len(dims) - 1)]
-    fwd, bwd = spmm_widths(dims, wf)
-    return [(w, False) for w in fwd], [(w, directed) for w in bwd]
+def step_bytes(send_rows, recv_rows, job: Job, directed: bool):
+    """Bytes a rank sends in one training step (forward and backward) given the rows it sends and
+    receives per SpMM (a sparsity-aware 1D exchange)."""
+    return call_bytes(send_rows, recv_rows, job, directed).sum(0)
 
 
 def spmm_widths(dims: list[int], w_first: list[bool]) -> tuple[list[int], list[int]]:
@@ -74,34 +103,6 @@ def spmm_widths(dims: list[int], w_first: list[bool]) -> tuple[list[int], list[i
     return fwd, bwd
 
 
-def split_calls(calls: list[Call]) -> tuple[int, int, int, int]:
-    """(summed width of the expands, their count, summed width of the folds, their count)."""
-    ex = [w for w, fold in calls if not fold]
-    fo = [w for w, fold in calls if fold]
-    return sum(ex), len(ex), sum(fo), len(fo)
-
-
-def step_bytes(send_rows, recv_rows, dims: list[int], w_firsts: list[bool], directed: bool, itemsize: int = 4,
-               arch: str = "gcn", heads: list[int] | None = None):
-    """Bytes a rank sends in one training step (forward and backward) given
-    the rows it sends and receives per SpMM: an expand sends ``send_rows``
-    rows, a fold sends back the ``recv_rows`` it received. ``w_firsts`` is
-    what the trainer logged (it must agree with :func:`w_first`)."""
-    fwd, bwd = exchanges(arch, dims, directed, heads)
-    ex_w, _, fo_w, _ = split_calls(fwd + bwd)
-    return itemsize * (send_rows * ex_w + recv_rows * fo_w)
-
-
-def call_bytes(send_rows, recv_rows, arch: str, dims: list[int], directed: bool, heads: list[int] | None = None,
-               itemsize: int = 4):
-    """(calls, P) bytes each rank sends in each exchange of one training step
-    (forward layers, then backward), in the trainer's order: an expand sends
-    ``send_rows`` rows of its width, a fold sends back the ``recv_rows``."""
-    fwd, bwd = exchanges(arch, dims, directed, heads)
-    send, recv = np.asarray(send_rows, np.int64), np.asarray(recv_rows, np.int64)
-    return np.stack([itemsize * w * (recv if fold else send) for w, fold in fwd + list(reversed(bwd))])
-
-
 def work_terms(dims: list[int]) -> tuple[int, int, int]:
     """What one row of a rank costs in one GCN training step, by kind:
     (SpMM columns per nonzero, forward and backward; dense multiply-adds per
@@ -109,7 +110,7 @@ def work_terms(dims: list[int]) -> tuple[int, int, int]:
     layer; elementwise columns per row: dropout on layer inputs, activation
     and its gradient on outputs). The regressors of the epoch model
     (:mod:`shgcn.core.epoch`)."""
-    fwd, bwd = spmm_widths(dims, [w_first(dims, k) for k in range(len(dims) - 1)])
+    fwd, bwd = spmm_widths(dims, [dims[k + 1] < dims[k] for k in range(len(dims) - 1)])
     flops = sum(a * b * (2 if k == 0 else 3) for k, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
     elem = sum(dims[:-1]) + 2 * sum(dims[1:])
     return sum(fwd) + sum(bwd), flops, elem

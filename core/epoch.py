@@ -2,215 +2,64 @@
 trainer's; ``pipeline simulate`` and the report show it, and the
 partitioners' work weights come from it).
 
-What a partition is worth at 64-512 ranks cannot be measured on a 2-core
-machine; this module predicts it from the partition's exact communication
-(the volume matrix: rows of H each part sends to each other part per SpMM)
-and load (nonzeros of Â per part), with
+What a partition is worth at 64-512 ranks on nodes of 48 or 128 cores
+cannot be measured on a 2-core machine; this module predicts it from the
+partition's exact communication and load (:class:`PartitionCost`), the job
+(:class:`shgcn.core.costs.Job`: architecture, widths, exchange, algorithm,
+nodes) and the machine (:class:`shgcn.core.machine.Machine`: nodes, the
+intra- and inter-node paths, the link a node's ranks share, the compute
+model fitted on a CPU):
 
-- compute per rank from its nonzeros and rows, with coefficients fitted to
-  the trainer's measured compute time on this machine
-  (:class:`ComputeModel`, fitted by ``benchmarks/simulate_bench.py``);
-- communication per rank from its exact bytes and messages through a
-  latency-bandwidth (α-β) model of the exchange (:class:`Network`,
-  presets in :data:`NETWORKS`);
+- compute per rank from its nonzeros and rows (the fitted coefficients;
+  ranks x threads beyond a node's cores share them);
+- communication per rank from its exact messages (the exchange's cost
+  module lists them: :mod:`shgcn.core.exchanges`), each on its path, the
+  bytes of a node's inter-node messages bounded by its link;
+- the algorithm (:mod:`shgcn.core.algorithms`) composes them per SpMM (p2p
+  and the node exchange overlap the own-column product with the messages)
+  and adds the dense work and the gradient allreduce;
 - the epoch = the slowest rank (they meet at the gradient allreduce).
 
-One training step (what the trainer's ``epoch_time`` measures) has, per
-layer k, one forward SpMM and (except the first layer when it multiplies by
-W after the SpMM) one backward SpMM, of the row widths that
-:func:`shgcn.core.costs.spmm_widths` gives; then one allreduce of the weight
-gradients. Per SpMM of width d on rank r (own-column nonzeros ``own_r``,
-the rest ``halo_r``; send and receive rows and messages from the volume
-matrix, bytes = rows · d · 4):
+The model's bytes per rank are exact (:func:`rank_traffic`: they equal the
+trainer's counters, tested); its times are a model, checked against measured
+epochs on this machine and against the paper's Table 2 (benchmarks/RESULTS.md).
 
-- ``p2p`` (the paper's; the trainer overlaps the own-column product with the
-  messages): ``max(c_spmm own_r d, α max(m_send, m_recv) + β max(b_send,
-  b_recv)) + c_spmm halo_r d`` (full duplex: a rank sends and receives at
-  once);
-- ``alltoallv`` (no overlap; MPICH's pairwise exchange takes P-1 steps):
-  ``c_spmm nnz_r d + α (P-1) + β max(b_send, b_recv)``;
-- ``bcast`` (CAGNET's sparsity-oblivious 1D: every rank broadcasts its whole
-  block, n_q rows, in turn; scatter + allgather broadcast):
-  ``c_spmm nnz_r d + Σ_q [α (⌈log2 P⌉ + P - 1) + 2 β n_q d 4 (P-1)/P]``.
-
-For a directed Â the backward SpMM folds partial sums back to their owners:
-the same rows, reversed (a rank sends what it received). The allreduce of
-the gradients (m = 4 Σ_k d_k d_{k+1} bytes) costs ``2 α ⌈log2 P⌉ + 2 β m
-(P-1)/P``. The rest of a rank's compute (dense products, elementwise work,
-Adam) is ``c_dense rows_r Σ flops-per-row + c_elem rows_r Σ widths + c_0``.
-
-The model's bytes per rank are exact: they equal the trainer's counters
-(tested). Its times are a model: on this machine it is checked against
-measured epochs at P = 1 and 2 (benchmarks/RESULTS.md).
-
-Use: ``print(format_epochs(predict(open_store("x.zarr").partition_costs(), dims)))``
-(:func:`shgcn.core.tables.format_epochs`, :meth:`shgcn.store.Store.partition_costs`).
+Use: ``predict(open_store("x.zarr").partition_costs(), Job(dims), "paper")``
+(:meth:`shgcn.store.Store.partition_costs`; :func:`shgcn.core.tables.format_epochs` prints the rows).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from .costs import exchanges, split_calls, work_terms
-from .errors import UserError
-from .network import NETWORKS, THIS_MACHINE, ComputeModel, Network, allreduce_time, bcast_time, network_of
+from .algorithms import ALGORITHMS
+from .costs import Job, work_terms
+from .exchanges import EXCHANGES
+from .machine import ComputeModel, Machine, machine_of
+from .partition import PartitionCost, dims_of, own_nonzeros
 from .tables import BASELINE
 
-__all__ = ["NETWORKS", "THIS_MACHINE", "ComputeModel", "Network", "PartitionCost", "allreduce_time", "bcast_time",
-           "network_of", "own_nonzeros", "predict", "rank_times", "rank_traffic"]
-
-EXCHANGES = ("p2p", "alltoallv", "bcast")
-ITEMSIZE = 4  # float32 rows
+__all__ = ["ComputeModel", "Job", "Machine", "PartitionCost", "compute_features", "dims_of", "fit_compute",
+           "machine_of", "own_nonzeros", "predict", "predict_algorithm", "rank_times", "rank_traffic", "recommend"]
 
 
-@dataclass
-class PartitionCost:
-    """What the model needs of one row partition into P parts.
-
-    Attributes
-    ----------
-    model : str
-    volume : (P, P) int64
-        Rows of H part m sends to part q per SpMM.
-    load : (P,) int64
-        Nonzeros of Â in each part's rows.
-    rows : (P,) int64
-        Rows per part.
-    own : (P,) int64 or None
-        Nonzeros of each part's rows in its own columns (the product that
-        p2p overlaps with the messages); None: no overlap is modelled.
-    directed : bool
-    graph, part : Â's pattern (n, n) csr_matrix and (n,) the part of each vertex, original order; what the
-        1.5D and 2D byte counts need (:mod:`.gridcost`), None where only 1D is modelled
-    """
-
-    model: str
-    volume: np.ndarray
-    load: np.ndarray
-    rows: np.ndarray
-    own: np.ndarray | None
-    directed: bool
-    graph: sp.csr_matrix | None = None
-    part: np.ndarray | None = None
-
-    @property
-    def parts(self) -> int:
-        return int(self.volume.shape[0])
+def rank_traffic(cost: PartitionCost, job: Job) -> dict[str, np.ndarray]:
+    """Bytes and messages each rank sends in one training step (forward and backward), exactly as the
+    trainer counts them: (P,) int64 ``bytes_sent``, ``msgs_sent``, ``bytes_recv``, ``calls`` ((calls, P): the
+    bytes of every exchange); for 1D by kind ``intra_bytes``, ``inter_bytes``, ``intra_msgs``, ``inter_msgs``
+    (on the job's nodes); for 1.5D and 2D ``rows_bytes``, ``inrow_bytes``, ``matrix_bytes``."""
+    EXCHANGES.get_spec(job.exchange)
+    return ALGORITHMS.get_spec(job.algorithm).traffic(cost, job)
 
 
-def dims_of(feature_dim: int, hidden: Iterable[int], classes: int) -> list[int]:
-    """Layer widths [features, *hidden, classes], as the trainer builds its GCN."""
-    return [int(feature_dim), *map(int, hidden), int(classes)]
-
-
-# ---------------------------------------------------------------- bytes
-
-def rank_traffic(cost: PartitionCost, dims: list[int], exchange: str = "p2p", arch: str = "gcn",
-                 heads: list[int] | None = None, itemsize: int = ITEMSIZE, algorithm: str = "1d",
-                 replication: int = 1, combine: str = "reduce") -> dict[str, np.ndarray]:
-    """Bytes and messages each rank sends in one training step (forward and
-    backward SpMMs), exactly as the trainer's exchange counts them.
-
-    Parameters
-    ----------
-    arch, heads : the model (:data:`shgcn.core.costs.ARCHS`; GAT's heads per layer)
-    itemsize : bytes per value on the wire (2 for ``--exchange-dtype bfloat16`` or ``float16``)
-
-    Returns
-    -------
-    dict of (P,) int64: ``bytes_sent``, ``msgs_sent``, ``bytes_recv``; with ``algorithm`` ``1.5d``
-    (``replication`` c, ``combine``) or ``2d`` the grid's ranks (P = k c, or k^2), plus ``rows_bytes``,
-    ``inrow_bytes``, ``matrix_bytes`` and ``calls`` (:func:`shgcn.core.gridcost.grid_traffic`).
-    """
-    _check_exchange(exchange)
-    if algorithm != "1d":
-        from .grid import shape_for
-        from .gridcost import grid_traffic
-
-        return grid_traffic(cost, dims, shape_for(algorithm, cost.parts, replication), exchange, arch, heads,
-                            itemsize, combine)
-    fwd, bwd = exchanges(arch, dims, cost.directed, heads)
-    ex_w, ex_n, fo_w, fo_n = split_calls(fwd + bwd)
-    v = cost.volume.astype(np.int64)
-    p = cost.parts
-    send_rows, recv_rows = v.sum(1), v.sum(0)
-    send_msgs, recv_msgs = (v > 0).sum(1), (v > 0).sum(0)
-    b = itemsize
-    if exchange == "bcast":  # an expand: the root sends its block to P-1 ranks; a fold: Reduce onto each root
-        rows = cost.rows.astype(np.int64)
-        others = rows.sum() - rows
-        return {"bytes_sent": b * (rows * (p - 1) * ex_w + others * fo_w),
-                "msgs_sent": np.full(p, (p - 1) * (ex_n + fo_n), np.int64),
-                "bytes_recv": b * (others * ex_w + rows * (p - 1) * fo_w)}
-    return {"bytes_sent": b * (send_rows * ex_w + recv_rows * fo_w),
-            "msgs_sent": send_msgs * ex_n + recv_msgs * fo_n,
-            "bytes_recv": b * (recv_rows * ex_w + send_rows * fo_w)}
-
-
-# ---------------------------------------------------------------- time
-
-def _check_exchange(exchange: str) -> None:
-    if exchange not in EXCHANGES:
-        raise UserError(f"unknown exchange {exchange!r}; choose one of {', '.join(EXCHANGES)}")
-
-
-def _spmm_comm(exchange: str, d: int, send_rows, recv_rows, send_msgs, recv_msgs, cost: PartitionCost,
-               net: Network) -> np.ndarray:
-    p = cost.parts
-    if p == 1:
-        return np.zeros(p)
-    if exchange == "bcast":
-        return np.full(p, float(np.sum(bcast_time(cost.rows * d * ITEMSIZE, p, net))))
-    bytes_ = np.maximum(send_rows, recv_rows) * d * ITEMSIZE
-    if exchange == "alltoallv":
-        return net.alpha * (p - 1) + net.beta * bytes_
-    return net.alpha * np.maximum(send_msgs, recv_msgs) + net.beta * bytes_
-
-
-def rank_times(cost: PartitionCost, dims: list[int], exchange: str, net: Network, compute: ComputeModel,
-               algorithm: str = "1d", replication: int = 1, combine: str = "reduce") -> dict[str, Any]:
-    """Predicted seconds of one training step per rank (a grid's ranks for
-    ``algorithm`` ``1.5d`` and ``2d``: :func:`shgcn.core.gridtime.grid_times`).
-
-    Returns
-    -------
-    dict: ``compute`` (P,) (SpMM and dense work), ``comm`` (P,) (time not
-    hidden behind compute, allreduce included), ``total`` (P,), ``epoch``
-    (float: the slowest rank).
-    """
-    _check_exchange(exchange)
-    if algorithm != "1d":
-        from .grid import shape_for
-        from .gridtime import grid_times
-
-        return grid_times(cost, dims, shape_for(algorithm, cost.parts, replication), exchange, net, compute, combine)
-    fwd, bwd = exchanges("gcn", dims, cost.directed)
-    v = cost.volume.astype(np.int64)
-    send_rows, recv_rows = v.sum(1), v.sum(0)
-    send_msgs, recv_msgs = (v > 0).sum(1), (v > 0).sum(0)
-    load = cost.load.astype(float)
-    own = cost.own.astype(float) if cost.own is not None and exchange == "p2p" else np.zeros_like(load)
-    spmm_total = np.zeros(cost.parts)
-    comm_total = np.zeros(cost.parts)
-    for d, flip in fwd + bwd:  # a fold sends what the expand received
-        s_r, r_r = (recv_rows, send_rows) if flip else (send_rows, recv_rows)
-        s_m, r_m = (recv_msgs, send_msgs) if flip else (send_msgs, recv_msgs)
-        comm = _spmm_comm(exchange, d, s_r, r_r, s_m, r_m, cost, net)
-        t_own = compute.spmm * own * d
-        t_rest = compute.spmm * (load - own) * d
-        step = np.maximum(comm, t_own) + t_rest  # own=0 without overlap: comm + whole SpMM
-        spmm_total += t_own + t_rest
-        comm_total += step - t_own - t_rest
-    dense = compute_features(cost, dims)[:, 1:] @ np.array([compute.dense, compute.elem, compute.const])
-    ar = allreduce_time(ITEMSIZE * sum(a * b for a, b in zip(dims[:-1], dims[1:])), cost.parts, net)
-    comm_total += ar
-    total = spmm_total + dense + comm_total
-    return {"compute": spmm_total + dense, "comm": comm_total, "total": total, "epoch": float(total.max())}
+def rank_times(cost: PartitionCost, job: Job, machine: str | Machine) -> dict[str, Any]:
+    """Predicted seconds of one training step per rank: ``compute``, ``comm`` (not hidden behind compute,
+    allreduce included), ``total`` (P,), and ``epoch`` (the slowest rank)."""
+    EXCHANGES.get_spec(job.exchange)
+    return ALGORITHMS.get_spec(job.algorithm).times(cost, job, machine_of(machine))
 
 
 def _imbalance(x) -> float:
@@ -242,47 +91,90 @@ def fit_compute(features: np.ndarray, seconds: np.ndarray, source: str = "") -> 
     return ComputeModel(spmm=float(c[0]), dense=float(c[1]), elem=float(c[2]), const=float(c[3]), source=source)
 
 
-def predict(costs: list[PartitionCost], dims: list[int], network: str | Network = "infiniband",
-            compute: ComputeModel = THIS_MACHINE, exchanges: Iterable[str] = ("p2p",)) -> list[dict]:
-    """Predicted epoch time of every partition (all with the same P) and exchange.
+def predict(costs: list[PartitionCost], job: Job, machine: str | Machine = "infiniband",
+            exchanges: Iterable[str] | None = None) -> list[dict]:
+    """Predicted epoch of every partition (all with the same P) with each exchange (default: the job's).
 
     Returns
     -------
-    list of dict, one per (model, exchange): ``model``, ``parts``, ``exchange``,
-    ``epoch`` (s), ``compute`` and ``comm`` of the slowest rank (s),
-    ``max_bytes`` (bytes the busiest rank sends per step), ``vs_rp`` (the
-    rp partition's epoch with the same exchange / this one; NaN without rp),
-    ``vs_bcast`` (this model's bcast epoch / this one), ``network``, and the
-    imbalance (max / mean - 1) of the rows, the nonzeros and the modelled
-    compute of the ranks (``rows_imbalance``, ``nnz_imbalance``,
-    ``compute_imbalance``).
+    list of dict, one per (model, exchange): ``model``, ``parts``, ``exchange``, ``ranks_per_node``,
+    ``epoch`` (s), ``compute`` and ``comm`` of the slowest rank (s), ``max_bytes`` (bytes the busiest rank
+    sends per step), ``max_inter_bytes`` (of a rank, on the job's nodes), ``node_inter_bytes`` (the most a
+    node sends across the network per step), ``vs_rp`` (the rp partition's epoch with the same exchange /
+    this one; NaN without rp), ``vs_bcast`` (this model's bcast epoch / this one), ``machine``, and the
+    imbalance (max / mean - 1) of the rows, the nonzeros and the modelled compute of the ranks
+    (``rows_imbalance``, ``nnz_imbalance``, ``compute_imbalance``).
     """
-    net = network_of(network)
-    exchanges = list(exchanges)
+    m = machine_of(machine)
+    exchanges = list(exchanges) if exchanges is not None else [job.exchange]
     out, epoch = [], {}
     for c in costs:
         for ex in dict.fromkeys([*exchanges, "bcast"]):
-            t = rank_times(c, dims, ex, net, compute)
-            epoch[c.model, ex] = t
+            epoch[c.model, ex] = rank_times(c, job.with_(exchange=ex), m)
     for c in costs:
         for ex in exchanges:
+            j = job.with_(exchange=ex)
             t = epoch[c.model, ex]
             slow = int(np.argmax(t["total"]))
             rp = epoch.get((BASELINE, ex))
-            out.append({"model": c.model, "parts": c.parts, "exchange": ex, "epoch": t["epoch"],
-                        "compute": float(t["compute"][slow]), "comm": float(t["comm"][slow]),
+            tr = rank_traffic(c, j)
+            out.append({"model": c.model, "parts": c.parts, "exchange": ex, "ranks_per_node": j.ranks_per_node,
+                        "epoch": t["epoch"], "compute": float(t["compute"][slow]), "comm": float(t["comm"][slow]),
                         "rows_imbalance": _imbalance(c.rows), "nnz_imbalance": _imbalance(c.load),
-                        "compute_imbalance": _imbalance(t["compute"]),
-                        "max_bytes": int(rank_traffic(c, dims, ex)["bytes_sent"].max()),
+                        "compute_imbalance": _imbalance(t["compute"]), "max_bytes": int(tr["bytes_sent"].max()),
+                        **_node_bytes(tr, j, c.parts),
                         "vs_rp": rp["epoch"] / t["epoch"] if rp is not None else float("nan"),
-                        "vs_bcast": epoch[c.model, "bcast"]["epoch"] / t["epoch"], "network": net.name})
+                        "vs_bcast": epoch[c.model, "bcast"]["epoch"] / t["epoch"], "machine": m.name})
     return out
 
 
-# ---------------------------------------------------------------- inputs
+def _node_bytes(tr: dict[str, np.ndarray], job: Job, parts: int) -> dict[str, int]:
+    """The busiest rank's and node's inter-node bytes per step (1D; 0 elsewhere)."""
+    if "inter_bytes" not in tr:
+        return {"max_inter_bytes": 0, "node_inter_bytes": 0}
+    k = max(1, job.ranks_per_node or 1)
+    node = np.arange(parts) // k
+    per_node = np.bincount(node, weights=tr["inter_bytes"]).astype(np.int64)
+    return {"max_inter_bytes": int(tr["inter_bytes"].max()), "node_inter_bytes": int(per_node.max())}
 
-def own_nonzeros(a: sp.csr_matrix, part: np.ndarray, parts: int) -> np.ndarray:
-    """(P,) int64: nonzeros of each part's rows whose column the part owns."""
-    rows = np.repeat(np.arange(a.shape[0]), np.diff(a.indptr))
-    own = part[rows] == part[a.indices]
-    return np.bincount(part[rows][own], minlength=parts).astype(np.int64)
+
+def predict_algorithm(costs: list[PartitionCost], job: Job, machine: str | Machine = "infiniband",
+                      exchanges: Iterable[str] | None = None) -> list[dict]:
+    """Predicted epoch of every partition in ``costs`` (all into the same k parts) run with the job's
+    algorithm (1.5D: its replication c) and each exchange (default: the job's).
+
+    Returns
+    -------
+    list of dict: ``ranks`` (P), ``parts`` (k), ``algorithm``, ``replication``, ``model``, ``exchange``,
+    ``epoch``, ``compute`` and ``comm`` of the slowest rank (s), ``max_bytes`` (the busiest rank's bytes per
+    step), ``inrow_bytes`` and ``matrix_bytes`` (its in-row and Â-block shares), ``memory`` (the largest
+    modelled rank memory), ``machine``.
+    """
+    m = machine_of(machine)
+    alg = ALGORITHMS.get_spec(job.algorithm)
+    out = []
+    for cost in costs:
+        shape = alg.shape_for(cost.parts, job.replication)
+        for ex in (list(exchanges) if exchanges is not None else [job.exchange]):
+            j = job.with_(exchange=ex)
+            t = alg.times(cost, j, m)
+            tr = alg.traffic(cost, j)
+            slow = int(np.argmax(t["total"]))
+            busiest = int(np.argmax(tr["bytes_sent"]))
+            out.append({"ranks": shape.ranks, "parts": cost.parts, "algorithm": alg.name,
+                        "replication": job.replication, "model": cost.model, "exchange": ex,
+                        "epoch": t["epoch"], "compute": float(t["compute"][slow]), "comm": float(t["comm"][slow]),
+                        "max_bytes": int(tr["bytes_sent"][busiest]),
+                        "inrow_bytes": int(tr["inrow_bytes"][busiest]) if "inrow_bytes" in tr else 0,
+                        "matrix_bytes": int(tr["matrix_bytes"][busiest]) if "matrix_bytes" in tr else 0,
+                        "memory": int(alg.memory(cost, j).max()), "machine": m.name})
+    return out
+
+
+def recommend(rows: list[dict]) -> list[dict]:
+    """For every rank count in ``rows``: the row with the lowest predicted epoch."""
+    best: dict[int, dict] = {}
+    for r in rows:
+        if r["ranks"] not in best or r["epoch"] < best[r["ranks"]]["epoch"]:
+            best[r["ranks"]] = r
+    return [best[p] for p in sorted(best)]

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .costs import exchanges, in_widths, layer_heads
+from .costs import Job
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
 BYTES_PER_NONZERO = 24
@@ -61,25 +63,35 @@ def gib(nbytes: float) -> str:
     return f"{int(nbytes)} bytes"
 
 
-def rank_bytes(rows, nnz, halo, feature_dim: int, dims: list[int], arch: str = "gcn", heads: int = 1,
-               out_heads: int = 1, buffer_nnz=0):
-    """Modelled bytes one rank holds while training (scalars or (P,) arrays).
+@dataclass(frozen=True)
+class Held:
+    """What one rank holds of its block (scalars, or (P,) arrays for every rank).
 
-    Parameters
+    Attributes
     ----------
     rows : rows of the block the rank holds (all of its block row's under 1.5D and 2D)
     nnz : nonzeros of Â it keeps (its block row's; block (i, j)'s under 2D)
     halo : rows it receives (the 1D halo; its share under 1.5D's reduce)
-    dims : layer widths [features, *hidden, classes]
     buffer_nnz : nonzeros of the largest block it receives (2D: Â's blocks travel)
     """
-    rows, nnz, halo = (np.asarray(x, np.int64) for x in (rows, nnz, halo))
-    hs = layer_heads(arch, len(dims) - 1, heads, out_heads)
-    ins = in_widths(arch, dims, hs)
+
+    rows: Any
+    nnz: Any
+    halo: Any
+    buffer_nnz: Any = 0
+
+
+def rank_bytes(held: Held, job: Job):
+    """Modelled bytes one rank holds while training ``job`` (a scalar, or (P,) for arrays in ``held``):
+    the matrix, the features, every layer's activations and gradients, the received rows at the widest
+    exchange and the architecture's per-nonzero state (attention coefficients)."""
+    rows, nnz, halo = (np.asarray(x, np.int64) for x in (held.rows, held.nnz, held.halo))
+    spec, dims, hs = job.spec, list(job.dims), job.layer_heads
+    ins = spec.in_widths(dims, hs)
     outs = [d * h for d, h in zip(dims[1:], hs)]
-    fwd, bwd = exchanges(arch, dims, False, hs)
+    fwd, bwd = spec.exchanges(dims, False, hs)
     widest = max(w for w, _ in fwd + bwd)
     act = 8 * rows * sum(a + b for a, b in zip(ins[1:] + [0], outs)) + 4 * rows * ins[0]
-    attention = 8 * nnz * sum(hs) if arch == "gat" else 0
-    return (BYTES_PER_NONZERO * nnz + 8 * np.asarray(buffer_nnz, np.int64) + 16 * rows + 4 * rows * feature_dim
+    attention = spec.attention_bytes * nnz * sum(hs)
+    return (BYTES_PER_NONZERO * nnz + 8 * np.asarray(held.buffer_nnz, np.int64) + 16 * rows + 4 * rows * dims[0]
             + act + 4 * halo * widest + attention)

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .costs import WIRE_DTYPES, Job
 from .errors import UserError
 
 
@@ -37,15 +38,24 @@ class Header:
     sampler: str | None = None  # mini-batch mode
     batch_size: int | None = None  # mini-batch mode
     metric: str = "accuracy"  # what train_acc, val_acc, test_acc hold: accuracy, or micro-F1 (multi-label stores)
-    arch: str = "gcn"  # gcn, sage, gin, gat (shgcn.core.costs.ARCHS)
+    arch: str = "gcn"  # gcn, sage, gin, gat (shgcn.core.archs.ARCHS)
     heads: list[int] | None = None  # attention heads per layer (gat)
     exchange_dtype: str = "float32"  # the rows' type on the wire (float32, bfloat16, float16)
-    algorithm: str = "1d"  # 1d, 1.5d, 2d (shgcn.core.grid); parts holds the ranks
+    algorithm: str = "1d"  # 1d, 1.5d, 2d (shgcn.core.algorithms); parts holds the ranks
     replication: int = 1  # 1.5d: ranks per block row (c)
     grid: list[int] | None = None  # [block rows, ranks per row]
     combine: str | None = None  # 1.5d: reduce or gather
     memory: list[int] | None = None  # per rank, the modelled bytes it holds (shgcn.core.memory.rank_bytes)
+    ranks_per_node: int | None = None  # the job's nodes: consecutive ranks sharing one (intra / inter bytes)
+    nodes: list[int] | None = None  # the node of every rank
     type: ClassVar[str] = "header"
+
+    def job(self) -> Job:
+        """The run's job, as the epoch model takes it (:class:`shgcn.core.costs.Job`)."""
+        return Job(tuple(self.dims), arch=self.arch, heads=tuple(self.heads) if self.heads else None,
+                   exchange=self.exchange, itemsize=WIRE_DTYPES.get(self.exchange_dtype, 4),
+                   algorithm=self.algorithm, replication=self.replication, combine=self.combine or "reduce",
+                   ranks_per_node=self.ranks_per_node or 1)
 
     @property
     def mode_label(self) -> str:
@@ -82,6 +92,10 @@ class Epoch:
     eval_bytes_sent: list[int] = field(default_factory=list)
     exchange_bytes: list[list[int]] | None = None  # full batch: per rank, bytes of each exchange of the step
     bytes_split: list[dict[str, int]] | None = None  # 1.5d, 2d: per rank, bytes_sent by kind (rows, inrow, matrix)
+    path_bytes: list[dict[str, int]] | None = None  # 1d: per rank, bytes_sent within its node and to other nodes
+    path_msgs: list[dict[str, int]] | None = None  # 1d: per rank, msgs_sent within its node and to other nodes
+    exchange_paths: list[list[dict[str, int]]] | None = None  # 1d full batch: per rank, each exchange's path_bytes
+    node_inter_bytes: list[int] | None = None  # 1d: per node, the bytes its ranks sent to other nodes
     val_acc: float | None = None  # evaluation epochs only
     test_acc: float | None = None
     steps: int | None = None  # mini-batch mode

@@ -86,8 +86,10 @@ def format_minibatch(ds) -> str:
 def format_epochs(rows: list[dict]) -> str:
     """Fixed-width text table of :func:`shgcn.core.epoch.predict` rows."""
     cols = [("parts", "P", "{}"), ("model", "model", "{}"), ("exchange", "exchange", "{}"),
-            ("epoch", "epoch ms", "{:.3f}"), ("compute", "compute ms", "{:.3f}"), ("comm", "comm ms", "{:.3f}"),
-            ("max_bytes", "max bytes", "{:,}"), ("rows_imbalance", "rows imb", "{:.3f}"),
+            ("ranks_per_node", "ranks/node", "{}"), ("epoch", "epoch ms", "{:.3f}"), ("compute", "compute ms", "{:.3f}"),
+            ("comm", "comm ms", "{:.3f}"),
+            ("max_bytes", "max bytes", "{:,}"), ("node_inter_bytes", "node inter bytes", "{:,}"),
+            ("rows_imbalance", "rows imb", "{:.3f}"),
             ("nnz_imbalance", "nnz imb", "{:.3f}"), ("compute_imbalance", "compute imb", "{:.3f}"),
             ("vs_rp", "vs rp", "{:.2f}"), ("vs_bcast", "vs bcast", "{:.2f}")]
     scale = {"epoch": 1e3, "compute": 1e3, "comm": 1e3}
@@ -98,10 +100,8 @@ def format_epochs(rows: list[dict]) -> str:
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
 
 
-
-
 def format_grid(rows: list[dict]) -> str:
-    """Fixed-width text table of :func:`shgcn.core.gridtime.predict_grid` rows."""
+    """Fixed-width text table of :func:`shgcn.core.epoch.predict_algorithm` rows."""
     cols = [("ranks", "P", "{}"), ("algorithm", "algorithm", "{}"), ("replication", "c", "{}"),
             ("parts", "k", "{}"), ("model", "model", "{}"), ("exchange", "exchange", "{}"),
             ("epoch", "epoch ms", "{:.3f}"), ("compute", "compute ms", "{:.3f}"), ("comm", "comm ms", "{:.3f}"),

@@ -16,20 +16,21 @@ from __future__ import annotations
 import numpy as np
 
 from .costs import work_terms
-from .epoch import THIS_MACHINE, ComputeModel
+from .machine import ComputeModel, this_compute
 
 BALANCES = ("work", "nnz", "rows")  # what the partitioners balance: modelled compute, nonzeros, rows
 MAX_TOTAL = 2**30
 
 
-def row_costs(dims: list[int], compute: ComputeModel = THIS_MACHINE) -> tuple[float, float]:
-    """(seconds per row, seconds per nonzero) of one training step."""
+def row_costs(dims: list[int], compute: ComputeModel | None = None) -> tuple[float, float]:
+    """(seconds per row, seconds per nonzero) of one training step (``compute``: this machine's fit)."""
+    compute = compute or this_compute()
     nnz_cols, flops, elem = work_terms(dims)
     return compute.dense * flops + compute.elem * elem, compute.spmm * nnz_cols
 
 
 def vertex_weights(row_nnz: np.ndarray, balance: str, dims: list[int],
-                   compute: ComputeModel = THIS_MACHINE) -> np.ndarray:
+                   compute: ComputeModel | None = None) -> np.ndarray:
     """(n,) int64 vertex weights that make a partitioner balance ``balance``.
 
     Parameters
@@ -53,7 +54,7 @@ def vertex_weights(row_nnz: np.ndarray, balance: str, dims: list[int],
 
 
 def modelled_compute(rows: np.ndarray, nnz: np.ndarray, dims: list[int],
-                     compute: ComputeModel = THIS_MACHINE) -> np.ndarray:
+                     compute: ComputeModel | None = None) -> np.ndarray:
     """(P,) seconds of compute per part in one training step (rows and
     nonzeros of each part; the constant term is the same on every rank)."""
     per_row, per_nnz = row_costs(dims, compute)

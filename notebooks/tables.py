@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from shgcn import store as store_mod
-from shgcn.core import costs, epoch, runlog
+from shgcn.core import epoch, runlog
 from shgcn.core.tables import minibatch_rows, table_from_dataset
 
 
@@ -164,7 +164,8 @@ def _simulation(s: store_mod.Store, network: str, hidden: tuple[int, ...]):
     import pandas as pd
 
     dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
-    return pd.DataFrame(epoch.predict(s.partition_costs(), dims, network, exchanges=["p2p", "alltoallv", "bcast"]))
+    job = epoch.Job(tuple(dims), ranks_per_node=int(s.attrs.get("ranks_per_node") or 1))
+    return pd.DataFrame(epoch.predict(s.partition_costs(), job, network, exchanges=["p2p", "alltoallv", "bcast"]))
 
 
 def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
@@ -233,12 +234,9 @@ def minibatch_table(s: store_mod.Store):
 
 
 def predicted_bytes(s: store_mod.Store, header: runlog.Header) -> np.ndarray | None:
-    """Bytes each rank should send per full-batch training step: the store's
-    send volume (receive volume for a directed graph's backward) times the
-    SpMM row widths times 4."""
-    if header.mode != "full" or header.parts != s.parts or header.exchange == "bcast":
+    """Bytes each rank should send per full-batch training step: the epoch model's exact count for the run's
+    job (:meth:`shgcn.core.runlog.Header.job`) on the store's layout partition."""
+    if header.mode != "full" or header.parts != s.parts:
         return None
-    vol = s.quality()["volume"].sel(model=s.attrs["model"]).values
-    return costs.step_bytes(vol.sum(1), vol.sum(0), header.dims, header.w_first, s.attrs["directed"],
-                            itemsize=costs.WIRE_DTYPES.get(header.exchange_dtype, 4), arch=header.arch,
-                            heads=header.heads)
+    cost = next(c for c in s.partition_costs() if c.model == s.attrs["model"])
+    return epoch.rank_traffic(cost, header.job())["bytes_sent"]

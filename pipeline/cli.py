@@ -212,12 +212,18 @@ def _simulate_parser(sub, common) -> None:
     sim.add_argument("store", metavar="STORE")
     sim.add_argument("--ranks", type=_ints, default=None,
                      help="rank counts, e.g. 64,128,256 (default: the store's; others re-partition Â)")
-    sim.add_argument("--network", choices=("infiniband", "shm"), default="infiniband",
-                     help="preset: a typical InfiniBand cluster, or this machine's shared memory (ping-pong fit)")
-    sim.add_argument("--alpha", type=float, default=None, help="latency per message, seconds (overrides the preset)")
-    sim.add_argument("--beta", type=float, default=None, help="seconds per byte (overrides the preset)")
-    sim.add_argument("--exchange", default="p2p,alltoallv,bcast", help="exchanges to predict, a comma list")
-    sim.add_argument("--hidden", type=_ints, default=(16,), help="hidden widths of the GCN, as shgcn-train's")
+    sim.add_argument("--machine", "--network", dest="machine", default="infiniband",
+                     help="a preset (this, paper, hdr128, infiniband, shm: core/machines/*.json), a machine .json "
+                          "file, or a spec like ranks=48,intra=0.4us:8GB/s,inter=1.5us:12GB/s,link=12.5GB/s")
+    sim.add_argument("--ranks-per-node", type=_ints, default=None,
+                     help="ranks per node to predict, a comma list (default: the store's placement, else the "
+                          "machine's)")
+    sim.add_argument("--alpha", type=float, default=None, help="latency per message, seconds (both paths; overrides "
+                                                               "the machine)")
+    sim.add_argument("--beta", type=float, default=None, help="seconds per byte (both paths; overrides the machine)")
+    sim.add_argument("--exchange", default="p2p,alltoallv,bcast,node", help="exchanges to predict, a comma list")
+    sim.add_argument("--hidden", type=_ints, default=(16,), help="hidden widths, as shgcn-train's")
+    sim.add_argument("--arch", default="gcn", help="the architecture, as shgcn-train's --arch")
     sim.add_argument("--algorithm", default=None,
                      help="a comma list of shgcn-train's algorithms (1d, 1.5d, 2d): predict each on every rank "
                           "count (1.5d with each --replication c: k = P / c parts; 2d: k = sqrt(P)) and "

@@ -193,37 +193,32 @@ def cmd_report(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    import math
-
     from shgcn.core import epoch
 
-    from .simulate import model_partitioner, predict_ranks
+    from .simulate import model_partitioner, predict_algorithms, predict_ranks, simulation_jobs, simulation_machine
 
     s = store.open_store(args.store)
-    net = epoch.network_of(args.network)
-    if args.alpha is not None or args.beta is not None:
-        alpha = net.alpha if args.alpha is None else args.alpha
-        beta = net.beta if args.beta is None else args.beta
-        if not (math.isfinite(alpha) and math.isfinite(beta) and alpha >= 0 and beta >= 0):
-            raise UserError("--alpha and --beta must be finite and >= 0")
-        net = epoch.Network("custom", alpha, beta)
+    machine = simulation_machine(args.machine, args.alpha, args.beta)
     exchanges = [x.strip() for x in args.exchange.split(",") if x.strip()]
+    jobs = simulation_jobs(s, args.hidden, args.arch, machine, args.ranks_per_node)
     if args.algorithm:
-        from shgcn.core.gridtime import recommend
-
-        from .simulate import predict_algorithms
-
         algorithms = [x.strip() for x in args.algorithm.split(",") if x.strip()]
-        rows = predict_algorithms(s, args.ranks, algorithms, args.replication, net, exchanges, args.hidden,
+        rows = predict_algorithms(s, args.ranks, algorithms, args.replication, jobs[0], machine, exchanges,
                                   partitioner=model_partitioner(s))
         print(tables.format_grid(rows))
-        for r in recommend(rows):
-            c = f" c={r['replication']}" if r["algorithm"] == "1.5d" else ""
+        for r in epoch.recommend(rows):
+            c = f" c={r['replication']}" if r["replication"] > 1 else ""
             print(f"P={r['ranks']}: fastest {r['algorithm']}{c} ({r['parts']} parts, {r['model']}, "
                   f"{r['exchange']}): {r['epoch'] * 1e3:.3f} ms per epoch")
         return 0
-    rows = predict_ranks(s, args.ranks, net, exchanges, args.hidden, partitioner=model_partitioner(s))
+    rows = []
+    for job in jobs:
+        rows += predict_ranks(s, args.ranks, job, machine, exchanges, partitioner=model_partitioner(s))
+    print(f"machine {machine.name}: {machine.description or machine.source}")
     print(tables.format_epochs(rows))
+    for r in epoch.recommend([{**r, "ranks": r["parts"]} for r in rows]):
+        print(f"P={r['parts']}: fastest {r['model']} with {r['exchange']} at {r['ranks_per_node']} ranks per node: "
+              f"{r['epoch'] * 1e3:.3f} ms per epoch ({r['vs_rp']:.2f}x rp's speed with {r['exchange']})")
     return 0
 
 

@@ -10,7 +10,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from shgcn.core import epoch
-from shgcn.core.epoch import THIS_MACHINE, ComputeModel, Network, PartitionCost, own_nonzeros
+from shgcn.core.algorithms import ALGORITHMS
+from shgcn.core.costs import Job
+from shgcn.core.machine import Machine
+from shgcn.core.partition import PartitionCost, own_nonzeros
 from shgcn.store import Store, open_store
 
 from .errors import UserError
@@ -34,65 +37,59 @@ def costs_from_partitions(a: sp.csr_matrix, partitions: Mapping[str, np.ndarray]
     return [cost_of_partition(a, p, parts, m, directed) for m, p in partitions.items()]
 
 
-def predict_ranks(store, ranks: Iterable[int] | None = None, network: str | Network = "infiniband",
-                  exchange: str | Iterable[str] = "p2p", hidden: Iterable[int] = (16,),
-                  compute: ComputeModel = THIS_MACHINE,
+def predict_ranks(store, ranks: Iterable[int] | None, job: Job, machine: str | Machine = "infiniband",
+                  exchanges: Iterable[str] | None = None,
                   partitioner: Callable[[sp.csr_matrix, str, int], np.ndarray] | None = None) -> list[dict]:
     """Predicted epoch time, and speedup over rp and over bcast, of every
-    model of a store at each of ``ranks`` (None: the store's P). For another
-    P the models are re-partitioned with ``partitioner(a, model, parts) ->
-    part`` (Â rebuilt from the store's graph); without one, only the store's
-    P is allowed. The other parameters are :func:`shgcn.core.epoch.predict`'s."""
+    model of a store at each of ``ranks`` (None: the store's P), for ``job``
+    (its widths, architecture, nodes) with each exchange. For another P the
+    models are re-partitioned with ``partitioner(a, model, parts) -> part``
+    (Â rebuilt from the store's graph); without one, only the store's P is
+    allowed. The other parameters are :func:`shgcn.core.epoch.predict`'s."""
     s = as_store(store)
-    exchanges = [exchange] if isinstance(exchange, str) else list(exchange)
-    dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
     rows = []
     for p in [s.parts] if ranks is None else [int(r) for r in ranks]:
-        rows += epoch.predict(_costs_at(s, p, partitioner), dims, network, compute, exchanges)
+        rows += epoch.predict(_costs_at(s, p, partitioner), job, machine, exchanges)
     return rows
 
 
 def grid_plans(ranks: int, algorithms: Iterable[str], replications: Iterable[int]) -> list[tuple[str, int, int]]:
-    """(algorithm, replication, parts) for each algorithm that runs on ``ranks`` ranks:
-    1d on P parts, 1.5d on P / c parts for each c > 1 that divides P, 2d on sqrt(P) parts when P is a square."""
-    import math
-
-    from shgcn.core.grid import ALGORITHMS
-
+    """(algorithm, replication, parts) for each way an algorithm runs on ``ranks`` ranks (its spec's
+    :meth:`~shgcn.core.algorithms.AlgorithmCost.plans`: 1d on P parts, 1.5d on P / c parts for each c > 1
+    that divides P, 2d on sqrt(P) parts when P is a square)."""
     out = []
-    for alg in algorithms:
-        if alg not in ALGORITHMS:
-            raise UserError(f"--algorithm {alg!r}: choose from {', '.join(ALGORITHMS)}")
-        if alg == "1d":
-            out.append(("1d", 1, ranks))
-        elif alg == "1.5d":
-            out += [("1.5d", c, ranks // c) for c in replications if c > 1 and ranks % c == 0]
-        elif math.isqrt(ranks) ** 2 == ranks:
-            out.append(("2d", 1, math.isqrt(ranks)))
+    for name in algorithms:
+        alg = ALGORITHMS.get_spec(name)
+        out += [(alg.name, c, k) for c, k in alg.plans(ranks, list(replications))]
     return out
 
 
 def predict_algorithms(store, ranks: Iterable[int] | None, algorithms: Iterable[str], replications: Iterable[int],
-                       network: str | Network = "infiniband", exchange: str | Iterable[str] = "p2p",
-                       hidden: Iterable[int] = (16,), compute: ComputeModel = THIS_MACHINE,
+                       job: Job, machine: str | Machine = "infiniband", exchanges: Iterable[str] | None = None,
                        partitioner: Callable[[sp.csr_matrix, str, int], np.ndarray] | None = None) -> list[dict]:
-    """:func:`shgcn.core.gridtime.predict_grid` rows of every model of a store for
+    """:func:`shgcn.core.epoch.predict_algorithm` rows of every model of a store for
     every algorithm (and 1.5D replication) at each rank count; each part count
     the algorithms need is partitioned once per model (the store's own as built)."""
-    from shgcn.core.gridtime import predict_grid
-
     s = as_store(store)
-    net = epoch.network_of(network)
-    exchanges = [exchange] if isinstance(exchange, str) else list(exchange)
-    dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
     by_parts: dict[int, list[PartitionCost]] = {}
     rows = []
     for p in [s.parts] if ranks is None else [int(r) for r in ranks]:
         for alg, c, k in grid_plans(p, algorithms, replications):
             if k not in by_parts:
                 by_parts[k] = _costs_at(s, k, partitioner)
-            rows += predict_grid(by_parts[k], dims, net, compute, exchanges, alg, c, int(s.attrs["feature_dim"]))
+            run = job.with_(algorithm=alg, replication=c)
+            exs = [x for x in (exchanges or [job.exchange]) if _runs(run.with_(exchange=x))]
+            rows += epoch.predict_algorithm(by_parts[k], run, machine, exs)
     return rows
+
+
+def _runs(job: Job) -> bool:
+    """The job's algorithm runs it (an exchange or architecture it refuses is left out of the table)."""
+    try:
+        ALGORITHMS.get_spec(job.algorithm).check(job, minibatch=False)
+    except UserError:
+        return False
+    return True
 
 
 def _costs_at(s, parts: int, partitioner) -> list[PartitionCost]:
@@ -102,6 +99,36 @@ def _costs_at(s, parts: int, partitioner) -> list[PartitionCost]:
         raise UserError(f"the store has {s.parts} parts; predicting {parts} parts needs a partitioner")
     a, directed = store_ahat(s)
     return costs_from_partitions(a, {m: partitioner(a, m, parts) for m in s.models}, parts, directed)
+
+
+def simulation_machine(name: str, alpha: float | None = None, beta: float | None = None) -> Machine:
+    """The machine ``pipeline simulate --machine`` names, with ``--alpha`` / ``--beta`` replacing both paths'
+    latency (s) and inverse bandwidth (s/byte) when given."""
+    import math
+    from dataclasses import replace
+
+    from shgcn.core.machine import Channel, machine_of
+
+    m = machine_of(name)
+    if alpha is None and beta is None:
+        return m
+    a = m.inter.alpha if alpha is None else alpha
+    b = m.inter.beta if beta is None else beta
+    if not (math.isfinite(a) and math.isfinite(b) and a >= 0 and b >= 0):
+        raise UserError("--alpha and --beta must be finite and >= 0")
+    ch = Channel(a, b, "given on the command line")
+    return replace(m, name=f"{m.name}*", intra=ch, inter=ch, link_rate=None)
+
+
+def simulation_jobs(s: Store, hidden: Iterable[int], arch: str, machine: Machine,
+                    ranks_per_node: Iterable[int] | None) -> list[Job]:
+    """One job per ranks-per-node value (default: the machine's; the store's when it was placed on nodes)."""
+    dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
+    ks = list(ranks_per_node) if ranks_per_node else [int(s.attrs.get("ranks_per_node") or machine.ranks_per_node)]
+    for k in ks:
+        if k < 1:
+            raise UserError(f"--ranks-per-node {k}: must be >= 1")
+    return [Job(tuple(dims), arch=arch, ranks_per_node=k) for k in ks]
 
 
 def as_store(store) -> Store:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .archs.base import Model
 from .config import TrainConfig, TrainError
-from .model import Adam, Model
+from .optim import Adam
 
 FILE = "checkpoint.npz"
 

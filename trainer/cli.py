@@ -66,10 +66,11 @@ def _grid_options(p: argparse.ArgumentParser) -> None:
                    help="memory the ranks of one machine may hold, e.g. 16G: the modelled memory of every rank is "
                         "checked against it before training, and a job that will not fit stops with one line "
                         "(default: this machine's memory)")
-    g = p.add_argument_group("communication-avoiding algorithms (--algorithm 1.5d | 2d; full batch)")
-    g.add_argument("--algorithm", choices=("1d", "1.5d", "2d"), default="1d",
-                   help="1d: a rank per part; 1.5d: k x c grid, each block row on c ranks (mpirun -n k*c); "
-                        "2d: SUMMA on an s x s grid over an s-part store (mpirun -n s*s, sparsity-oblivious)")
+    from shgcn.core.algorithms import ALGORITHMS
+
+    g = p.add_argument_group("distributed algorithms (--algorithm; 1.5d and 2d are full batch)")
+    g.add_argument("--algorithm", choices=ALGORITHMS.names(), default="1d",
+                   help="; ".join(f"{a.name}: {a.description}" for a in ALGORITHMS.values()))
     g.add_argument("--replication", type=int, default=1, metavar="C",
                    help="1.5d: ranks per block row; they split the off-diagonal column blocks and reduce their "
                         "partial sums")
@@ -91,11 +92,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--weight-decay", type=float, default=5e-4, help="L2 on the first layer's weights")
     p.add_argument("--hidden", type=_hidden, default=(16,), help="hidden widths, e.g. 16 or 128,128")
     p.add_argument("--dropout", type=float, default=0.5, help="dropout rate of every layer's input")
-    p.add_argument("--exchange", choices=("p2p", "alltoallv", "bcast"), default="p2p",
-                   help="p2p (Isend/Irecv of the needed rows), alltoallv, or bcast (CAGNET 1D, sparsity-oblivious)")
-    p.add_argument("--arch", choices=("gcn", "sage", "gin", "gat"), default="gcn",
-                   help="gcn (Kipf & Welling), sage (GraphSAGE, mean + root weight), gin (learnable eps, 2-layer MLP), "
-                        "gat (multi-head attention)")
+    from shgcn.core.archs import ARCHS
+    from shgcn.core.exchanges import EXCHANGES
+
+    from .backends import BACKENDS
+
+    p.add_argument("--exchange", choices=EXCHANGES.names(), default="p2p",
+                   help="; ".join(f"{x.name}: {x.description}" for x in EXCHANGES.values()))
+    p.add_argument("--ranks-per-node", type=int, default=0, metavar="K",
+                   help="nodes of K consecutive ranks (virtual nodes: every case testable on one machine); 0: the "
+                        "ranks that share memory (MPI_Comm_split_type SHARED)")
+    p.add_argument("--arch", choices=ARCHS.names(), default="gcn",
+                   help="; ".join(f"{a.name}: {a.description}" for a in ARCHS.values()))
+    p.add_argument("--backend", choices=tuple(BACKENDS), default="numpy", help="the compute backend")
     p.add_argument("--heads", type=int, default=8, help="gat: attention heads of the hidden layers (concatenated)")
     p.add_argument("--out-heads", type=int, default=1, help="gat: attention heads of the last layer (averaged)")
     p.add_argument("--attn-dropout", type=float, default=None,
@@ -159,17 +168,17 @@ def main(argv: list[str] | None = None) -> int:
 def _run(cfg, comm) -> int:
     from shgcn.core.errors import UserError
 
-    from . import grid
-    from .context import Context, setup
+    from .context import Context, Local, connect, prepare
     from .loop import Diverged, train
     from .outputs import check_outputs
 
+    local: Local | None = None
     ctx: Context | None = None
     err: str | None = None
     try:
         cfg.check()
         check_outputs(cfg, comm.rank)  # the log's and the checkpoint's directories, before any work
-        ctx = setup(cfg, comm)
+        local = prepare(cfg, comm)
     except UserError as e:
         err = str(e)
     except BaseException as e:  # noqa: BLE001 - any failure must end the whole job, not hang it
@@ -177,7 +186,7 @@ def _run(cfg, comm) -> int:
     # one collective after the purely local setup: a rank that failed (say,
     # its block is corrupt) is reported by rank 0 and every rank exits 2
     errors = comm.allgather(err)
-    if any(errors) or ctx is None:
+    if any(errors) or local is None:
         if comm.rank == 0:
             first = next(e for e in errors if e)
             who = [r for r, e in enumerate(errors) if e]
@@ -185,7 +194,7 @@ def _run(cfg, comm) -> int:
             print(f"shgcn-train: error{where}: {first}", file=sys.stderr, flush=True)
         return 2
     try:  # collective: every rank decides from the same allgathered data, so a refusal is the same everywhere
-        ctx.memory_all = grid.connect(ctx, comm)
+        ctx = connect(local, comm)
     except UserError as e:
         if comm.rank == 0:
             print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shgcn.core.costs import ARCHS
+from shgcn.core.algorithms import ALGORITHMS
+from shgcn.core.archs import ARCHS, ArchSpec
+from shgcn.core.costs import WIRE_DTYPES, Job
 from shgcn.core.errors import UserError
-from shgcn.core.grid import ALGORITHMS, combine_for
+from shgcn.core.exchanges import EXCHANGES
 
-from .exchange import STRATEGIES
 from .wire import DTYPES
 
 MODES = ("full", "minibatch")
@@ -56,10 +57,12 @@ class TrainConfig:
     attn_dropout: float | None = None  # gat: None = the same as dropout
     exchange_dtype: str = "float32"
     plan_ahead: str = "inline"  # mini-batch: build the next batch's plan in the allreduce's wait, or in a "thread"
-    algorithm: str = "1d"  # 1d | 1.5d | 2d (shgcn.core.grid)
+    algorithm: str = "1d"  # 1d | 1.5d | 2d (shgcn.core.algorithms)
     replication: int = 1  # 1.5d: ranks per block row (c)
-    row_combine: str = "auto"  # 1.5d: reduce (partial sums) | gather (received rows); auto: gather for gat
+    row_combine: str = "auto"  # 1.5d: reduce (partial sums) | gather (received rows); auto: by the architecture
     memory_limit: int | None = None  # bytes the ranks of one machine may hold (None: this machine's memory)
+    ranks_per_node: int = 0  # nodes of consecutive ranks (virtual nodes); 0: MPI_Comm_split_type(SHARED)
+    backend: str = "numpy"  # the compute backend (shgcn.trainer.backends.BACKENDS)
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""
@@ -79,8 +82,8 @@ class TrainConfig:
             raise TrainError(f"--weight-decay {self.weight_decay}: must be >= 0")
         if not self.hidden or any(h < 1 for h in self.hidden):
             raise TrainError(f"--hidden {','.join(map(str, self.hidden))}: widths must be >= 1")
-        if self.exchange not in STRATEGIES:
-            raise TrainError(f"--exchange {self.exchange!r}: choose from {', '.join(STRATEGIES)}")
+        if self.ranks_per_node < 0:
+            raise TrainError(f"--ranks-per-node {self.ranks_per_node}: must be >= 1 (0: the machine's nodes)")
         if self.eval_every < 1 or self.checkpoint_every < 1:
             raise TrainError("--eval-every and --checkpoint-every must be >= 1")
         if not math.isfinite(self.timeout) or self.timeout < 0:
@@ -102,45 +105,46 @@ class TrainConfig:
                 raise TrainError("--saint is auto, on or off; --batches-per-epoch >= 0; --norm-batches >= 1")
 
     def _check_model(self) -> None:
-        if self.arch not in ARCHS:
-            raise TrainError(f"--arch {self.arch!r}: choose from {', '.join(ARCHS)}")
+        for reg, name in ((ARCHS, self.arch), (EXCHANGES, self.exchange), (ALGORITHMS, self.algorithm)):
+            try:
+                reg.get_spec(name)
+            except UserError as e:
+                raise TrainError(str(e)) from None
         if self.heads < 1 or self.out_heads < 1:
             raise TrainError("--heads and --out-heads must be >= 1")
         if not 0 <= self.attention_dropout < 1:
             raise TrainError(f"--attn-dropout {self.attention_dropout}: must be in [0, 1)")
         if self.exchange_dtype not in DTYPES:
             raise TrainError(f"--exchange-dtype {self.exchange_dtype!r}: choose from {', '.join(DTYPES)}")
-        if self.exchange_dtype != "float32" and self.exchange == "bcast":
-            raise TrainError(f"--exchange-dtype {self.exchange_dtype} needs --exchange p2p or alltoallv "
-                             "(bcast's fold is an MPI Reduce, which sums float32)")
-
-    def _check_algorithm(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise TrainError(f"--algorithm {self.algorithm!r}: choose from {', '.join(ALGORITHMS)}")
-        if self.replication < 1 or (self.replication > 1 and self.algorithm != "1.5d"):
-            raise TrainError(f"--replication {self.replication}: needs --algorithm 1.5d (and must be >= 1)")
         if self.memory_limit is not None and self.memory_limit < 1:
             raise TrainError(f"--memory-limit {self.memory_limit}: must be at least one byte")
-        if self.algorithm == "1d":
-            return
-        if self.mode != "full":
-            raise TrainError(f"--mode {self.mode} runs on --algorithm 1d only (1.5d and 2d are full batch)")
-        if self.exchange_dtype != "float32":
-            raise TrainError(f"--exchange-dtype {self.exchange_dtype} runs on --algorithm 1d only (the ranks of a "
-                             "1.5d or 2d row must hold bitwise the same sums)")
-        if self.algorithm == "2d" and self.arch == "gat":
-            raise TrainError("--arch gat does not run on --algorithm 2d (SUMMA multiplies by a fixed matrix; "
-                             "GAT's attention is not one): use 1d or 1.5d")
-        if self.algorithm == "1.5d":
-            combine = combine_for(self.arch, self.row_combine)
-            if combine == "gather" and self.exchange == "bcast":
-                raise TrainError("--row-combine gather (GAT's) needs --exchange p2p or alltoallv under --algorithm "
-                                 "1.5d (bcast is CAGNET's sparsity-oblivious 1.5D, which reduces partial sums)")
+
+    def _check_algorithm(self) -> None:
+        try:
+            ALGORITHMS.get_spec(self.algorithm).check(self.job(1, 1), self.mode == "minibatch")
+        except UserError as e:
+            raise TrainError(str(e)) from None
+
+    @property
+    def spec(self) -> ArchSpec:
+        """The architecture's spec (:data:`shgcn.core.archs.ARCHS`)."""
+        return ARCHS.get_spec(self.arch)
+
+    def job(self, feature_dim: int, classes: int, ranks_per_node: int | None = None) -> Job:
+        """The run's job (what its costs depend on) on a store of ``feature_dim`` features and ``classes``
+        classes (layer widths [features, *hidden, classes])."""
+        spec = self.spec
+        layers = len(self.hidden) + 1
+        job = Job((feature_dim, *self.hidden, classes),
+                  arch=self.arch, heads=tuple(spec.layer_heads(layers, self.heads, self.out_heads)),
+                  exchange=self.exchange, itemsize=WIRE_DTYPES[self.exchange_dtype], algorithm=self.algorithm,
+                  replication=self.replication, ranks_per_node=ranks_per_node or self.ranks_per_node or 1)
+        return job.with_(combine=ALGORITHMS.get_spec(self.algorithm).combine(job, self.row_combine))
 
     @property
     def combine(self) -> str:
         """How a 1.5D process row combines its work (``reduce`` or ``gather``)."""
-        return combine_for(self.arch, self.row_combine)
+        return self.job(1, 1).combine
 
     @property
     def attention_dropout(self) -> float:
@@ -157,12 +161,12 @@ class TrainConfig:
         return self.batch_size or max(1, n // 10)
 
     def training_options(self) -> dict:
-        """The options a checkpoint must agree with to be resumed."""
+        """The options a checkpoint must agree with to be resumed (the architecture's own among them)."""
+        own = {"heads": self.heads, "out_heads": self.out_heads, "attn_dropout": self.attention_dropout}
         return {"arch": self.arch, "mode": self.mode, "lr": self.lr, "weight_decay": self.weight_decay,
                 "dropout": self.dropout, "hidden": list(self.hidden), "exchange": self.exchange, "seed": self.seed,
                 "exchange_dtype": self.exchange_dtype,
-                **({"heads": self.heads, "out_heads": self.out_heads, "attn_dropout": self.attention_dropout}
-                   if self.arch == "gat" else {}),
+                **{k: v for k, v in own.items() if k in self.spec.options},
                 **({"sampler": self.sampler, "batch_size": self.batch_size, "walk_length": self.walk_length,
                     "batches_per_epoch": self.batches_per_epoch, "saint": self.saint,
                     "norm_batches": self.norm_batches} if self.mode == "minibatch" else {})}

@@ -1,9 +1,18 @@
-"""Everything one rank trains with, built from its block of the store
-without any communication (so a rank that fails here cannot hang the others)."""
+"""A rank's run, in two steps:
+
+1. :func:`prepare` builds everything the rank trains with from its block of
+   the store, without any communication (so a rank that fails here cannot
+   hang the others): a :class:`Local`;
+2. :func:`connect` (collective, once every rank prepared) hands it to the
+   job's algorithm (:data:`shgcn.core.algorithms.ALGORITHMS`, ``impl``),
+   which builds the rank's exchange and operators, checks the memory, and
+   returns the finished, immutable :class:`Context`.
+"""
 
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,21 +20,24 @@ import numpy as np
 import scipy.sparse as sp
 
 from shgcn import store
-from shgcn.core.grid import GridShape, grid_shape
+from shgcn.core.algorithms import ALGORITHMS, GridShape
+from shgcn.core.costs import Job
+from shgcn.core.registry import load
 from shgcn.core.sample import SamplerConfig
 
-from . import archs, checkpoint, grid
+from . import archs, checkpoint
+from .archs.base import Model, as_input
+from .backends import Backend, backend
 from .config import TrainConfig, TrainError
-from .exchange import STRATEGIES, Exchange
+from .exchanges import Exchange, Peers
 from .graph import Graph
-from .minibatch import MiniBatches, PlanAhead
-from .model import Adam, Model, as_input
-from .plan import CommPlan, comm_plan, full_local, local_matrix
-from .targets import SingleLabel, for_store
-from .wire import Wire
+from .minibatch import BatchSource, BatchView, MiniBatches
+from .optim import Adam
+from .plan import CommPlan, comm_plan, full_local
+from .targets import Targets, for_store
 
 
-@dataclass
+@dataclass(frozen=True)
 class RankData:
     """What one rank trains on: its own rows' features, labels and masks.
 
@@ -45,33 +57,39 @@ class RankData:
     gids: np.ndarray
 
 
-@dataclass
-class Context:
-    """One rank's run: options, store, data, the full-batch plan and graph,
-    the model and optimizer, and the mini-batch re-drawer (mini-batch mode).
-    ``perm``: new id -> original id (GAT's attention-dropout counters of
-    received rows), or None."""
+@dataclass(frozen=True)
+class Local:
+    """What one rank prepared without communicating.
+
+    Attributes
+    ----------
+    cfg, job : the options and the job they describe (:class:`shgcn.core.costs.Job`)
+    s, block : the store and the block this rank holds (block row i of the grid)
+    cp : the block's full-batch plan
+    data, targets : its rows' data, and the loss and score by the store's label kind
+    model, opt, backend : the architecture's layers, Adam, the compute backend (one, passed explicitly)
+    identity, start : what a checkpoint must match, and the first epoch (a resumed run's)
+    shape, rank : the process grid and this rank's place in the job (COMM_WORLD)
+    batches : the mini-batch re-drawer (mini-batch mode), else None
+    perm : new id -> original id (the attention masks' keys of received rows), or None
+    """
 
     cfg: TrainConfig
+    job: Job
     s: store.Store
-    data: RankData
+    block: store.RankBlock
     cp: CommPlan
-    exchange: Exchange
-    graph: Graph
+    data: RankData
+    targets: Targets
     model: Model
     opt: Adam
+    backend: Backend
     identity: dict
     start: int
+    shape: GridShape
+    rank: int
     batches: MiniBatches | None = None
     perm: np.ndarray | None = None
-    plans: PlanAhead | None = None  # mini-batch mode
-    targets: Any = SingleLabel()  # loss and score by the store's label kind (trainer/targets.py)
-    shape: GridShape = GridShape("1d", 1, 1)  # the process grid (--algorithm); rank -> (block row i, grid column j)
-    block: store.RankBlock | None = None  # the store's block this rank holds (block row i)
-    memory: int = 0  # modelled bytes this rank holds while training (shgcn.core.memory.rank_bytes)
-    rank: int = 0  # in the job (COMM_WORLD)
-    memory_all: list[int] | None = None  # every rank's, once the grid is connected
-    column_rows: int | None = None  # 1.5d: rows this rank receives along its grid column per SpMM
 
     @property
     def position(self) -> tuple[int, int]:
@@ -84,14 +102,47 @@ class Context:
         work is replicated on the ranks of a 1.5D or 2D row; each row's share must count once)."""
         return self.position[1] == 0
 
+    @property
+    def symmetric(self) -> bool:
+        return not self.s.attrs["directed"]
+
     def col_gids(self, own: np.ndarray, halo_new: np.ndarray) -> np.ndarray:
         """Original ids of local columns: own rows' ``own``, then the received rows (new ids ``halo_new``)."""
         halo = self.perm[halo_new] if self.perm is not None else np.full(halo_new.size, -1, np.int64)
         return np.concatenate([own, halo]).astype(np.int64)
 
+
+@dataclass(frozen=True)
+class Context(Local):
+    """One rank's finished run: what it prepared, plus what its algorithm connected.
+
+    Attributes
+    ----------
+    exchange : where the rank's bytes are counted (the 1D exchange, or the grid's counters)
+    graph : the full-batch operators
+    peers : the node of every rank of the job (intra- and inter-node bytes)
+    memory, memory_all : this rank's modelled bytes, and every rank's (rank order)
+    batch_graph : the operators of a mini-batch view (mini-batch mode), else None
+    """
+
+    exchange: Exchange | None = None
+    graph: Graph | None = None
+    peers: Peers | None = None
+    memory: int = 0
+    memory_all: tuple[int, ...] = ()
+    batch_graph: Callable[[BatchView], Graph] | None = None
+
     @property
-    def symmetric(self) -> bool:
-        return not self.s.attrs["directed"]
+    def ex(self) -> Exchange:
+        if self.exchange is None:
+            raise RuntimeError("the context has no exchange")
+        return self.exchange
+
+    @property
+    def full_graph(self) -> Graph:
+        if self.graph is None:
+            raise RuntimeError("the context has no graph")
+        return self.graph
 
 
 def versions() -> dict[str, str]:
@@ -108,39 +159,44 @@ def versions() -> dict[str, str]:
     return out
 
 
-def setup(cfg: TrainConfig, comm) -> Context:
+def prepare(cfg: TrainConfig, comm) -> Local:
     """Open this rank's block and build the model's pieces; raises
-    :class:`~shgcn.store.errors.UserError` (TrainError, StoreError) on bad input."""
+    :class:`~shgcn.core.errors.UserError` (TrainError, StoreError) on bad input."""
     cfg.check()
     s = store.open_store(cfg.store)
+    job = cfg.job(int(s.attrs["feature_dim"]), int(s.attrs["classes"]))
     try:
-        shape = grid_shape(cfg.algorithm, comm.size, s.parts, cfg.replication)
+        shape = ALGORITHMS.get_spec(cfg.algorithm).shape(comm.size, s.parts, cfg.replication)
     except store.UserError as e:
         raise TrainError(f"{cfg.store}: {e}") from None
     i, _ = shape.position(comm.rank)
     block = s.rank(i, verify=cfg.verify)
     cp = comm_plan(block.plan, i, s.offsets)
-    ex = STRATEGIES[cfg.exchange](comm, cp, Wire(cfg.exchange_dtype))  # 1d; the grid's replace it (grid.connect)
-    targets = for_store(s.attrs)
+    be = backend(cfg.backend)
+    targets = for_store(s.attrs, be)
     labelled = targets.labelled(block.labels)
-    data = RankData(x=as_input(block.features), labels=np.asarray(block.labels),
+    data = RankData(x=be.asarray(as_input(block.features)), labels=np.asarray(block.labels),
                     train=np.asarray(block.train_mask) & labelled, val=np.asarray(block.val_mask) & labelled,
                     test=np.asarray(block.test_mask) & labelled, gids=np.asarray(block.node_index))
-    model = archs.build(cfg.arch, [int(s.attrs["feature_dim"]), *cfg.hidden, int(s.attrs["classes"])], cfg.seed,
-                        cfg.heads, cfg.out_heads)
-    opt = Adam(model.params, cfg.lr)
+    model = archs.build(job.spec, list(job.dims), cfg.seed, job.layer_heads, be)
+    opt = Adam(model.params, cfg.lr, be)
     identity = {"store": s.attrs["checksums"], "dims": model.dims, **cfg.training_options()}
     start = checkpoint.load(cfg, model, opt, identity) if cfg.resume else 0
     batches = _minibatches(cfg, s, block, cp) if cfg.mode == "minibatch" else None
-    ctx = Context(cfg, s, data, cp, ex, None, model, opt, identity, start, batches,  # type: ignore[arg-type]
-                  perm=s.permutation() if cfg.arch == "gat" else None, targets=targets, shape=shape, block=block,
-                  rank=comm.rank)
-    if batches is not None:
-        ctx.plans = PlanAhead(batches, threaded=cfg.plan_ahead == "thread")
-    if shape.algorithm == "1d":
-        ctx.graph = Graph(local_matrix(block.plan, cp), ex, ctx.symmetric, ctx.col_gids(data.gids, cp.recv_ids))
-    ctx.memory = grid.memory_estimate(ctx)
-    return ctx
+    return Local(cfg, job, s, block, cp, data, targets, model, opt, be, identity, start, shape, comm.rank,
+                 batches=batches, perm=s.permutation() if job.spec.needs_halo_ids else None)
+
+
+def connect(local: Local, comm) -> Context:
+    """The collective half of the setup: the job's algorithm connects this rank (its exchange, operators,
+    memory check) and returns the finished context. Every rank calls it once every rank prepared."""
+    return load(ALGORITHMS.get_spec(local.cfg.algorithm).impl)(local, comm)
+
+
+def finish(local: Local, **connected: Any) -> Context:
+    """The :class:`Context` of ``local`` with what an algorithm connected."""
+    fields = {f: getattr(local, f) for f in Local.__dataclass_fields__}
+    return Context(**fields, **connected)
 
 
 def _minibatches(cfg: TrainConfig, s: store.Store, block: store.RankBlock, cp: CommPlan) -> MiniBatches:
@@ -150,7 +206,6 @@ def _minibatches(cfg: TrainConfig, s: store.Store, block: store.RankBlock, cp: C
         raise TrainError(f"--batch-size {size}: more than the {n} vertices of the graph")
     inverse = np.empty(n, np.int64)
     inverse[s.permutation()] = np.arange(n)
-    steps = cfg.batches_per_epoch or -(-n // size)  # covers the training vertices once on average
     scfg = SamplerConfig(kind=cfg.sampler, size=size, walk_length=cfg.walk_length, seed=cfg.seed)
     adj = s.graph() if cfg.sampler != "node" else None
     # column j of Â for each own row j: the row of Â^T (Â itself when symmetric), global column ids
@@ -158,5 +213,7 @@ def _minibatches(cfg: TrainConfig, s: store.Store, block: store.RankBlock, cp: C
     ids = np.concatenate([np.arange(block.offset, block.offset + block.n_own), np.asarray(tplan.recv_ids)])
     columns = sp.csr_matrix((np.ones(len(tplan.indices), np.int8), ids[np.asarray(tplan.indices)],
                              np.asarray(tplan.indptr)), shape=(block.n_own, n))
-    return MiniBatches(full_local(block.plan, cp), cp, inverse, n, scfg, adj, steps, cfg.use_saint,
-                       cfg.norm_batches, columns)
+    return MiniBatches(BatchSource(full=full_local(block.plan, cp), cp=cp, inverse=inverse, n=n, sampler=scfg,
+                                   adj=adj, columns=columns),
+                       steps=cfg.batches_per_epoch or -(-n // size),  # the training vertices once on average
+                       saint=cfg.use_saint, norm_batches=cfg.norm_batches)

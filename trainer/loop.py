@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from shgcn.core import runlog
+from shgcn.core.algorithms import ALGORITHMS
 
 from . import checkpoint, watchdog
-from .backend import BACKEND, Dropped, Noise
+from .backends import Dropped, Noise
 from .context import Context, versions
-from .graph import Graph
 from .minibatch import MiniBatches, PlanAhead
 
 
@@ -57,6 +57,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
     if ctx.start and root and not cfg.quiet:
         print(f"resumed at epoch {ctx.start} from {checkpoint.path(cfg)}", flush=True)
     records = []
+    plans = PlanAhead(ctx.batches, threaded=cfg.plan_ahead == "thread") if ctx.batches is not None else None
     try:
         for epoch in range(ctx.start, cfg.epochs):
             watchdog.tick()
@@ -66,17 +67,18 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
             if ctx.batches is None:
                 res = full_batch_epoch(ctx, comm, epoch, totals["train"])
             else:
-                res = minibatch_epoch(ctx, ctx.batches, comm, epoch, totals["train"])
+                res = minibatch_epoch(ctx, plans or PlanAhead(ctx.batches, threaded=False), comm, epoch,
+                                      totals["train"])
             if not math.isfinite(res.loss):
                 raise Diverged(f"the training loss became {res.loss} at epoch {epoch}; "
                                "lower --lr or check the features")
-            train_comm = ctx.exchange.counters.reset()
+            train_comm = ctx.ex.counters.reset()
             epoch_time = time.perf_counter() - t0
             accs = None
             if (epoch + 1) % cfg.eval_every == 0 or epoch == cfg.epochs - 1:
                 accs = evaluate(ctx, comm, totals)
                 watchdog.tick()
-            eval_comm = ctx.exchange.counters.reset()
+            eval_comm = ctx.ex.counters.reset()
             per_rank = comm.gather((epoch_time, train_comm, eval_comm["bytes_sent"], res.steps), root=0)
             if cfg.debug_every and (epoch + 1) % cfg.debug_every == 0:
                 check_weights_agree(ctx, comm, epoch)
@@ -89,8 +91,8 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
     finally:
         if log is not None:
             log.close()
-        if ctx.plans is not None:
-            ctx.plans.close()
+        if plans is not None:
+            plans.close()
     return records
 
 
@@ -100,9 +102,9 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
     from mpi4py import MPI
 
     noise = _noise(ctx, epoch)
-    logits, cache = ctx.model.forward(d.x, ctx.graph, noise)
+    logits, cache = ctx.model.forward(d.x, ctx.full_graph, noise)
     loss_sum, g, counts = ctx.targets.loss(logits, d.labels, d.train, train_total)
-    grads = ctx.model.backward(cache, g, ctx.graph)
+    grads = ctx.model.backward(cache, g, ctx.full_graph)
     _, l2, _ = _reduce_and_step(ctx, comm, grads, [])
     stats = np.concatenate([[loss_sum], counts]).astype(np.float64)  # exact counts (float32 is not, past 2^24)
     stats *= ctx.primary  # a 1.5D or 2D row's replicas computed the same: its first rank counts for the row
@@ -111,7 +113,7 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
     return EpochResult(float(stats[0]) / total + l2, ctx.targets.score(stats[1:]))
 
 
-def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total: int) -> EpochResult:
+def minibatch_epoch(ctx: Context, plans: PlanAhead, comm, epoch: int, train_total: int) -> EpochResult:
     """``mb.steps`` optimizer steps, each on batch (seed, epoch, step),
     re-drawn by every rank; the exchange runs on the batch's plan.
 
@@ -121,9 +123,9 @@ def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total
     while which the next batch's plan (:class:`.minibatch.PlanAhead`) and
     dropped input are made. Gradients are summed unnormalized and divided
     by the global count after the allreduce."""
+    mb: MiniBatches = plans.mb
     steps: list[StepStats] = []
     seen = np.zeros(ctx.targets.width)
-    plans = ctx.plans if ctx.plans is not None else PlanAhead(mb, threaded=False)
     view, x_in = plans.get(epoch, 0), None
     for step in range(mb.steps):
         nxt = (epoch, step + 1) if step + 1 < mb.steps else None
@@ -152,20 +154,16 @@ def minibatch_epoch(ctx: Context, mb: MiniBatches, comm, epoch: int, train_total
 def batch_input(ctx: Context, v, key: int) -> Dropped:
     """Batch view ``v``'s first-layer input with its dropout applied (it depends on no weight)."""
     d = ctx.data
-    x, _ = BACKEND.act_dropout(d.x[v.rows], "none", _noise(ctx, key), 0, d.gids[v.rows])
+    x, _ = ctx.backend.act_dropout(d.x[v.rows], "none", _noise(ctx, key), 0, d.gids[v.rows])
     return Dropped(x)
 
 
 def _noise(ctx: Context, key: int) -> Noise | None:
     cfg = ctx.cfg
-    if cfg.dropout == 0 and (cfg.arch != "gat" or cfg.attention_dropout == 0):
+    attn = cfg.attention_dropout if "attn_dropout" in ctx.job.spec.options else 0.0
+    if cfg.dropout == 0 and attn == 0:
         return None
-    return Noise(cfg.dropout, cfg.seed, key, cfg.attention_dropout if cfg.arch == "gat" else 0.0)
-
-
-def batch_graph(ctx: Context, v) -> Graph:
-    """The operators of batch view ``v`` (its plan is the exchange's inside ``ex.using(v.cp)``)."""
-    return Graph(v.lm, ctx.exchange, ctx.symmetric, ctx.col_gids(ctx.data.gids[v.rows], v.halo_new), v.left)
+    return Noise(cfg.dropout, cfg.seed, key, attn)
 
 
 def _minibatch_step(ctx: Context, comm, v, x_in, key: int, step: int, loss_weight, train_total: int, meanwhile):
@@ -173,13 +171,15 @@ def _minibatch_step(ctx: Context, comm, v, x_in, key: int, step: int, loss_weigh
     ahead, or None): forward and backward with the batch's plan, one
     allreduce of [gradients, loss, the targets' counts] while ``meanwhile()``
     runs, Adam. Returns (StepStats, the summed counts, what meanwhile returned)."""
-    model, d, ex = ctx.model, ctx.data, ctx.exchange
+    model, d, ex = ctx.model, ctx.data, ctx.ex
     rows = v.rows
     train_b = d.train[rows]
     weights = loss_weight[rows] if loss_weight is not None else None
     before = (ex.counters.bytes_sent, ex.counters.msgs_sent, ex.counters.comm_time, len(ex.counters.calls))
+    if ctx.batch_graph is None:
+        raise RuntimeError("mini-batch steps need the context's batch operators")
     with ex.using(v.cp):
-        graph = batch_graph(ctx, v)
+        graph = ctx.batch_graph(v)
         logits, cache = model.forward(x_in if x_in is not None else d.x[rows], graph, _noise(ctx, key))
         loss_sum, g, counts = ctx.targets.loss(logits, d.labels[rows], train_b, 1, weights)  # sums
         grads = model.backward(cache, g, graph)
@@ -202,7 +202,7 @@ def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
     from mpi4py import MPI
 
     d, t = ctx.data, ctx.targets
-    logits, _ = ctx.model.forward(d.x, ctx.graph, None)
+    logits, _ = ctx.model.forward(d.x, ctx.full_graph, None)
     counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
     counts *= ctx.primary
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
@@ -213,7 +213,7 @@ def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
     """Debug check: the parameters are identical on every rank."""
     h = hashlib.sha256()
     for w in ctx.model.params:
-        h.update(w.tobytes())
+        h.update(ctx.backend.to_host(w).tobytes())
     hashes = comm.allgather(h.hexdigest()[:16])
     if len(set(hashes)) != 1:
         raise RuntimeError(f"weights differ between ranks at epoch {epoch}: {hashes}")
@@ -231,7 +231,7 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
     flat = np.empty(sum(g.size for g in grads) + len(stats), np.float32)
     pos = 0
     for g in grads:
-        flat[pos:pos + g.size] = g.ravel()
+        flat[pos:pos + g.size] = ctx.backend.to_host(g).ravel()
         pos += g.size
     flat[pos:] = stats
     if not ctx.primary:  # the same buffer (the same bytes as 1D's allreduce), this row's share counted once
@@ -242,7 +242,7 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
     ready = meanwhile() if meanwhile is not None else None
     t0 = time.perf_counter()
     req.Wait()
-    ctx.exchange.counters.comm_time += waited + time.perf_counter() - t0
+    ctx.ex.counters.comm_time += waited + time.perf_counter() - t0
     l2 = apply_gradients(ctx, flat, np.float32(total_of(flat)) if total_of is not None else None)
     return flat, l2, ready
 
@@ -253,16 +253,16 @@ def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = N
     ``scale`` when given), L2 on the model's ``decay`` parameters (the first
     layer's weights, Kipf & Welling), Adam. Returns the L2 term of the loss,
     taken before the step."""
-    cfg, model = ctx.cfg, ctx.model
+    cfg, model, be = ctx.cfg, ctx.model, ctx.backend
     grads, pos = [], 0
     for w in model.params:
         g = flat[pos:pos + w.size].reshape(w.shape)
-        grads.append(g / scale if scale is not None else g)
+        grads.append(be.from_host(g / scale if scale is not None else g))
         pos += w.size
     l2 = 0.0
     for i in model.decay:
         w = model.params[i]
-        l2 += cfg.weight_decay / 2 * float((w.astype(np.float64) ** 2).sum())
+        l2 += cfg.weight_decay / 2 * float((be.to_host(w).astype(np.float64) ** 2).sum())
         grads[i] = grads[i] + np.float32(cfg.weight_decay) * w
     ctx.opt.step(grads)
     return l2
@@ -289,7 +289,9 @@ def _open_log(ctx: Context, comm, train_count: int) -> runlog.RunLogWriter:
         start_epoch=ctx.start, versions=versions(), sampler=cfg.sampler if mb is not None else None,
         batch_size=mb.sampler.cfg.size if mb is not None else None, metric=ctx.targets.metric,
         algorithm=cfg.algorithm, replication=cfg.replication, grid=[ctx.shape.rows, ctx.shape.cols],
-        combine=cfg.combine if cfg.algorithm == "1.5d" else None, memory=ctx.memory_all)
+        combine=ctx.job.combine if ctx.shape.cols > 1 else None, memory=list(ctx.memory_all),
+        ranks_per_node=cfg.ranks_per_node or None,
+        nodes=ctx.peers.node.tolist() if ctx.peers is not None else None)
     return runlog.RunLogWriter(cfg.log or "", header, resume_from=ctx.start if cfg.resume else None)
 
 
@@ -305,7 +307,8 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
         bytes_recv=[c["bytes_recv"] for _, c, _, _ in per_rank],
         eval_bytes_sent=[b for _, _, b, _ in per_rank],
         exchange_bytes=[c["calls"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
-        bytes_split=[c["split"] for _, c, _, _ in per_rank] if ctx.shape.algorithm != "1d" else None)
+        bytes_split=[c["split"] for _, c, _, _ in per_rank] if any(c["split"] for _, c, _, _ in per_rank) else None,
+        **_paths(ctx, [c for _, c, _, _ in per_rank]))
     if accs is not None:
         rec.val_acc, rec.test_acc = accs
     if ctx.batches is not None:
@@ -323,6 +326,18 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
     if log is not None:
         log.write(rec)
     return rec
+
+
+def _paths(ctx: Context, counts: list[dict]) -> dict:
+    """The epoch record's bytes by path (within a node, to another node), per rank, per exchange and per
+    node (1D: the exchange counts every message by its destination's node)."""
+    if ctx.peers is None or ALGORITHMS.get_spec(ctx.job.algorithm).kinds:  # a grid's bytes go by kind instead
+        return {}
+    node = ctx.peers.node
+    inter = np.bincount(node, weights=[c["paths"]["inter"] for c in counts], minlength=int(node.max()) + 1)
+    return {"path_bytes": [c["paths"] for c in counts], "path_msgs": [c["path_msgs"] for c in counts],
+            "exchange_paths": [c["call_paths"] for c in counts] if ctx.batches is None else None,
+            "node_inter_bytes": inter.astype(np.int64).tolist()}
 
 
 def _print_progress(cfg, rec: runlog.Epoch) -> None:

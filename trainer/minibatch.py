@@ -54,26 +54,48 @@ def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int,
     return sp.csr_matrix((vals, cols, indptr), shape=shape)
 
 
+@dataclass(frozen=True)
+class BatchSource:
+    """What a rank restricts to each batch.
+
+    Attributes
+    ----------
+    full : (n_own, n_own + R) csr_matrix, the rank's local rows of Â
+    cp : CommPlan, the full-batch plan
+    inverse : (n,) int64, original vertex index -> new id
+    n : vertices of the graph
+    sampler : the sampler's configuration (kind, size, walk length, seed)
+    adj : csr_matrix or None, the graph the sampler walks on (edge, rw)
+    columns : (n_own, n) csr_matrix whose row j is column j of Â (global new ids)
+    """
+
+    full: sp.csr_matrix
+    cp: CommPlan
+    inverse: np.ndarray
+    n: int
+    sampler: SamplerConfig
+    adj: sp.csr_matrix | None
+    columns: sp.csr_matrix
+
+
 class MiniBatches:
     """Re-draws batches and restricts a rank's plan to them.
 
     Parameters
     ----------
-    full : (n_own, n_own + R) csr_matrix, the rank's local rows of Â
-    cp : CommPlan, the full-batch plan
-    inverse : (n,) int64, original vertex index -> new id
-    adj : csr_matrix or None, the graph the sampler walks on (edge, rw)
+    src : what to restrict (:class:`BatchSource`)
+    steps : batches per epoch
     saint : bool, apply GraphSAINT's aggregator normalization
     norm_batches : int, batches pre-sampled for the normalization counts
-    columns : (n_own, n) csr_matrix whose row j is column j of Â (global new ids)
     """
 
-    def __init__(self, full: sp.csr_matrix, cp: CommPlan, inverse: np.ndarray, n: int, scfg: SamplerConfig,
-                 adj: sp.csr_matrix | None, steps: int, saint: bool, norm_batches: int, columns: sp.csr_matrix):
-        self.full, self.cp, self.inverse, self.n = full, cp, inverse, n
+    def __init__(self, src: BatchSource, steps: int, saint: bool, norm_batches: int):
+        full, cp, n = src.full, src.cp, src.n
+        self.full, self.cp, self.inverse, self.n = full, cp, src.inverse, n
         self.steps = steps
-        graph = adj if adj is not None else sp.csr_matrix((n, n), dtype=np.float32)
-        self.sampler = Sampler(graph, scfg)
+        columns = src.columns
+        graph = src.adj if src.adj is not None else sp.csr_matrix((n, n), dtype=np.float32)
+        self.sampler = Sampler(graph, src.sampler)
         self.lo = int(cp.offsets[cp.rank])
         self.n_own = full.shape[0]
         self._indptr = full.indptr.astype(np.int64)
@@ -163,7 +185,8 @@ class MiniBatches:
         recv_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         recv_from = [(q, int(counts[q])) for q in range(cp.size) if q != cp.rank and counts[q] > 0]
         compact = np.searchsorted(batch, self._gcol[n_own:][recv_in])  # position among the batch's vertices
-        bcp = CommPlan(cp.rank, cp.size, offsets, send_to, recv_from, recv_start, compact.astype(np.int64))
+        bcp = CommPlan(cp.rank, cp.size, offsets, send_to, recv_from, recv_start, compact.astype(np.int64),
+                       batch=batch)
 
         # local columns of the batch: own batch rows, then the received rows by sender
         new_col = np.empty(c.size, np.int64)

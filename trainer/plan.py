@@ -24,6 +24,8 @@ class CommPlan:
     recv_from : list of (q, count) in rank order, q != rank
     recv_start : (P+1,) int64, halo position of each sender's rows
     recv_ids : (R,) int64, global new ids of the halo rows
+    batch : (b,) int64, the batch's vertices (sorted global new ids; ``recv_ids`` and ``offsets`` then count
+        positions among them), or None for the full graph
     """
 
     rank: int
@@ -33,6 +35,7 @@ class CommPlan:
     recv_from: list[tuple[int, int]]
     recv_start: np.ndarray
     recv_ids: np.ndarray
+    batch: np.ndarray | None = None
 
     @property
     def send_rows(self) -> int:

@@ -1,76 +1,76 @@
-"""Distributed products with a rank's local matrix: M X and M^T G for its
-own rows, from its local blocks and an exchange strategy."""
+"""Products with a rank's rows of a matrix: the 1D product over an exchange
+(:class:`LocalProduct`), and the row scale every operator may carry
+(:class:`Scaled`), composed around any algorithm's product.
+
+A product computes, for the rank's own rows, ``forward(x)`` = P X and
+``transpose(g)`` = Pᵀ G (:class:`Product`); the algorithms give their own
+(1.5D's reduce, 2D's SUMMA) with the same two methods.
+"""
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import numpy as np
 
-from .backend import BACKEND, CPU
-from .exchange import Exchange
+from .backends import Backend
+from .exchanges import Exchange
 from .plan import LocalMatrix
 
 
-class ScaledSpMM:
-    """M X and M^T G for M = diag(left) P, from a subclass's P X
-    (``_product``) and, for a directed P, P^T G (``_fold``); for a symmetric
-    P, M^T G = P (left G)."""
+class Product(Protocol):
+    """P X and Pᵀ G restricted to a rank's own rows ((n_own, d) -> (n_own, d))."""
 
-    left: np.ndarray | None
-    symmetric: bool
+    def forward(self, x: Any) -> Any: ...
 
-    def _product(self, x: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+    def transpose(self, g: Any) -> Any: ...
 
-    def _fold(self, g: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
 
-    def forward(self, x: np.ndarray) -> np.ndarray:
+class Scaled:
+    """M X and Mᵀ G for M = diag(left) P: a product with a per-row scale of the rank's own rows
+    (GraphSAGE's 1/degree, GraphSAINT's aggregator normalization), or none."""
+
+    def __init__(self, product: Product, left: np.ndarray | None = None):
+        self.product = product
+        self.left = None if left is None else np.asarray(left, np.float32)[:, None]
+
+    def forward(self, x: Any) -> Any:
         """(n_own, d) -> (n_own, d): rows of M X."""
-        y = self._product(x)
+        y = self.product.forward(x)
         return y * self.left if self.left is not None else y
 
-    def transpose(self, g: np.ndarray) -> np.ndarray:
-        """(n_own, d) -> (n_own, d): rows of M^T G."""
-        if self.left is not None:
-            g = g * self.left
-        return self._product(g) if self.symmetric else self._fold(g)
+    def transpose(self, g: Any) -> Any:
+        """(n_own, d) -> (n_own, d): rows of Mᵀ G."""
+        return self.product.transpose(g * self.left if self.left is not None else g)
 
 
-class DistSpMM(ScaledSpMM):
-    """M X and M^T G restricted to a rank's own rows, for M = diag(left) P.
+class LocalProduct:
+    """P X and Pᵀ G for a rank's rows of P (the local matrix: Â, or the adjacency pattern) over an exchange.
 
-    P is the local matrix (Â, or the adjacency pattern); ``left`` an optional
-    per-row scale of the rank's own rows (GraphSAGE's 1/degree, GraphSAINT's
-    aggregator normalization). For a symmetric P, M^T G = P (left G): the
-    same expand, of scaled rows. For a directed P the rank multiplies its
-    received columns' transposed blocks by its own rows of left G and folds
-    the partial sums back to their owners: the same rows as the forward
+    The forward multiplies the own columns while the received rows travel, then each sender's block. For a
+    symmetric P, Pᵀ G = P G: the same expand. For a directed P the rank multiplies its received columns'
+    transposed blocks by G and folds the partial sums back to their owners: the same rows as the forward
     exchange, in reverse.
     """
 
-    def __init__(self, lm: LocalMatrix, ex: Exchange, symmetric: bool, left: np.ndarray | None = None,
-                 backend: CPU = BACKEND):
-        self.lm = lm
-        self.ex = ex
-        self.symmetric = symmetric
-        self.left = None if left is None else np.asarray(left, np.float32)[:, None]
-        self.be = backend
+    def __init__(self, lm: LocalMatrix, ex: Exchange, symmetric: bool, backend: Backend):
+        self.lm, self.ex, self.symmetric, self.be = lm, ex, symmetric, backend
 
-    def _product(self, x: np.ndarray) -> np.ndarray:
-        """P X: the own-column product while the received rows travel, then each sender's block."""
+    def forward(self, x: Any) -> Any:
         out = {}
 
         def local():
             out["y"] = self.be.spmm(self.lm.own, x)
 
         def on_block(q, rows):
-            out["y"] += self.be.spmm(self.lm.halo[q], rows)
+            out["y"] += self.be.spmm(self.lm.halo[q], self.be.from_host(rows))
 
         self.ex.expand(self.be.to_host(x), local, on_block)
         return out["y"]
 
-    def _fold(self, g: np.ndarray) -> np.ndarray:
-        """P^T G of a directed P: the transposed blocks' partial sums folded back to their owners."""
+    def transpose(self, g: Any) -> Any:
+        if self.symmetric:
+            return self.forward(g)
         parts = {q: self.be.to_host(self.be.spmm(m, g)) for q, m in self.lm.halo_t.items()}
         out = {}
 
@@ -78,7 +78,7 @@ class DistSpMM(ScaledSpMM):
             out["y"] = self.be.spmm(self.lm.own_t, g)
 
         def on_block(rows, buf):
-            out["y"][rows] += buf  # rows are distinct within one sender
+            out["y"][rows] += self.be.from_host(buf)  # rows are distinct within one sender
 
         self.ex.fold(parts, g.shape[1], local, on_block)
         return out["y"]

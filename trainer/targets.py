@@ -10,11 +10,36 @@ Every kind returns its counts as a small float vector whose sum over ranks
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
-from .model import masked_cross_entropy
+from .backends import Backend, backend
+
+
+def _weights(idx: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """Per masked row: its loss weight (GraphSAINT's loss normalization), or 1."""
+    return np.ones(idx.size, np.float64) if weights is None else np.asarray(weights, np.float64)[idx]
+
+
+class Targets(Protocol):
+    """The loss and the score of a store's label kind (:class:`SingleLabel`, :class:`MultiLabel`)."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def width(self) -> int: ...
+
+    def labelled(self, labels: np.ndarray) -> np.ndarray: ...
+
+    def loss(self, logits: Any, labels: np.ndarray, mask: np.ndarray, total: int,
+             weights: np.ndarray | None = None) -> tuple[float, Any, np.ndarray]: ...
+
+    def counts(self, logits: Any, labels: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
+
+    def score(self, counts: np.ndarray) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -23,19 +48,23 @@ class SingleLabel:
 
     metric: str = "accuracy"
     width: int = 2
+    be: Backend = field(default_factory=backend, compare=False, repr=False)
 
     def labelled(self, labels: np.ndarray) -> np.ndarray:
         return np.asarray(labels) >= 0
 
-    def loss(self, logits: np.ndarray, labels: np.ndarray, mask: np.ndarray, total: int,
-             weights: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
-        """Loss sum over masked rows, gradient of it over ``total``, counts."""
-        loss, g, correct = masked_cross_entropy(logits, labels, mask, total, weights)
+    def loss(self, logits: Any, labels: np.ndarray, mask: np.ndarray, total: int,
+             weights: np.ndarray | None = None) -> tuple[float, Any, np.ndarray]:
+        """Sum of -log softmax over masked rows (times ``weights`` per row), its gradient over ``total``
+        (the global count), and the counts [rows, correct]."""
+        idx = np.flatnonzero(mask)
+        loss, g, correct = self.be.softmax_xent(logits, labels, idx, _weights(idx, weights), max(total, 1))
         return loss, g, np.array([np.count_nonzero(mask), correct], np.float64)
 
-    def counts(self, logits: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def counts(self, logits: Any, labels: np.ndarray, mask: np.ndarray) -> np.ndarray:
         idx = np.flatnonzero(mask)
-        return np.array([idx.size, np.count_nonzero(logits[idx].argmax(1) == labels[idx])], np.float64)
+        host = self.be.to_host(logits)
+        return np.array([idx.size, np.count_nonzero(host[idx].argmax(1) == labels[idx])], np.float64)
 
     def score(self, counts: np.ndarray) -> float:
         return float(counts[1] / max(counts[0], 1))
@@ -48,25 +77,20 @@ class MultiLabel:
 
     metric: str = "micro-F1"
     width: int = 4
+    be: Backend = field(default_factory=backend, compare=False, repr=False)
 
     def labelled(self, labels: np.ndarray) -> np.ndarray:
         return np.ones(np.asarray(labels).shape[0], bool)
 
-    def loss(self, logits: np.ndarray, labels: np.ndarray, mask: np.ndarray, total: int,
-             weights: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+    def loss(self, logits: Any, labels: np.ndarray, mask: np.ndarray, total: int,
+             weights: np.ndarray | None = None) -> tuple[float, Any, np.ndarray]:
         idx = np.flatnonzero(mask)
-        z = logits[idx].astype(np.float64)
-        y = np.asarray(labels[idx], np.float64)
-        w = np.ones(idx.size) if weights is None else np.asarray(weights, np.float64)[idx]
-        # log(1 + e^-|z|) + max(z, 0) - z y: the stable form of -[y log s(z) + (1-y) log(1-s(z))]
-        per_row = (np.logaddexp(0.0, -np.abs(z)) + np.maximum(z, 0) - z * y).sum(1)
-        g = np.zeros_like(logits)
-        g[idx] = ((1.0 / (1.0 + np.exp(-z)) - y) * w[:, None] / max(total, 1)).astype(np.float32)
-        return float((per_row * w).sum()), g, self.counts(logits, labels, mask)
+        loss, g = self.be.sigmoid_bce(logits, labels, idx, _weights(idx, weights), total)
+        return loss, g, self.counts(logits, labels, mask)
 
-    def counts(self, logits: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def counts(self, logits: Any, labels: np.ndarray, mask: np.ndarray) -> np.ndarray:
         idx = np.flatnonzero(mask)
-        pred, y = logits[idx] > 0, np.asarray(labels[idx], bool)
+        pred, y = self.be.to_host(logits)[idx] > 0, np.asarray(labels[idx], bool)
         return np.array([idx.size, np.count_nonzero(pred & y), np.count_nonzero(pred & ~y),
                          np.count_nonzero(~pred & y)], np.float64)
 
@@ -75,6 +99,7 @@ class MultiLabel:
         return float(2 * tp / max(2 * tp + fp + fn, 1))
 
 
-def for_store(attrs: dict) -> SingleLabel | MultiLabel:
-    """The targets of a store with these root attributes (``label_kind``)."""
-    return MultiLabel() if attrs.get("label_kind", "single") == "multi" else SingleLabel()
+def for_store(attrs: dict, be: Backend | None = None) -> SingleLabel | MultiLabel:
+    """The targets of a store with these root attributes (``label_kind``), computing through ``be``."""
+    be = be or backend()
+    return MultiLabel(be=be) if attrs.get("label_kind", "single") == "multi" else SingleLabel(be=be)

@@ -1,5 +1,6 @@
-"""The epoch model (shgcn/store/epoch.py): hand-checked α-β cases, and the
-model's bytes per rank against the trainer's counters on real MPI runs."""
+"""The epoch model (core/epoch.py with the cost modules of core/algorithms and
+core/exchanges): hand-checked α-β cases, and the model's bytes per rank
+against the trainer's counters on real MPI runs."""
 
 import numpy as np
 import pytest
@@ -8,12 +9,27 @@ from helpers.mpi import read_log, train
 
 from shgcn import store
 from shgcn.core import costs, epoch
+from shgcn.core.archs import ARCHS
+from shgcn.core.costs import Job
 from shgcn.core.errors import UserError
+from shgcn.core.machine import Channel, Machine
 from shgcn.core.tables import format_epochs
 
-NET = epoch.Network("hand", alpha=1.0, beta=0.01)
 SPMM_ONLY = epoch.ComputeModel(spmm=0.1, dense=0.0, elem=0.0, const=0.0)
 DIMS = [8, 4, 2]  # both layers multiply by W first: forward widths [4, 2], backward [4, 2]
+
+
+def hand_machine(compute=SPMM_ONLY) -> Machine:
+    """A rank per node, every message alpha 1 s + 0.01 s a byte, no shared link."""
+    ch = Channel(1.0, 0.01)
+    return Machine("hand", 1, ch, ch, None, 1, compute)
+
+
+NET = hand_machine()
+
+
+def job(exchange="p2p", arch="gcn", heads=None, itemsize=4, dims=DIMS):
+    return Job(tuple(dims), arch=arch, heads=heads, exchange=exchange, itemsize=itemsize)
 
 
 def hand_cost(directed=False):
@@ -22,35 +38,35 @@ def hand_cost(directed=False):
 
 
 def test_hand_bytes():
-    t = epoch.rank_traffic(hand_cost(), DIMS, "p2p")
+    t = epoch.rank_traffic(hand_cost(), job())
     # 4 bytes x (3 rows x (4 + 2) forward + 3 rows x (4 + 2) backward) for rank 0
     assert t["bytes_sent"].tolist() == [144, 240] and t["msgs_sent"].tolist() == [4, 4]
     assert t["bytes_recv"].tolist() == [240, 144]
     # directed: the backward folds back the rows received forward
-    assert epoch.rank_traffic(hand_cost(True), DIMS, "p2p")["bytes_sent"].tolist() == [192, 192]
-    b = epoch.rank_traffic(hand_cost(), DIMS, "bcast")
+    assert epoch.rank_traffic(hand_cost(True), job())["bytes_sent"].tolist() == [192, 192]
+    b = epoch.rank_traffic(hand_cost(), job("bcast"))
     assert b["bytes_sent"].tolist() == [4 * 4 * 12, 4 * 6 * 12] and b["msgs_sent"].tolist() == [4, 4]
-    assert epoch.rank_traffic(hand_cost(), DIMS, "alltoallv")["bytes_sent"].tolist() == [144, 240]
+    assert epoch.rank_traffic(hand_cost(), job("alltoallv"))["bytes_sent"].tolist() == [144, 240]
 
 
 def test_hand_bytes_by_architecture_and_wire_width():
     # sage and gin move what a gcn moves; a gat (heads [2, 1]) sends Z = H W forward (2*4, then 1*2 wide) and
     # folds the received rows' gradients back, every layer: rank 0 sends 3 rows forward and 5 back
     for arch in ("sage", "gin"):
-        assert epoch.rank_traffic(hand_cost(), DIMS, "p2p", arch)["bytes_sent"].tolist() == [144, 240]
-    gat = epoch.rank_traffic(hand_cost(), DIMS, "p2p", "gat", [2, 1])
+        assert epoch.rank_traffic(hand_cost(), job(arch=arch))["bytes_sent"].tolist() == [144, 240]
+    gat = epoch.rank_traffic(hand_cost(), job(arch="gat", heads=[2, 1]))
     assert gat["bytes_sent"].tolist() == [4 * (3 * 10 + 5 * 10), 4 * (5 * 10 + 3 * 10)]
     assert gat["msgs_sent"].tolist() == [4, 4] and gat["bytes_recv"].tolist() == gat["bytes_sent"].tolist()
-    half = epoch.rank_traffic(hand_cost(), DIMS, "p2p", "gat", [2, 1], itemsize=2)
+    half = epoch.rank_traffic(hand_cost(), job(arch="gat", heads=[2, 1], itemsize=2))
     assert (2 * half["bytes_sent"]).tolist() == gat["bytes_sent"].tolist()
-    calls = costs.call_bytes([3, 5], [5, 3], "gat", DIMS, False, [2, 1])  # forward by layer, backward last first
+    calls = costs.call_bytes([3, 5], [5, 3], job(arch="gat", heads=[2, 1]), False)  # forward by layer, backward last first
     assert calls.tolist() == [[96, 160], [24, 40], [40, 24], [160, 96]]
-    assert costs.in_widths("gat", [8, 4, 2], [2, 1]) == [8, 8]
-    assert costs.layer_heads("gat", 3, 8, 1) == [8, 8, 1] and costs.layer_heads("gin", 2, 8) == [1, 1]
+    assert ARCHS["gat"].in_widths([8, 4, 2], [2, 1]) == [8, 8]
+    assert ARCHS["gat"].layer_heads(3, 8, 1) == [8, 8, 1] and ARCHS["gin"].layer_heads(2, 8) == [1, 1]
 
 
 def test_hand_p2p_times():
-    t = epoch.rank_times(hand_cost(), DIMS, "p2p", NET, SPMM_ONLY)
+    t = epoch.rank_times(hand_cost(), job(), NET)
     # allreduce of 4 (8*4 + 4*2) = 160 bytes on 2 ranks: 2 alpha + 2 beta 160 / 2 = 3.6
     # rank 0, d=4: comm 1 + 0.01*5*16 = 1.8 hidden behind own 0.1*6*4 = 2.4, + halo 1.6 -> 4.0
     #         d=2: comm 1 + 0.01*5*8 = 1.4 > own 1.2, + halo 0.8 -> 2.2; forward + backward: 12.4
@@ -61,10 +77,10 @@ def test_hand_p2p_times():
 
 
 def test_hand_alltoallv_and_bcast_times():
-    a2a = epoch.rank_times(hand_cost(), DIMS, "alltoallv", NET, SPMM_ONLY)
+    a2a = epoch.rank_times(hand_cost(), job("alltoallv"), NET)
     # rank 1: d=4: alpha (P-1) + 0.01*5*16 + 0.1*20*4 = 1.8 + 8; d=2: 1.4 + 4; twice; + 3.6
     np.testing.assert_allclose(a2a["total"], [2 * (5.8 + 3.4) + 3.6, 2 * (9.8 + 5.4) + 3.6])
-    bc = epoch.rank_times(hand_cost(), DIMS, "bcast", NET, SPMM_ONLY)
+    bc = epoch.rank_times(hand_cost(), job("bcast"), NET)
     # per SpMM: two broadcasts of n_q d 4 bytes: alpha (1 + 1) + 2 beta m / 2 each = 4 + 0.01*10*d*4
     # rank 0: d=4: 0.1*10*4 + 5.6, d=2: 0.1*10*2 + 4.8 (no overlap in bcast)
     np.testing.assert_allclose(bc["total"], [2 * (4 + 5.6 + 2 + 4.8) + 3.6, 2 * (8 + 5.6 + 4 + 4.8) + 3.6])
@@ -74,7 +90,7 @@ def test_hand_dense_compute_and_one_rank():
     dense = epoch.ComputeModel(spmm=0.0, dense=1e-3, elem=1e-2, const=0.5)
     one = epoch.PartitionCost("rp", np.zeros((1, 1), np.int64), np.array([30]), np.array([10]), np.array([30]),
                                  False)
-    t = epoch.rank_times(one, DIMS, "p2p", NET, dense)
+    t = epoch.rank_times(one, job(), hand_machine(dense))
     # 10 rows x (8*4*2 + 4*2*3 = 88 multiply-adds) x 1e-3 + 10 x (12 + 2*6 = 24 columns) x 1e-2 + 0.5, no comm
     assert t["epoch"] == pytest.approx(0.88 + 2.4 + 0.5)
     assert t["comm"].tolist() == [0.0]
@@ -83,7 +99,7 @@ def test_hand_dense_compute_and_one_rank():
 def test_predict_speedups_and_table():
     rp = epoch.PartitionCost("rp", np.array([[0, 9], [9, 0]]), np.array([15, 15]), np.array([5, 5]),
                                 np.array([5, 5]), False)
-    rows = epoch.predict([rp, hand_cost()], DIMS, NET, SPMM_ONLY, exchanges=["p2p", "bcast"])
+    rows = epoch.predict([rp, hand_cost()], job(), NET, exchanges=["p2p", "bcast"])
     by = {(r["model"], r["exchange"]): r for r in rows}
     assert by["hp", "p2p"]["epoch"] == pytest.approx(27.6)
     assert by["rp", "p2p"]["vs_rp"] == 1.0
@@ -95,9 +111,9 @@ def test_predict_speedups_and_table():
 
 def test_bad_exchange_and_network():
     with pytest.raises(UserError, match="exchange"):
-        epoch.rank_traffic(hand_cost(), DIMS, "smoke")
-    with pytest.raises(UserError, match="network"):
-        epoch.predict([hand_cost()], DIMS, "carrier-pigeon")
+        epoch.rank_traffic(hand_cost(), job("smoke"))
+    with pytest.raises(UserError, match="machine"):
+        epoch.predict([hand_cost()], job(), "carrier-pigeon")
 
 
 def test_fit_compute_recovers_coefficients():
@@ -108,7 +124,7 @@ def test_fit_compute_recovers_coefficients():
         c = epoch.PartitionCost("x", np.zeros((1, 1), np.int64), np.array([load]), np.array([rows]), None, False)
         f = epoch.compute_features(c, dims)
         feats.append(f[0])
-        secs.append(epoch.rank_times(c, dims, "p2p", NET, true)["epoch"])
+        secs.append(epoch.rank_times(c, job(dims=dims), hand_machine(true))["epoch"])
     fit = epoch.fit_compute(np.array(feats), np.array(secs))
     np.testing.assert_allclose([fit.spmm, fit.dense, fit.elem, fit.const], [2e-9, 3e-10, 4e-9, 1e-3], rtol=1e-6)
 
@@ -142,11 +158,11 @@ def test_predicted_bytes_equal_measured(sim_stores, tmp_path, kind, ranks, excha
     cost = next(c for c in s.partition_costs() if c.model == s.attrs["model"])
     dims = epoch.dims_of(s.attrs["feature_dim"], header.dims[1:-1], s.attrs["classes"])
     assert dims == header.dims
-    pred = epoch.rank_traffic(cost, dims, exchange)
+    pred = epoch.rank_traffic(cost, job(exchange, dims=dims))
     assert pred["bytes_sent"].sum() > 0
     for e in epochs:
         assert e.bytes_sent == pred["bytes_sent"].tolist()
         assert e.msgs_sent == pred["msgs_sent"].tolist()
         assert e.bytes_recv == pred["bytes_recv"].tolist()
-    rows = epoch.predict(s.partition_costs(), dims, network="shm", exchanges=["p2p", "bcast"])
+    rows = epoch.predict(s.partition_costs(), job(dims=dims), "shm", exchanges=["p2p", "bcast"])
     assert {r["model"] for r in rows} == {"hp", "rp"} and all(r["epoch"] > 0 for r in rows)

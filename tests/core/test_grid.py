@@ -6,9 +6,18 @@ import pytest
 import scipy.sparse as sp
 
 from shgcn.core import epoch
+from shgcn.core.algorithms import ALGORITHMS, assign_pairs, chunk_bounds, chunk_of, local_index, row_supports
+from shgcn.core.costs import Job
+from shgcn.core.epoch import predict_algorithm, recommend
 from shgcn.core.errors import UserError
-from shgcn.core.grid import assign_pairs, chunk_bounds, chunk_of, grid_shape, local_index, row_supports, shape_for
-from shgcn.core.gridtime import grid_memory, predict_grid, recommend
+
+
+def grid_shape(algorithm, ranks, parts, c=1):
+    return ALGORITHMS.get_spec(algorithm).shape(ranks, parts, c)
+
+
+def shape_for(algorithm, parts, c=1):
+    return ALGORITHMS.get_spec(algorithm).shape_for(parts, c)
 
 
 def path_cost(directed=False) -> epoch.PartitionCost:
@@ -76,8 +85,8 @@ def test_row_supports_of_the_path():
 def test_one_replica_is_1d(directed):
     cost = path_cost(directed)
     dims = [3, 4, 2]
-    one = epoch.rank_traffic(cost, dims, "p2p", "sage")
-    grid = epoch.rank_traffic(cost, dims, "p2p", "sage", algorithm="1.5d", replication=1)
+    one = epoch.rank_traffic(cost, Job(dims, arch="sage"))
+    grid = epoch.rank_traffic(cost, Job(dims, arch="sage", algorithm="1.5d", replication=1))
     for key in ("bytes_sent", "msgs_sent", "bytes_recv"):
         assert grid[key].tolist() == one[key].tolist()
     assert grid["inrow_bytes"].sum() == 0 and grid["rows_bytes"].tolist() == one["bytes_sent"].tolist()
@@ -87,7 +96,7 @@ def test_summa_bytes_by_hand():
     """2 x 2 grid, GCN [3, 2]: two SpMMs of width 2 (H W first), each rank a slice of width 1.
     Per SpMM: H's slice down the column (2 rows x 1 x 4 B), the allgather (the same), and block (i, j)
     along the row: 4 (2 + 1) B of row pointers + 8 B per nonzero (blocks 4, 1 / 1, 4)."""
-    t = epoch.rank_traffic(path_cost(), [3, 2], algorithm="2d")
+    t = epoch.rank_traffic(path_cost(), Job((3, 2), algorithm="2d"))
     assert t["matrix_bytes"].tolist() == [2 * 44, 2 * 20, 2 * 20, 2 * 44]
     assert t["rows_bytes"].tolist() == t["inrow_bytes"].tolist() == [16] * 4
     assert t["bytes_sent"].tolist() == [120, 72, 72, 120] and t["msgs_sent"].tolist() == [6] * 4
@@ -98,7 +107,7 @@ def test_15d_bytes_by_hand():
     """k = 2, c = 2, GCN [3, 2] (two SpMMs of width 2, 4 B a value). Rank (0, 0) multiplies block (0, 1)
     and receives row 2 from rank (1, 0); rank (1, 1) row 1 from (0, 1). In the row, a support row outside
     the rank's own one-row chunk goes to its owner (reduce-scatter), then every chunk to the other rank."""
-    t = epoch.rank_traffic(path_cost(), [3, 2], algorithm="1.5d", replication=2)
+    t = epoch.rank_traffic(path_cost(), Job((3, 2), algorithm="1.5d", replication=2))
     assert t["rows_bytes"].tolist() == [0, 2 * 8, 2 * 8, 0]
     assert t["inrow_bytes"].tolist() == [2 * (8 + 8), 2 * 8, 2 * 8, 2 * (8 + 8)]
     assert t["msgs_sent"].tolist() == [2 * 2, 2 * (1 + 2), 2 * (1 + 2), 2 * 2]
@@ -107,8 +116,7 @@ def test_15d_bytes_by_hand():
 
 def test_times_and_recommendation():
     cost = path_cost()
-    net = epoch.network_of("infiniband")
-    rows = predict_grid([cost], [3, 4, 2], net, epoch.THIS_MACHINE, ["p2p", "bcast"], "1.5d", 2, feature_dim=3)
+    rows = predict_algorithm([cost], Job((3, 4, 2), algorithm="1.5d", replication=2), "infiniband", ["p2p", "bcast"])
     assert [(r["ranks"], r["parts"], r["exchange"]) for r in rows] == [(4, 2, "p2p"), (4, 2, "bcast")]
     assert all(r["epoch"] > r["comm"] > 0 and r["memory"] > 0 for r in rows)
     fake = [{"ranks": 4, "epoch": 2.0, "n": 1}, {"ranks": 4, "epoch": 1.0, "n": 2}, {"ranks": 8, "epoch": 3.0, "n": 3}]
@@ -117,6 +125,6 @@ def test_times_and_recommendation():
 
 def test_replication_multiplies_the_memory():
     cost = path_cost()
-    one = grid_memory(cost, [3, 4, 2], shape_for("1d", 2), 3)
-    two = grid_memory(cost, [3, 4, 2], shape_for("1.5d", 2, 2), 3, combine="gather")
+    one = ALGORITHMS["1d"].memory(cost, Job((3, 4, 2)))
+    two = ALGORITHMS["1.5d"].memory(cost, Job((3, 4, 2), algorithm="1.5d", replication=2, combine="gather"))
     assert two.tolist() == np.repeat(one, 2).tolist()  # every rank of a row holds its block: c times the job's

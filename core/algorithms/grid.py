@@ -1,8 +1,8 @@
-"""The process grids of the trainer's communication-avoiding algorithms
+"""The process grids of the trainer's distributed algorithms
 (``shgcn-train --algorithm 1d | 1.5d | 2d``): who holds which block, which
 rank multiplies which column block, and which rows a rank's partial sums
-touch. The trainer lays its ranks out with these functions and the epoch
-model (:mod:`.gridcost`) counts their bytes with the same ones, so the
+touch. The trainer lays its ranks out with these functions and the cost
+models (:mod:`.onehalfd`, :mod:`.twod`) count their bytes with the same ones, so the
 prediction is exact by construction and checked by the tests.
 
 Ranks are numbered row by row: rank ``r`` is grid position ``(i, j) =
@@ -24,22 +24,20 @@ on a cluster they share a node and the in-row traffic stays on it).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import UserError
-
-ALGORITHMS = ("1d", "1.5d", "2d")
-COMBINES = ("auto", "reduce", "gather")
+from ..errors import UserError
 
 
 @dataclass(frozen=True)
 class GridShape:
     """A process grid: ``rows`` block rows (the store's parts) x ``cols``
-    ranks per row (1 for 1d, the replication c for 1.5d, s for 2d)."""
+    ranks per row (1 for 1d, the replication c for 1.5d, s for 2d).
+
+    ``algorithm`` names the algorithm that laid it out (for messages and the run log)."""
 
     algorithm: str
     rows: int
@@ -60,49 +58,16 @@ class GridShape:
         return self.cols
 
 
-def grid_shape(algorithm: str, ranks: int, parts: int, replication: int = 1) -> GridShape:
-    """The grid of ``ranks`` ranks over a store of ``parts`` parts; a
-    :class:`UserError` (one line) when they do not make one."""
-    if algorithm not in ALGORITHMS:
-        raise UserError(f"--algorithm {algorithm!r}: choose from {', '.join(ALGORITHMS)}")
+def rows_by_columns(algorithm: str, ranks: int, parts: int, replication: int) -> GridShape:
+    """A k x c grid of ``ranks`` ranks over ``parts`` parts (c = ``replication``); a :class:`UserError`
+    (one line) when the job's rank count is not ``parts x c``."""
     if replication < 1:
         raise UserError(f"--replication {replication}: must be >= 1")
-    if algorithm != "1.5d" and replication != 1:
-        raise UserError(f"--replication {replication} needs --algorithm 1.5d")
-    if algorithm == "2d":
-        s = math.isqrt(ranks)
-        if s * s != ranks or parts != s:
-            raise UserError(f"--algorithm 2d runs on a square grid: P = s x s ranks over a store of s parts; "
-                            f"the store has {parts} part{'s' if parts != 1 else ''} and the job {ranks} "
-                            f"rank{'s' if ranks != 1 else ''}; run with mpirun -n {parts * parts}")
-        return GridShape(algorithm, s, s)
     if ranks != parts * replication:
-        how = f" (--algorithm 1.5d: {parts} parts x --replication {replication})" if algorithm == "1.5d" else ""
+        how = f" (--algorithm {algorithm}: {parts} parts x --replication {replication})" if replication > 1 else ""
         raise UserError(f"the store has {parts} part{'s' if parts != 1 else ''} but the job has {ranks} "
                         f"rank{'s' if ranks != 1 else ''}; run with mpirun -n {parts * replication}{how}")
     return GridShape(algorithm, parts, replication)
-
-
-def shape_for(algorithm: str, parts: int, replication: int = 1) -> GridShape:
-    """The grid an algorithm lays over a partition into ``parts`` parts (1.5d: ``replication`` ranks a part)."""
-    if algorithm == "2d":
-        return GridShape("2d", parts, parts)
-    return grid_shape(algorithm, parts * replication, parts, replication)
-
-
-def combine_for(arch: str, combine: str) -> str:
-    """How a 1.5D process row combines its work: ``reduce`` (partial sums
-    reduced within the row, CAGNET's; the default of the SpMM layers) or
-    ``gather`` (the received rows shared within the row; GAT's, whose
-    softmax over a row's neighbours is not a sum of partial products)."""
-    if combine not in COMBINES:
-        raise UserError(f"--row-combine {combine!r}: choose from {', '.join(COMBINES)}")
-    if combine == "auto":
-        return "gather" if arch == "gat" else "reduce"
-    if combine == "reduce" and arch == "gat":
-        raise UserError("--arch gat under --algorithm 1.5d needs --row-combine gather (its softmax over a row's "
-                        "neighbours is not a sum of partial products)")
-    return combine
 
 
 def assign_pairs(volume: np.ndarray, c: int, oblivious: bool = False) -> np.ndarray:

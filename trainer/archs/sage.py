@@ -16,22 +16,24 @@ from typing import Any
 
 import numpy as np
 
-from .backend import BACKEND, Noise
-from .graph import Graph
-from .model import SingleHead, dense, glorot
+from shgcn.core.archs import ARCHS
+
+from ..backends import Backend, Noise
+from ..graph import Graph
+from .base import Layers, glorot
 
 
-class SAGE(SingleHead):
+class SAGE(Layers):
     """Per layer: ``w`` (d_in, 2 d_out) = [W_n | W_r] and bias ``b`` (d_out,)."""
 
-    arch = "sage"
+    spec = ARCHS["sage"]
 
-    def __init__(self, dims: list[int], seed: int, backend=BACKEND):
+    def __init__(self, dims: list[int], seed: int, heads: list[int], backend: Backend):
         rng = np.random.default_rng([seed, 0x5A6E])
-        super().__init__(dims, backend)
+        super().__init__(dims, heads, backend)
         self.params = []
         for a, b in zip(dims[:-1], dims[1:]):
-            self.params += [np.hstack([glorot(rng, a, b), glorot(rng, a, b)]), np.zeros(b, np.float32)]
+            self.params += [backend.asarray(np.hstack([glorot(rng, a, b), glorot(rng, a, b)])), backend.zeros((b,))]
         self.decay = [0]
 
     def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
@@ -44,10 +46,10 @@ class SAGE(SingleHead):
             hd, _ = be.act_dropout(z, "relu" if k else "none", noise, k, graph.gids)
             if self.w_first(k):
                 y = be.gemm(hd, w)
-                z = graph.mean.forward(np.ascontiguousarray(y[:, :d])) + y[:, d:] + b
+                z = graph.mean.forward(be.concat([y[:, :d]], 1)) + y[:, d:] + b
                 cache.append((hd, None))
             else:
-                mh = graph.mean.forward(dense(hd))
+                mh = graph.mean.forward(be.dense(hd))
                 z = be.gemm(mh, w[:, :d]) + be.gemm(hd, w[:, d:]) + b
                 cache.append((hd, mh))
         return z, (noise, cache)
@@ -55,19 +57,19 @@ class SAGE(SingleHead):
     def backward(self, saved: tuple, g: np.ndarray, graph: Graph) -> list[np.ndarray]:
         be = self.be
         noise, cache = saved
-        grads: list[np.ndarray] = [np.empty(0, np.float32)] * len(self.params)
+        grads = self.placeholders()
         for k in range(len(self.dims) - 2, -1, -1):
             w, (hd, mh) = self.params[2 * k], cache[k]
             d = self.dims[k + 1]
-            grads[2 * k + 1] = g.sum(0)
+            grads[2 * k + 1] = be.colsum(g)
             if self.w_first(k):
-                dy = np.empty((g.shape[0], 2 * d), np.float32)
+                dy = be.empty((g.shape[0], 2 * d))
                 dy[:, :d] = graph.mean.transpose(g)
                 dy[:, d:] = g
                 grads[2 * k] = be.gemm_tn(hd, dy)
                 dh = be.gemm(dy, w.T) if k else None
             else:
-                grads[2 * k] = np.hstack([be.gemm_tn(mh, g), be.gemm_tn(hd, g)])
+                grads[2 * k] = be.concat([be.gemm_tn(mh, g), be.gemm_tn(hd, g)], 1)
                 dh = graph.mean.transpose(be.gemm(g, w[:, :d].T)) + be.gemm(g, w[:, d:].T) if k else None
             if dh is None:
                 break

@@ -13,20 +13,22 @@ from typing import Any
 
 import numpy as np
 
-from .backend import BACKEND, Noise
-from .graph import Graph
-from .model import SingleHead, dense, glorot
+from shgcn.core.archs import ARCHS
+
+from ..backends import Backend, Noise
+from ..graph import Graph
+from .base import Layers, glorot
 
 
-class GCN(SingleHead):
+class GCN(Layers):
     """Weights ``ws[k]`` of shape (dims[k], dims[k+1]), identical on every rank."""
 
-    arch = "gcn"
+    spec = ARCHS["gcn"]
 
-    def __init__(self, dims: list[int], seed: int, backend=BACKEND):
+    def __init__(self, dims: list[int], seed: int, heads: list[int], backend: Backend):
         rng = np.random.default_rng([seed, 0x6C])
-        super().__init__(dims, backend)
-        self.ws = [glorot(rng, a, b) for a, b in zip(dims[:-1], dims[1:])]
+        super().__init__(dims, heads, backend)
+        self.ws = [backend.asarray(glorot(rng, a, b)) for a, b in zip(dims[:-1], dims[1:])]
         self.params = self.ws
         self.decay = [0]
 
@@ -42,7 +44,7 @@ class GCN(SingleHead):
                 cache.append((hd, None))
                 z = graph.norm.forward(be.gemm(hd, w))
             else:
-                ah = graph.norm.forward(dense(hd))
+                ah = graph.norm.forward(be.dense(hd))
                 cache.append((hd, ah))
                 z = be.gemm(ah, w)
         return z, (noise, cache)
@@ -51,7 +53,7 @@ class GCN(SingleHead):
         """Local weight gradients (before the allreduce) from G = dL/dlogits."""
         be = self.be
         noise, cache = saved
-        grads: list[np.ndarray] = [np.empty(0, np.float32)] * len(self.ws)
+        grads = self.placeholders()
         for k in range(len(self.ws) - 1, -1, -1):
             w, (hd, ah) = self.ws[k], cache[k]
             if self.w_first(k):

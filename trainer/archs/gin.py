@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from .backend import BACKEND, Noise
-from .graph import Graph
-from .model import SingleHead, dense
+from shgcn.core.archs import ARCHS
+
+from ..backends import Backend, Noise
+from ..graph import Graph
+from .base import Layers
 
 PER_LAYER = 5  # w1, b1, w2, b2, eps
 
@@ -29,17 +31,18 @@ def _linear(rng: np.random.Generator, d_in: int, d_out: int) -> tuple[np.ndarray
             rng.uniform(-bound, bound, d_out).astype(np.float32))
 
 
-class GIN(SingleHead):
+class GIN(Layers):
     """Per layer: ``w1`` (d_in, d_out), ``b1``, ``w2`` (d_out, d_out), ``b2``, ``eps`` (1,)."""
 
-    arch = "gin"
+    spec = ARCHS["gin"]
 
-    def __init__(self, dims: list[int], seed: int, backend=BACKEND):
+    def __init__(self, dims: list[int], seed: int, heads: list[int], backend: Backend):
         rng = np.random.default_rng([seed, 0x61E])
-        super().__init__(dims, backend)
+        super().__init__(dims, heads, backend)
         self.params = []
         for a, b in zip(dims[:-1], dims[1:]):
-            self.params += [*_linear(rng, a, b), *_linear(rng, b, b), np.zeros(1, np.float32)]
+            self.params += [backend.asarray(x) for x in (*_linear(rng, a, b), *_linear(rng, b, b))]
+            self.params.append(backend.zeros((1,)))
         self.decay = [0, 2]
 
     def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
@@ -53,10 +56,10 @@ class GIN(SingleHead):
                 agg = graph.sum.forward(u) + (1 + eps[0]) * u
                 z1 = agg + b1
             else:
-                u = dense(hd)
+                u = be.dense(hd)
                 agg = graph.sum.forward(u) + (1 + eps[0]) * u
                 z1 = be.gemm(agg, w1) + b1
-            a1 = np.maximum(z1, 0)
+            a1 = be.relu(z1)
             z = be.gemm(a1, w2) + b2
             cache.append((hd, u, agg, a1))
         return z, (noise, cache)
@@ -64,18 +67,18 @@ class GIN(SingleHead):
     def backward(self, saved: tuple, g: np.ndarray, graph: Graph) -> list[np.ndarray]:
         be = self.be
         noise, cache = saved
-        grads: list[np.ndarray] = [np.empty(0, np.float32)] * len(self.params)
+        grads = self.placeholders()
         for k in range(len(self.dims) - 2, -1, -1):
             w1, _, w2, _, eps = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
             hd, u, agg, a1 = cache[k]
             i = PER_LAYER * k
-            grads[i + 3] = g.sum(0)
+            grads[i + 3] = be.colsum(g)
             grads[i + 2] = be.gemm_tn(a1, g)
             dz1 = be.gemm(g, w2.T)
             dz1 *= a1 > 0
-            grads[i + 1] = dz1.sum(0)
+            grads[i + 1] = be.colsum(dz1)
             dagg = dz1 if self.w_first(k) else be.gemm(dz1, w1.T)
-            grads[i + 4] = np.array([np.vdot(dagg, u)], np.float32)  # d/d eps of (1 + eps) u
+            grads[i + 4] = be.vdot(dagg, u)  # d/d eps of (1 + eps) u
             if self.w_first(k):
                 du = graph.sum.transpose(dagg) + (1 + eps[0]) * dagg
                 grads[i] = be.gemm_tn(hd, du)

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from .exchange import Counters
+from ..exchanges import Counters
 
 _TAG_RS, _TAG_AG, _TAG_GATHER = 21, 22, 23
 
@@ -33,7 +33,7 @@ class RowReduce:
     Parameters
     ----------
     comm : the row's communicator (rank j of c)
-    bounds : (c+1,) int64, the chunks (:func:`shgcn.core.grid.chunk_bounds`)
+    bounds : (c+1,) int64, the chunks (:func:`shgcn.core.algorithms.chunk_bounds`)
     supports : c arrays of sorted local row ids
     counters : where the bytes go (kind ``inrow``)
     """

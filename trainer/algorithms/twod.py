@@ -1,7 +1,7 @@
-"""2D SUMMA (``--algorithm 2d``), sparsity-oblivious as CAGNET's 2D: the
+"""``2d``: SUMMA (cost model: :mod:`shgcn.core.algorithms.twod`), sparsity-oblivious as CAGNET's 2D: the
 baseline the communication-avoiding papers compare against.
 
-The grid is s x s over a store of s parts (see :mod:`shgcn.core.grid`).
+The grid is s x s over a store of s parts (see :mod:`shgcn.core.algorithms.grid`).
 Simplification (stated in the README): the store's s row blocks are split
 into s column blocks at runtime, so rank (i, j) opens block i, keeps block
 (i, j) of Â (the columns part j owns) and drops the rest; and H is held
@@ -21,18 +21,21 @@ graph; Â's own for an undirected one).
 from __future__ import annotations
 
 import time
-from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.core.grid import slice_bounds
+from shgcn.core.algorithms import slice_bounds
+from shgcn.core.archs import NORM
+from shgcn.core.memory import Held, rank_bytes
 
-from .backend import BACKEND, CPU
-from .exchange import Counters, Exchange
-from .graph import Graph
-from .plan import CommPlan, LocalMatrix
-from .spmm import ScaledSpMM
+from ..backends import Backend
+from ..context import Context, Local, finish
+from ..exchanges import Counters, Counting
+from ..graph import PATTERN, Graph
+from ..plan import CommPlan, LocalMatrix, comm_plan, local_matrix
+from .base import check_memory, column_owner, peers
 
 _TAG_AG = 31
 
@@ -68,7 +71,8 @@ def unpack(buf: np.ndarray, n: int, cols: int) -> sp.csr_matrix:
 class Summa:
     """What every 2D product of a rank shares: its place, communicators, block sizes and counters."""
 
-    def __init__(self, row, col, i: int, j: int, rows: np.ndarray, counters: Counters, backend: CPU = BACKEND):
+    def __init__(self, row, col, position: tuple[int, int], rows: np.ndarray, counters: Counters, backend: Backend):
+        i, j = position
         self.row, self.col, self.i, self.j = row, col, i, j
         self.s = row.size
         self.rows = np.asarray(rows, np.int64)
@@ -130,55 +134,56 @@ def prepare(m: LocalMatrix, plan: CommPlan, j: int) -> Prepared:
     return pack(blocks[j]), np.array([b.shape[0] + 1 + 2 * b.nnz for b in blocks], np.int64)
 
 
-class SummaSpMM(ScaledSpMM):
-    """M X and Mᵀ G (M = diag(left) P) for block row i, as :class:`.spmm.DistSpMM`, by SUMMA
-    (``fwd``: P's blocks; ``bwd``: Pᵀ's, the same for an undirected graph)."""
+class SummaProduct:
+    """P X and Pᵀ G for block row i by SUMMA (``fwd``: P's blocks; ``bwd``: Pᵀ's, the same for an undirected
+    graph): both ways a product with its own blocks."""
 
-    symmetric = False  # Pᵀ G by its own blocks, bwd, whatever the graph
-
-    def __init__(self, summa: Summa, fwd: Prepared, bwd: Prepared, left: np.ndarray | None = None):
+    def __init__(self, summa: Summa, fwd: Prepared, bwd: Prepared):
         self.summa, self.fwd, self.bwd = summa, fwd, bwd
-        self.left = None if left is None else np.asarray(left, np.float32)[:, None]
 
-    def _product(self, x: np.ndarray) -> np.ndarray:
+    def forward(self, x: Any) -> Any:
         return self.summa.multiply(self.summa.be.to_host(x), *self.fwd)
 
-    def _fold(self, g: np.ndarray) -> np.ndarray:
+    def transpose(self, g: Any) -> Any:
         return self.summa.multiply(self.summa.be.to_host(g), *self.bwd)
 
 
-class SummaGraph(Graph):
-    """A 2D rank's operators (gcn's Â, sage's mean, gin's sum). Keeps its own
-    column blocks and the degrees; the rest of block row i is dropped."""
+class SummaOperators:
+    """A 2D rank's operators (gcn's Â, sage's mean, gin's sum): rank (i, j) keeps its own column blocks of
+    block row i (the rest is dropped once they are prepared) and the degrees of the whole row."""
 
     def __init__(self, lm: LocalMatrix, lm_t: LocalMatrix | None, cp: CommPlan, cp_t: CommPlan | None,
-                 ex: Exchange, summa: Summa, col_gids: np.ndarray):
-        super().__init__(lm, ex, lm_t is None, col_gids)
+                 summa: Summa):
         self.summa = summa
+        self.n_own = lm.n_own
         j = summa.j
-        norm = prepare(lm, cp, j)
-        pattern = prepare(lm.pattern(), cp, j)
+        pattern = lm.pattern()
+        norm_p, pattern_p = prepare(lm, cp, j), prepare(pattern, cp, j)
         if lm_t is not None and cp_t is not None:
-            self._ops = {"norm": (norm, prepare(lm_t, cp_t, j)), "pattern": (pattern, prepare(lm_t.pattern(), cp_t, j))}
+            self._ops = {NORM: (norm_p, prepare(lm_t, cp_t, j)), PATTERN: (pattern_p, prepare(lm_t.pattern(), cp_t, j))}
         else:
-            self._ops = {"norm": (norm, norm), "pattern": (pattern, pattern)}
-        _ = self.degree  # from the whole row, before it is dropped
-        self.lm = None  # type: ignore[assignment]  # rank (i, j) keeps block (i, j) only
-        self.__dict__.pop("_pattern", None)
+            self._ops = {NORM: (norm_p, norm_p), PATTERN: (pattern_p, pattern_p)}
+        self.degree = (np.diff(pattern.own.indptr) + sum((np.diff(m.indptr) for m in pattern.halo.values()),
+                                                         np.zeros(self.n_own, np.int64))).astype(np.float32)
 
-    def _spmm(self, kind: str, left) -> SummaSpMM:
-        return SummaSpMM(self.summa, *self._ops[kind], left)
+    def product(self, matrix: str) -> SummaProduct:
+        return SummaProduct(self.summa, *self._ops[matrix])
 
-    @cached_property
-    def norm(self):
-        return self._spmm("norm", self.left)
 
-    @cached_property
-    def mean(self):
-        with np.errstate(divide="ignore"):
-            inv = np.where(self.degree > 0, 1.0 / np.maximum(self.degree, 1), 0.0).astype(np.float32)
-        return self._spmm("pattern", inv)
-
-    @cached_property
-    def sum(self):
-        return self._spmm("pattern", None)
+def connect(local: Local, comm) -> Context:
+    """The grid's row and column communicators and the SUMMA products; then the memory check."""
+    cp, block = local.cp, local.block
+    i, j = local.position
+    row = comm.Split(i, j)  # the s ranks of block row i, ranked by grid column
+    col = comm.Split(j, i)  # the s ranks of grid column j, ranked by block row
+    ex = Counting(None, cp)
+    summa = Summa(row, col, (i, j), np.diff(cp.offsets), ex.counters, local.backend)
+    lm = local_matrix(block.plan, cp)
+    cp_t = comm_plan(block.transpose, i, cp.offsets) if block.transpose is not None else None
+    lm_t = local_matrix(block.transpose, cp_t) if block.transpose is not None and cp_t is not None else None
+    ops = SummaOperators(lm, lm_t, cp, cp_t, summa)
+    sender = column_owner(np.asarray(block.plan.indices), block.n_own, cp)
+    per_block = np.bincount(sender, minlength=cp.size)
+    memory = int(rank_bytes(Held(block.n_own, int(per_block[j]), 0, int(per_block.max())), local.job))
+    return finish(local, exchange=ex, graph=Graph(ops, local.col_gids(local.data.gids, cp.recv_ids)),
+                  peers=peers(local, comm), memory=memory, memory_all=check_memory(local, memory, comm))

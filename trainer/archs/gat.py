@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from .backend import BACKEND, Noise
-from .graph import Graph
-from .model import glorot
+from shgcn.core.archs import ARCHS
+
+from ..backends import Attention, Backend, Noise
+from ..graph import Graph
+from .base import Layers, glorot
 
 SLOPE = 0.2  # LeakyReLU's negative slope (GATConv's default)
 PER_LAYER = 4  # w, a_src, a_dst, b
@@ -38,76 +40,69 @@ def _block_diag(a: np.ndarray) -> np.ndarray:
     return out
 
 
-class GAT:
+class GAT(Layers):
     """Per layer: ``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
 
-    arch = "gat"
+    spec = ARCHS["gat"]
 
-    def __init__(self, dims: list[int], seed: int, heads: list[int], backend=BACKEND):
+    def __init__(self, dims: list[int], seed: int, heads: list[int], backend: Backend):
         rng = np.random.default_rng([seed, 0x6A7])
-        self.dims, self.heads, self.be = dims, list(heads), backend
+        super().__init__(dims, heads, backend)
         self.params = []
         d_in = dims[0]
         for k, (h, d) in enumerate(zip(self.heads, dims[1:])):
             last = k == len(self.heads) - 1
-            self.params += [glorot(rng, d_in, h * d), glorot(rng, h, d), glorot(rng, h, d),
-                            np.zeros(d if last else h * d, np.float32)]
+            self.params += [backend.asarray(x) for x in (glorot(rng, d_in, h * d), glorot(rng, h, d), glorot(rng, h, d))]
+            self.params.append(backend.zeros((d if last else h * d,)))
             d_in = h * d
         self.decay = [0]
-
-    def w_first(self, k: int) -> bool:
-        return True  # the attention needs Z = H W
 
     def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
         cache = []
         z: Any = x
         for k in range(len(self.heads)):
             hd, keep = self.be.act_dropout(z, "elu" if k else "none", noise, k, graph.gids, keep=k > 0)
-            out, saved = self._attend(k, hd, graph, noise)
-            cache.append((hd, keep, *saved))
-            z = out
+            z, att = self._attend(k, hd, graph, noise)
+            cache.append((hd, keep, att))
         return z, (noise, cache)
 
-    def _attend(self, k: int, hd: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
+    def _attend(self, k: int, hd: Any, graph: Graph, noise: Noise | None) -> tuple[Any, Attention]:
         """One layer's aggregation: interior rows while Z's rows travel, then the boundary rows."""
         w, a_src, a_dst, b = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
         heads, d = a_src.shape
         be, n, csr = self.be, graph.n_own, graph.csr
         cp = graph.ex.cp
-        z = np.empty((csr.shape[1], heads * d), np.float32)  # own rows, then received ones
-        z[:n] = be.gemm(hd, w)
-        both = be.gemm(z[:n], np.hstack([_block_diag(a_src), _block_diag(a_dst)]))  # every head's two scores
-        s_src = np.empty((z.shape[0], heads), np.float32)
-        s_src[:n] = both[:, :heads]
-        s_dst = np.ascontiguousarray(both[:, heads:])
-        alpha = np.empty((csr.nnz, heads), np.float32)
-        alpha_d = np.empty_like(alpha)
-        out = np.empty((n, heads * d), np.float32)  # every row is written once (interior, then boundary)
+        att = Attention(csr, be.empty((csr.shape[1], heads * d)), be.empty((csr.shape[1], heads)), None, SLOPE,
+                        graph.gids, graph.col_gids, noise, k)
+        att.z[:n] = be.gemm(hd, w)  # own rows, then received ones
+        both = be.gemm(att.z[:n], be.concat([_block_diag(a_src), _block_diag(a_dst)], 1))  # every head's two scores
+        att.s_src[:n] = both[:, :heads]
+        att.s_dst = be.concat([both[:, heads:]], 1)
+        att.alpha, att.alpha_d = be.empty((csr.nnz, heads)), be.empty((csr.nnz, heads))
+        att.out = be.empty((n, heads * d))  # every row is written once (interior, then boundary)
         interior, boundary = graph.split_rows
-        args = (graph.gids, graph.col_gids, noise, k, alpha, alpha_d, out)
 
         def local():
-            be.gat_forward(interior, csr, z, s_src, s_dst, SLOPE, *args)
+            be.gat_forward(interior, att)
 
         def on_block(q, rows):
             lo = n + cp.recv_start[q]
-            z[lo:lo + rows.shape[0]] = rows
+            att.z[lo:lo + rows.shape[0]] = be.from_host(rows)
 
-        graph.ex.expand(be.to_host(z[:n]), local, on_block)
-        if z.shape[0] > n:
-            s_src[n:] = be.gemm(z[n:], _block_diag(a_src))
-        be.gat_forward(boundary, csr, z, s_src, s_dst, SLOPE, *args)
-        if k == len(self.heads) - 1:
-            out = out.reshape(n, heads, d).mean(1)
-        return out + b, (z, s_src, s_dst, alpha, alpha_d)
+        graph.ex.expand(be.to_host(att.z[:n]), local, on_block)
+        if att.z.shape[0] > n:
+            att.s_src[n:] = be.gemm(att.z[n:], _block_diag(a_src))
+        be.gat_forward(boundary, att)
+        out = att.out.reshape(n, heads, d).mean(1) if k == len(self.heads) - 1 else att.out
+        return out + b, att
 
     def backward(self, saved: tuple, g: np.ndarray, graph: Graph) -> list[np.ndarray]:
         be = self.be
         noise, cache = saved
-        grads: list[np.ndarray] = [np.empty(0, np.float32)] * len(self.params)
+        grads = self.placeholders()
         for k in range(len(self.heads) - 1, -1, -1):
-            hd, keep = cache[k][:2]
-            dz = self._attend_grad(k, g, graph, cache[k][2:], grads)
+            hd, keep, att = cache[k]
+            dz = self._attend_grad(k, g, graph, att, grads)
             i = PER_LAYER * k
             grads[i] = be.gemm_tn(hd, dz)
             if k == 0:
@@ -115,25 +110,25 @@ class GAT:
             g = be.act_dropout_grad(be.gemm(dz, self.params[i].T), hd, "elu", noise, keep)
         return grads
 
-    def _attend_grad(self, k: int, g: np.ndarray, graph: Graph, saved: tuple, grads: list) -> np.ndarray:
+    def _attend_grad(self, k: int, g: Any, graph: Graph, att: Attention, grads: list) -> Any:
         """dL/dZ of the own rows (the received rows' partial sums folded back in),
         and the gradients of a_src, a_dst and b into ``grads``."""
-        z, s_src, s_dst, alpha, alpha_d = saved
+        z = att.z
         w, a_src, a_dst, _ = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
         heads, d = a_src.shape
         be, n, cp = self.be, graph.n_own, graph.ex.cp
         i = PER_LAYER * k
-        grads[i + 3] = g.sum(0)
+        grads[i + 3] = be.colsum(g)
         if k == len(self.heads) - 1:  # the mean over heads
-            g = np.tile(g / np.float32(heads), (1, heads))
-        dz, ds_src, ds_dst = be.gat_backward(graph.csr, z, g, s_src, s_dst, SLOPE, alpha, alpha_d)
-        bd = np.vstack([_block_diag(a_src).T, _block_diag(a_dst).T])  # (2H, H d)
-        both = np.hstack([ds_src[:n], ds_dst])
+            g = be.concat([g / np.float32(heads)] * heads, 1)
+        dz, ds_src, ds_dst = be.gat_backward(att, g)
+        bd = be.concat([_block_diag(a_src).T, _block_diag(a_dst).T], 0)  # (2H, H d)
+        both = be.concat([ds_src[:n], ds_dst], 1)
         dz[:n] += be.gemm(both, bd)
         if dz.shape[0] > n:
             dz[n:] += be.gemm(ds_src[n:], bd[:heads])
         own = dz[:n]
-        parts = {q: dz[n + cp.recv_start[q]:n + cp.recv_start[q + 1]] for q, _ in cp.recv_from}
+        parts = {q: be.to_host(dz[n + cp.recv_start[q]:n + cp.recv_start[q + 1]]) for q, _ in cp.recv_from}
 
         def local():  # the attention vectors' gradients while the partial sums travel
             g_both = be.gemm_tn(z[:n], both)
@@ -142,7 +137,7 @@ class GAT:
             grads[i + 2] = _diag_blocks(g_both[:, heads:], heads, d)
 
         def on_block(rows, buf):
-            own[rows] += buf
+            own[rows] += be.from_host(buf)
 
         graph.ex.fold(parts, heads * d, local, on_block)
         return own

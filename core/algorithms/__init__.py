@@ -1,0 +1,22 @@
+"""The distributed algorithms the trainer offers (``shgcn-train --algorithm``),
+each with its grid, exact bytes, modelled time and memory.
+
+A new algorithm is its cost module here (an :class:`AlgorithmCost`), its
+module in ``trainer/algorithms/`` (how a rank connects: its products and its
+finished context), one line in :data:`ALGORITHMS`, and its test class
+subclassing ``AlgorithmTests``.
+"""
+
+from __future__ import annotations
+
+from ..registry import Registry
+from .base import AlgorithmCost, Call
+from .grid import GridShape, assign_pairs, block_nnz, chunk_bounds, chunk_of, local_index, row_supports, slice_bounds
+from .oned import OneD
+from .onehalfd import COMBINES, OneHalfD
+from .twod import TwoD
+
+ALGORITHMS: Registry[AlgorithmCost] = Registry("--algorithm", {a.name: a for a in (OneD(), OneHalfD(), TwoD())})
+
+__all__ = ["ALGORITHMS", "COMBINES", "AlgorithmCost", "Call", "GridShape", "assign_pairs", "block_nnz",
+           "chunk_bounds", "chunk_of", "local_index", "row_supports", "slice_bounds"]

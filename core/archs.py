@@ -1,0 +1,109 @@
+"""The GNN architectures the trainer offers (``shgcn-train --arch``), as
+specs of what each one communicates and keeps: the registry every cost, the
+memory model and the trainer read (:data:`ARCHS`).
+
+Every layer aggregates rows of its input over the pattern of Â (one
+exchange forward). An architecture that is linear in the aggregated rows
+(GCN, GraphSAGE, GIN) forms H W first when W narrows the rows (``dims[k+1] <
+dims[k]``), so the rows that travel are ``dims[k+1]`` wide (MG-GCN's trick),
+and aggregates first otherwise; its backward is the same product with the
+transposed operator: an *expand* of the gradient rows when Â's pattern is
+symmetric, a *fold* (partial sums of received rows sent back to their
+owners) when it is directed; the first layer's backward needs no exchange
+when it aggregates before its weight (the features need no gradient).
+
+An attention layer (GAT) always multiplies first (the scores need Z = H W,
+``heads x dims[k+1]`` wide), and its backward always folds: the gradient of
+a received row of Z (through the aggregation and its score) is a sum over
+the receiver's rows, so it goes back to its owner, every layer.
+
+A new architecture is its layer module in ``trainer/archs/`` plus one line
+in :data:`ARCHS` (and its test class subclassing ``ArchitectureTests``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .registry import Registry
+
+Call = tuple[int, bool]  # (row width, fold): one exchange of one SpMM
+NORM, MEAN, SUM = "norm", "mean", "sum"  # the operators a layer aggregates with: Â, D^-1 A, A
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """What one architecture sends and keeps.
+
+    Attributes
+    ----------
+    name, description : as ``--arch`` lists them
+    impl : ``"module:Class"`` of its layers in the trainer (:func:`shgcn.core.registry.load`)
+    operator : the product it aggregates with (:data:`NORM`, :data:`MEAN`, :data:`SUM`)
+    by_product : its aggregation is a product with a fixed matrix (so partial sums of a 1.5D row
+        add up, and SUMMA can compute it); False for attention
+    attends : multiplies by W before every aggregation and folds every backward exchange (attention)
+    attention_bytes : bytes it keeps per nonzero and head (GAT's coefficients and their dropped copies)
+    options : the trainer options it uses beyond the common ones (``heads``, ``out_heads``,
+        ``attn_dropout``): they enter its checkpoints' identity
+    needs_halo_ids : its random masks are keyed by the original ids of received rows (attention dropout)
+    """
+
+    name: str
+    description: str
+    impl: str
+    operator: str = NORM
+    by_product: bool = True
+    attends: bool = False
+    attention_bytes: int = 0
+    options: tuple[str, ...] = ()
+    needs_halo_ids: bool = False
+
+    @property
+    def multihead(self) -> bool:
+        return "heads" in self.options
+
+    def layer_heads(self, layers: int, heads: int = 1, out_heads: int = 1) -> list[int]:
+        """Attention heads per layer: ``heads`` on hidden layers, ``out_heads`` on the last (1 without heads)."""
+        if not self.multihead:
+            return [1] * layers
+        return [heads] * (layers - 1) + [out_heads]
+
+    def w_first(self, dims: list[int], k: int) -> bool:
+        """True when layer k multiplies by its weight before its aggregation."""
+        return self.attends or dims[k + 1] < dims[k]
+
+    def in_widths(self, dims: list[int], heads: list[int] | None = None) -> list[int]:
+        """Input row width of every layer: ``dims[k]``, times the previous layer's heads (concatenated)."""
+        hs = heads or [1] * (len(dims) - 1)
+        return [dims[0]] + [d * hs[k] for k, d in enumerate(dims[1:-1])]
+
+    def exchanges(self, dims: list[int], directed: bool, heads: list[int] | None = None
+                  ) -> tuple[list[Call], list[Call]]:
+        """The exchanges of one training step: forward (one per layer, all expands), then backward
+        (from the first layer up, as the trainer's backward visits them in reverse), each as (row width, fold)."""
+        if self.attends:
+            hs = heads or [1] * (len(dims) - 1)
+            widths = [h * d for h, d in zip(hs, dims[1:])]
+            return [(w, False) for w in widths], [(w, True) for w in widths]
+        wf = [self.w_first(dims, k) for k in range(len(dims) - 1)]
+        fwd = [dims[k + 1] if w else dims[k] for k, w in enumerate(wf)]
+        bwd = [dims[k + 1] if w else dims[k] for k, w in enumerate(wf) if w or k > 0]
+        return [(w, False) for w in fwd], [(w, directed) for w in bwd]
+
+
+ARCHS: Registry[ArchSpec] = Registry("--arch", {
+    "gcn": ArchSpec("gcn", "GCN (Kipf & Welling): Â H W", "shgcn.trainer.archs.gcn:GCN"),
+    "sage": ArchSpec("sage", "GraphSAGE, mean over the neighbours and a root weight (PyG's SAGEConv)",
+                     "shgcn.trainer.archs.sage:SAGE", operator=MEAN),
+    "gin": ArchSpec("gin", "GIN, learnable eps and a two-layer MLP (PyG's GINConv(train_eps=True))",
+                    "shgcn.trainer.archs.gin:GIN", operator=SUM),
+    "gat": ArchSpec("gat", "GAT, multi-head attention (PyG's GATConv)", "shgcn.trainer.archs.gat:GAT",
+                    by_product=False, attends=True, attention_bytes=8,
+                    options=("heads", "out_heads", "attn_dropout"), needs_halo_ids=True),
+})
+
+
+def arch_spec(arch: str | ArchSpec) -> ArchSpec:
+    """The spec of ``arch`` (a name or a spec)."""
+    return arch if isinstance(arch, ArchSpec) else ARCHS.get_spec(arch)

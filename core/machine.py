@@ -1,0 +1,279 @@
+"""The machine the epoch model (:mod:`.epoch`) predicts for: nodes of ranks,
+the two paths a message can take, the link a node's ranks share, and the
+compute model of one rank.
+
+A :class:`Machine` is ``ranks_per_node`` ranks on each node (placed in
+blocks: ranks ``k i .. k i + k - 1`` share node ``i``), with
+
+- an intra-node path (:attr:`Machine.intra`: shared memory, α and β per
+  message of one rank),
+- an inter-node path (:attr:`Machine.inter`: α per message, β the inverse
+  of one rank's injection rate),
+- the node's link, shared by its ranks (:attr:`Machine.link_rate`, bytes/s):
+  a max-rate model, so a node's inter-node bytes take at least
+  ``bytes / link_rate`` however many ranks send them,
+- the compute model of a rank (:class:`ComputeModel`, fitted on the machine by
+  ``python -m benchmarks.training.simulate_bench --fit-only``, which writes
+  ``core/machines/this.json``; another CPU's is scaled by a documented factor).
+
+Machines are data: the presets are the JSON files in ``core/machines/``
+(each field with the source of its number), and :func:`machine_of` also
+takes a file path or a spec string such as
+``ranks=48,intra=0.4us:10GB/s,inter=1.5us:12GB/s,link=12.5GB/s,cores=48,compute=this*1.0``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UserError
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One way a message travels: it takes ``alpha + beta * bytes`` seconds.
+
+    Attributes: alpha (s per message); beta (s per byte); source (where the numbers come from).
+    """
+
+    alpha: float
+    beta: float
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class ComputeModel:
+    """Seconds of compute per rank and training step, linear in the work.
+
+    Attributes
+    ----------
+    spmm : float
+        s per (nonzero of Â · column of the SpMM).
+    dense : float
+        s per (row · multiply-add of the dense products).
+    elem : float
+        s per (row · column) of elementwise work (activations, dropout, loss).
+    const : float
+        s per step (Adam, small reductions).
+    source : str
+    """
+
+    spmm: float
+    dense: float
+    elem: float
+    const: float
+    source: str = ""
+
+    def scaled(self, factor: float, source: str) -> ComputeModel:
+        """Every coefficient times ``factor`` (another CPU, by a documented ratio)."""
+        return ComputeModel(self.spmm * factor, self.dense * factor, self.elem * factor, self.const * factor, source)
+
+    def to_json(self) -> dict:
+        return {"spmm": self.spmm, "dense": self.dense, "elem": self.elem, "const": self.const, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Nodes of ranks, the intra- and inter-node paths, the shared link and a rank's compute.
+
+    Attributes
+    ----------
+    name, description : as :data:`MACHINES` lists them
+    ranks_per_node : ranks on one node (a job of P ranks uses ``min(P, ranks_per_node)``)
+    intra, inter : the two paths (an inter-node path's beta is one rank's injection rate)
+    link_rate : bytes/s of a node's link, shared by its ranks (None: no shared bound)
+    cores_per_node : cores of one node (ranks x threads beyond them share cores)
+    compute : one rank's compute model (one thread)
+    source : where the machine's figures come from
+    """
+
+    name: str
+    ranks_per_node: int
+    intra: Channel
+    inter: Channel
+    link_rate: float | None
+    cores_per_node: int
+    compute: ComputeModel
+    description: str = ""
+    source: str = ""
+
+    def nodes(self, ranks: int) -> int:
+        """Nodes a job of ``ranks`` ranks spans."""
+        return -(-int(ranks) // self.node_size(ranks))
+
+    def node_size(self, ranks: int) -> int:
+        """Ranks per node of a job of ``ranks`` ranks."""
+        return max(1, min(int(ranks), self.ranks_per_node))
+
+    def with_ranks_per_node(self, k: int) -> Machine:
+        return replace(self, ranks_per_node=int(k))
+
+    def flat_path(self, ranks: int) -> Channel:
+        """The path a collective among ``ranks`` ranks crosses: the network once they span nodes."""
+        return self.inter if self.nodes(ranks) > 1 else self.intra
+
+    def oversubscription(self, ranks: int, threads: int = 1) -> float:
+        """How much slower compute runs when a node's ranks x threads exceed its cores (1 when they fit)."""
+        busy = self.node_size(ranks) * max(1, threads)
+        return max(1.0, busy / max(1, self.cores_per_node))
+
+
+def _log2(p: int) -> int:
+    return math.ceil(math.log2(p)) if p > 1 else 0
+
+
+def bcast_time(nbytes: np.ndarray | float, parts: int, path: Channel) -> np.ndarray | float:
+    """One broadcast (or reduce) of ``nbytes`` among ``parts`` ranks: scatter + allgather."""
+    if parts == 1:
+        return 0.0 * np.asarray(nbytes)
+    return path.alpha * (_log2(parts) + parts - 1) + 2 * path.beta * np.asarray(nbytes, float) * (parts - 1) / parts
+
+
+def allreduce_time(nbytes: float, parts: int, path: Channel) -> float:
+    """Allreduce of ``nbytes`` (recursive halving/doubling: reduce-scatter + allgather)."""
+    if parts == 1:
+        return 0.0
+    return 2 * path.alpha * _log2(parts) + 2 * path.beta * nbytes * (parts - 1) / parts
+
+
+# ---------------------------------------------------------------- presets (data files)
+
+_DIR = Path(__file__).resolve().parent / "machines"  # package data: the preset machines and fitted compute models
+
+
+def _compute_of(d: dict | str) -> ComputeModel:
+    """A compute model from its JSON: coefficients, or ``{"scale_of": "this", "factor": f, "source": ...}``."""
+    if isinstance(d, str):
+        return load_compute(d)
+    if "scale_of" in d:
+        base = load_compute(d["scale_of"])
+        return base.scaled(float(d["factor"]), f"{base.source}, times {d['factor']}: {d.get('source', '')}")
+    return ComputeModel(float(d["spmm"]), float(d["dense"]), float(d["elem"]), float(d["const"]), d.get("source", ""))
+
+
+def load_compute(name: str = "this") -> ComputeModel:
+    """The compute model fitted on a machine (``core/machines/compute-<name>.json``, written by the fit)."""
+    path = _DIR / f"compute-{name}.json"
+    try:
+        text = path.read_text()
+    except OSError:
+        known = sorted(p.name[8:-5] for p in _DIR.glob("compute-*.json"))
+        raise UserError(f"no fitted compute model {name!r} ({path}); known: {', '.join(known)}") from None
+    return _compute_of(json.loads(text))
+
+
+def compute_path() -> Path:
+    """Where the fit of this machine's compute model is written (in the source tree, package data)."""
+    return _DIR / "compute-this.json"
+
+
+def _path_of(d: dict) -> Channel:
+    return Channel(float(d["alpha"]), float(d["beta"]), d.get("source", ""))
+
+
+def machine_from_json(d: dict) -> Machine:
+    """A :class:`Machine` from its JSON description (the preset files' format)."""
+    try:
+        return Machine(name=d["name"], ranks_per_node=int(d["ranks_per_node"]), intra=_path_of(d["intra"]),
+                       inter=_path_of(d["inter"]),
+                       link_rate=float(d["link"]["rate"]) if d.get("link") else None,
+                       cores_per_node=int(d["cores_per_node"]), compute=_compute_of(d["compute"]),
+                       description=d.get("description", ""), source=d.get("source", ""))
+    except (KeyError, TypeError, ValueError) as e:
+        raise UserError(f"machine {d.get('name', '?')!r}: not a machine description ({type(e).__name__}: {e})") from None
+
+
+def presets() -> dict[str, Machine]:
+    """Every preset machine by name (``core/machines/<name>.json``)."""
+    out = {}
+    for f in sorted(_DIR.glob("*.json")):
+        if not f.name.startswith("compute-"):
+            m = machine_from_json(json.loads(f.read_text()))
+            out[m.name] = m
+    return out
+
+
+_UNIT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def _rate(text: str) -> float:
+    """``12GB/s`` -> bytes per second; ``100Gb/s`` -> bits / 8."""
+    m = re.fullmatch(r"([0-9.]+(?:e[+-]?[0-9]+)?)\s*([kKmMgGtT]?)([bB])/s", text.strip())
+    if m is None:
+        raise UserError(f"machine spec: {text!r} is not a rate like 12GB/s or 100Gb/s")
+    return float(m.group(1)) * _UNIT[m.group(2).lower()] / (8 if m.group(3) == "b" else 1)
+
+
+def _time(text: str) -> float:
+    m = re.fullmatch(r"([0-9.]+(?:e[+-]?[0-9]+)?)\s*(s|ms|us|µs|ns)", text.strip())
+    if m is None:
+        raise UserError(f"machine spec: {text!r} is not a time like 1.5us")
+    return float(m.group(1)) * _TIME[m.group(2)]
+
+
+def _spec_path(text: str) -> Channel:
+    lat, _, rate = text.partition(":")
+    return Channel(_time(lat), 1.0 / _rate(rate), "given on the command line")
+
+
+def machine_from_spec(text: str, base: Machine | None = None) -> Machine:
+    """A machine from ``key=value`` pairs over ``base`` (default: the ``this`` preset).
+
+    Keys: ``ranks`` (ranks per node), ``intra`` and ``inter`` (``LATENCY:RATE``, e.g. ``1.5us:12GB/s``),
+    ``link`` (a rate, or ``none``), ``cores``, ``compute`` (``NAME*FACTOR``: a fitted model scaled), ``name``.
+    """
+    m = base or presets()["this"]
+    fields: dict = {"name": "custom", "source": f"spec {text!r} over the {m.name} preset"}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"machine spec: {item!r} is not key=value")
+        if key == "ranks":
+            fields["ranks_per_node"] = int(value)
+        elif key in ("intra", "inter"):
+            fields[key] = _spec_path(value)
+        elif key == "link":
+            fields["link_rate"] = None if value == "none" else _rate(value)
+        elif key == "cores":
+            fields["cores_per_node"] = int(value)
+        elif key == "compute":
+            name, _, factor = value.partition("*")
+            fields["compute"] = load_compute(name).scaled(float(factor or 1), f"{name} scaled by {factor or 1}")
+        elif key == "name":
+            fields["name"] = value
+        else:
+            raise UserError(f"machine spec: unknown key {key!r} (ranks, intra, inter, link, cores, compute, name)")
+    out = replace(m, **fields)
+    if out.ranks_per_node < 1 or out.cores_per_node < 1:
+        raise UserError(f"machine spec {text!r}: ranks and cores per node must be >= 1")
+    return out
+
+
+def machine_of(machine: str | Machine) -> Machine:
+    """A :class:`Machine` from a preset name, a JSON file, a spec string (``key=value,...``), or itself."""
+    if isinstance(machine, Machine):
+        return machine
+    known = presets()
+    if machine in known:
+        return known[machine]
+    if machine.endswith(".json"):
+        try:
+            return machine_from_json(json.loads(Path(machine).read_text()))
+        except (OSError, ValueError) as e:
+            raise UserError(f"--machine {machine}: cannot read the machine file ({e})") from None
+    if "=" in machine:
+        return machine_from_spec(machine)
+    raise UserError(f"unknown machine {machine!r}; choose one of {', '.join(known)}, a .json file, or a spec "
+                    "like ranks=48,inter=1.5us:12GB/s,link=12.5GB/s")
+
+
+def this_compute() -> ComputeModel:
+    """This machine's fitted compute model (``core/machines/compute-this.json``)."""
+    return load_compute("this")

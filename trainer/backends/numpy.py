@@ -1,0 +1,174 @@
+"""The numpy / scipy / numba backend (:class:`NumpyBackend`): float32 end
+to end, one thread per rank (the BLAS threads are set before numpy loads:
+:func:`shgcn.trainer.cli.share_cores`); the fused kernels are numba's
+(:mod:`.kernels`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import kernels
+from .base import AdamState, Attention, Dropped, Noise
+
+ACT_CODES = {"none": 0, "relu": 1, "elu": 2}
+_EMPTY_KEEP = np.zeros((0, 0), np.uint8)
+
+
+class NumpyBackend:
+    """The CPU backend: numpy, scipy.sparse and numba kernels."""
+
+    name = "numpy"
+
+    # --------------------------------------------------------- products
+    def spmm(self, m: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
+        """(n, k) sparse times (k, d) dense: (n, d) float32."""
+        return np.asarray(m @ x, dtype=np.float32)
+
+    def gemm(self, a: Any, b: np.ndarray) -> np.ndarray:
+        """Dense (or CSR, first layer) times dense: float32."""
+        return np.asarray(a @ b, dtype=np.float32)
+
+    def gemm_tn(self, a: Any, b: np.ndarray) -> np.ndarray:
+        """aᵀ b (weight gradients), float32."""
+        return np.asarray(a.T @ b, dtype=np.float32)
+
+    # --------------------------------------------------------- arrays
+    def asarray(self, x: Any) -> Any:
+        """A host array (or CSR features) as this backend's: float32 dense arrays, CSR kept."""
+        return x if sp.issparse(x) else np.asarray(x)
+
+    def empty(self, shape: tuple[int, ...]) -> np.ndarray:
+        return np.empty(shape, np.float32)
+
+    def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
+        return np.zeros(shape, np.float32)
+
+    def concat(self, arrays: list[np.ndarray], axis: int) -> np.ndarray:
+        return np.concatenate(arrays, axis=axis)
+
+    def relu(self, x: np.ndarray) -> np.ndarray:
+        return np.maximum(x, 0)
+
+    def colsum(self, x: np.ndarray) -> np.ndarray:
+        return x.sum(0)
+
+    def vdot(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.array([np.vdot(a, b)], np.float32)
+
+    def dense(self, h: Any) -> np.ndarray:
+        """A dense float32 array of h (CSR first-layer inputs)."""
+        return h.toarray() if sp.issparse(h) else h
+
+    # --------------------------------------------------------- elementwise
+    def act_dropout(self, h: Any, act: str, noise: Noise | None, layer: int, gids: np.ndarray,
+                    keep: bool = False) -> tuple[Any, np.ndarray | None]:
+        """``dropout(act(h))`` in one pass, and the keep mask (uint8) when
+        ``keep`` (the ELU gradient needs it; ReLU's does not). A CSR ``h``
+        (sparse features, no activation) keeps its pattern; a :class:`Dropped`
+        input is returned as it is."""
+        if isinstance(h, Dropped):
+            return h.x, None
+        rate = noise.rate if noise is not None else 0.0
+        if sp.issparse(h):
+            if noise is None or rate == 0:
+                return h, None
+            out = kernels.dropout_sparse(h.data, h.indices, h.indptr, gids, noise.key(), noise.ctr(layer, kernels.NODE),
+                                         np.uint64(noise.threshold(rate)), noise.scale(rate), np.empty_like(h.data))
+            return sp.csr_matrix((out, h.indices, h.indptr), shape=h.shape), None
+        if rate == 0 and act == "none":
+            return h, None
+        h = np.ascontiguousarray(h, dtype=np.float32)
+        if act == "elu":  # numpy's vectorized expm1; the kernel then only drops
+            h = np.maximum(h, 0) + np.expm1(np.minimum(h, 0))
+            act = "none"
+        mask = np.empty(h.shape, np.uint8) if keep and rate > 0 else _EMPTY_KEEP
+        key = noise.key() if noise is not None else np.zeros(2, np.uint64)
+        ctr = noise.ctr(layer, kernels.NODE) if noise is not None else np.zeros(2, np.uint64)
+        t = noise.threshold(rate) if noise is not None else 0
+        out = kernels.dropout_dense(h, gids, key, ctr, np.uint64(t), noise.scale(rate) if noise else 1.0,
+                                    ACT_CODES[act], np.empty_like(h), mask)
+        return out, (mask if mask.size else None)
+
+    def act_dropout_grad(self, g: np.ndarray, hd: np.ndarray, act: str, noise: Noise | None,
+                         keep: np.ndarray | None) -> np.ndarray:
+        """The gradient through :meth:`act_dropout` (``hd`` its output), in place."""
+        scale = noise.scale(noise.rate) if noise is not None else 1.0
+        g = np.ascontiguousarray(g, dtype=np.float32)
+        if act == "relu":
+            return kernels.relu_dropout_grad(g, hd, scale)
+        if act == "elu":
+            return kernels.elu_dropout_grad(g, hd, keep if keep is not None else _EMPTY_KEEP, scale)
+        if keep is not None:
+            return g * keep * np.float32(scale)
+        return g * np.float32(scale) if scale != 1.0 else g
+
+    # --------------------------------------------------------- attention
+    def gat_forward(self, rows: np.ndarray, att: Attention) -> None:
+        """GAT's aggregation of ``rows`` into ``att.out`` (see :func:`.kernels.gat_forward`)."""
+        noise = att.noise
+        rate = noise.attn_rate if noise is not None else 0.0
+        key = noise.key() if noise is not None else np.zeros(2, np.uint64)
+        ctr = noise.ctr(att.layer, kernels.ATTENTION) if noise is not None else np.zeros(2, np.uint64)
+        t = noise.threshold(rate) if noise is not None else 0
+        scale = noise.scale(rate) if noise is not None else 1.0
+        kernels.gat_forward(rows, att.csr.indptr, att.csr.indices, att.z, att.s_src, att.s_dst, np.float32(att.slope),
+                            att.rgid, att.cgid, key, ctr, np.uint64(t), scale, att.alpha, att.alpha_d, att.out)
+
+    def gat_backward(self, att: Attention, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dz (m, H*d), ds_src (m, H), ds_dst (n, H)) of :meth:`gat_forward`."""
+        dz = np.zeros_like(att.z)
+        ds_src = np.zeros_like(att.s_src)
+        ds_dst = np.zeros_like(att.s_dst)
+        kernels.gat_backward(att.csr.indptr, att.csr.indices, att.z, np.ascontiguousarray(g), att.s_src, att.s_dst,
+                             np.float32(att.slope), att.alpha, att.alpha_d, dz, ds_src, ds_dst)
+        return dz, ds_src, ds_dst
+
+    # --------------------------------------------------------- losses
+    def softmax_xent(self, logits: np.ndarray, labels: np.ndarray, idx: np.ndarray, w: np.ndarray, total: int
+                     ) -> tuple[float, np.ndarray, int]:
+        """Masked softmax cross-entropy of rows ``idx`` (weights ``w``): the
+        loss sum, its gradient over ``total`` (zero outside idx), correct rows."""
+        g = np.zeros(logits.shape, np.float32)
+        loss, correct = kernels.softmax_xent(np.ascontiguousarray(logits, np.float32), np.asarray(labels, np.int64),
+                                             idx, w, 1.0 / total, g)
+        return float(loss), g, int(correct)
+
+    def sigmoid_bce(self, logits: np.ndarray, labels: np.ndarray, idx: np.ndarray, w: np.ndarray, total: int
+                    ) -> tuple[float, np.ndarray]:
+        """A sigmoid per class and binary cross-entropy summed over the classes, of rows ``idx`` (weights ``w``):
+        the loss sum and its gradient over ``total`` (zero outside idx)."""
+        z = logits[idx].astype(np.float64)
+        y = np.asarray(labels[idx], np.float64)
+        # log(1 + e^-|z|) + max(z, 0) - z y: the stable form of -[y log s(z) + (1-y) log(1-s(z))]
+        per_row = (np.logaddexp(0.0, -np.abs(z)) + np.maximum(z, 0) - z * y).sum(1)
+        g = np.zeros_like(logits)
+        g[idx] = ((1.0 / (1.0 + np.exp(-z)) - y) * w[:, None] / max(total, 1)).astype(np.float32)
+        return float((per_row * w).sum()), g
+
+    # --------------------------------------------------------- optimizer
+    def adam_step(self, state: AdamState, grads: list[np.ndarray]) -> None:
+        """One Adam step on ``state.params``, in place."""
+        if not state.m:
+            state.m = [np.zeros_like(p) for p in state.params]
+            state.v = [np.zeros_like(p) for p in state.params]
+        state.t += 1
+        c1 = 1 - state.b1 ** state.t
+        c2 = 1 - state.b2 ** state.t
+        for p, g, m, v in zip(state.params, grads, state.m, state.v):
+            m *= state.b1
+            m += (1 - state.b1) * g
+            v *= state.b2
+            v += (1 - state.b2) * g * g
+            p -= (state.lr * (m / c1) / (np.sqrt(v / c2) + state.eps)).astype(np.float32)
+
+    # --------------------------------------------------------- host transfers
+    def to_host(self, x: np.ndarray) -> np.ndarray:
+        """Rows for the exchange (a device backend copies into pinned memory)."""
+        return x
+
+    def from_host(self, x: np.ndarray) -> np.ndarray:
+        """Received rows back into this backend's arrays (a device backend copies them to the device)."""
+        return x
