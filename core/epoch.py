@@ -9,7 +9,7 @@ and load (nonzeros of Â per part), with
 
 - compute per rank from its nonzeros and rows, with coefficients fitted to
   the trainer's measured compute time on this machine
-  (:class:`ComputeModel`, fitted by ``benchmarks/simulate_bench.py``);
+  (:class:`ComputeModel`, fitted by ``benchmarks/training/simulate_bench.py``);
 - communication per rank from its exact bytes and messages through a
   latency-bandwidth (α-β) model of the exchange (:class:`Network`,
   presets in :data:`NETWORKS`);
