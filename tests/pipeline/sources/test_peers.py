@@ -1,6 +1,6 @@
 """Interop with the peers' own loaders: OGB's NodePropPredDataset and PyG's GraphSAINT datasets read the
 hand-written fixtures as our readers do, and build(...) takes their objects (PyG Data, OGB datasets; DGL
-graphs in benchmarks/dgl_roundtrip.py, where DGL loads), keeping features, labels and masks: the store is
+graphs in benchmarks/interop/dgl_roundtrip.py, where DGL loads), keeping features, labels and masks: the store is
 byte for byte the one built from the directory or from the arrays."""
 
 import numpy as np

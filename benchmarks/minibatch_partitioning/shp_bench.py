@@ -1,8 +1,8 @@
 """Mini-batch partitioning (shp) against gp and hp: expected held-out
 mini-batch volume and partitioning time, for every sampler.
 
-    python benchmarks/shp_bench.py [--graphs cora citeseer facebook ca-astroph soc-slashdot0902]
-                                   [--parts 2 4 16 64] [--samplers node edge rw] [--cache DIR]
+    python -m benchmarks.minibatch_partitioning.shp_bench [--graphs cora citeseer facebook ca-astroph soc-slashdot0902]
+                                                          [--parts 2 4 16 64] [--samplers node edge rw] [--cache DIR]
 
 For each graph and p, one real build (`pipeline build GRAPH --model rp,gp,hp`,
 kept in --cache) gives gp, hp and hp's partitioning time. Then, per sampler,
@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, SHARED, build_store, table, write_section
+
+from benchmarks.common import REPO, SHARED, build_store, table, write_section
 
 TITLE = "Mini-batch partitioning: shp vs gp and hp, every sampler"
 GRAPHS = ["cora", "citeseer", "facebook", "ca-astroph", "soc-slashdot0902"]
@@ -165,9 +166,9 @@ def main() -> None:
     if args.report_only:
         missing = [k for k in order if k not in done]
         body = section([done[k] for k in order if k in done])
-        body += ("\nThe configurations ran one by one (`python benchmarks/shp_bench.py --cache DIR --graphs G --parts P "
-                 "--samplers S`, each kept in DIR/results.jsonl) and this section was written from them with "
-                 "--report-only.\n")
+        body += ("\nThe configurations ran one by one (`python -m benchmarks.minibatch_partitioning.shp_bench --cache DIR "
+                 "--graphs G --parts P --samplers S`, each kept in DIR/results.jsonl) and this section was written from them "
+                 "with --report-only.\n")
         if missing:
             body += ("\nNot run (the grid was cut for time): " +
                      ", ".join(f"{g} p={p} {smp}" for g, p, smp in missing) + ".\n")

@@ -1,8 +1,8 @@
-"""Run the trainer (``python _phases.py OUT.json TRAINER-ARGS...``, under
-mpirun or not) with its mini-batch step's phases timed per rank: each
-phase's wall seconds summed over the epochs after the first, written by rank
-0 as JSON (one dict per rank) to OUT.json. Used by ``minibatch_bench.py
-phases``; the wrappers add a few microseconds per call."""
+"""Run the trainer (``python -m benchmarks.training._phases OUT.json
+TRAINER-ARGS...``, under mpirun or not) with its mini-batch step's phases
+timed per rank: each phase's wall seconds summed over the epochs after the
+first, written by rank 0 as JSON (one dict per rank) to OUT.json. Used by
+``minibatch_bench phases``; the wrappers add a few microseconds per call."""
 
 from __future__ import annotations
 
@@ -67,6 +67,9 @@ epoch_wrapper()
 
 
 def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) > 1 else 2
     out = sys.argv[1]
     rc = cli.main(sys.argv[2:])
     from mpi4py import MPI

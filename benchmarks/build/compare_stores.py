@@ -1,6 +1,6 @@
 """Are two stores the same, byte for byte?
 
-    python benchmarks/compare_stores.py A.zarr B.zarr
+    python -m benchmarks.build.compare_stores A.zarr B.zarr
 
 Compares every file of the two store directories (every array's metadata
 and chunks) except the root ``zarr.json`` and the partitioners' wall times
@@ -12,6 +12,7 @@ when identical; otherwise lists what differs (exit 1).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -50,7 +51,11 @@ def compare(a: Path, b: Path) -> list[str]:
 
 
 def main() -> int:
-    a, b = Path(sys.argv[1]), Path(sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("a", type=Path, metavar="A.zarr")
+    ap.add_argument("b", type=Path, metavar="B.zarr")
+    args = ap.parse_args()
+    a, b = args.a, args.b
     diff = compare(a, b)
     n = len(files(a))
     print("\n".join(diff) if diff else f"identical: {n} files, every array byte for byte, and the attributes")

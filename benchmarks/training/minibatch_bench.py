@@ -2,9 +2,10 @@
 by rp, gp, hp and shp, against the pipeline's prediction; epoch time at P=2
 versus P=1, before and after a change.
 
-    python benchmarks/minibatch_bench.py bytes [--graphs soc-slashdot0902 ca-astroph] [--parts 4] [--epochs 2]
-    python benchmarks/minibatch_bench.py phases [--epochs 6] [--nice -15] [--bind core]
-    python benchmarks/minibatch_bench.py time [--before REV] [--repeats 5] [--epochs 6] [--nice -15] [--bind core] [--cache DIR]
+    python -m benchmarks.training.minibatch_bench bytes [--graphs soc-slashdot0902 ca-astroph] [--parts 4] [--epochs 2]
+    python -m benchmarks.training.minibatch_bench phases [--epochs 6] [--nice -15] [--bind core]
+    python -m benchmarks.training.minibatch_bench time [--before REV] [--repeats 5] [--epochs 6] [--nice -15] [--bind core]
+                                                       [--cache DIR]
 
 ``bytes``: for each graph one build with every model (its mini-batch table
 is the prediction), then one store per layout model (shp's with gp and hp,
@@ -36,8 +37,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, SHARED, build_store, mpirun, store_info, table, write_section
 
+from benchmarks.common import REPO, SHARED, bench_env, build_store, mpirun, store_info, table, write_section
 from shgcn.core.costs import spmm_widths
 
 TRAIN = REPO / "trainer" / "train.py"
@@ -201,7 +202,7 @@ def _slashdot_stores(cache: Path) -> dict[int, Path]:
 
 
 def phases(acc: dict, steps: int) -> dict[str, float]:
-    """Milliseconds per step of each phase from ``_phases.py``'s sums."""
+    """Milliseconds per step of each phase from ``_phases``'s sums."""
     g = acc.get
     spmm = g("spmm", 0.0)
     wait = g("exchange wait", 0.0)
@@ -223,7 +224,7 @@ def phases_section(args) -> None:
         tmp = Path(tmp)
         for ranks in (1, 2):
             out = tmp / f"phases-{ranks}.json"
-            cmd = [sys.executable, str(REPO / "benchmarks" / "_phases.py"), str(out), str(stores[ranks]), "--mode",
+            cmd = [sys.executable, "-m", "benchmarks.training._phases", str(out), str(stores[ranks]), "--mode",
                    "minibatch", "--sampler", "node", "--batch-size", str(batch), "--epochs", str(args.epochs),
                    "--hidden", "128", "--eval-every", str(args.epochs), "--log", str(tmp / f"p{ranks}.jsonl"),
                    "--quiet"]
@@ -231,7 +232,7 @@ def phases_section(args) -> None:
                 cmd = [mpirun(), *(["-bind-to", args.bind] if args.bind else []), "-n", str(ranks), *cmd]
             if args.nice:
                 cmd = ["nice", "-n", str(args.nice), *cmd]
-            env = dict(os.environ, **{v: "1" for v in BLAS})
+            env = bench_env(dict(os.environ, **{v: "1" for v in BLAS}))
             subprocess.run(cmd, check=True, env=env, cwd=str(tmp))
             for r, acc in enumerate(json.loads(out.read_text())):
                 ms = phases(acc, acc["epochs"] * steps_per_epoch)

@@ -1,7 +1,7 @@
 """Hypergraph quality at graph-partitioner speed: every partitioner of the
 project against METIS, in one run per graph and part count.
 
-    python benchmarks/hp_speed.py [--graphs soc-slashdot0902 ca-astroph] [--parts 16 64] [--repeats 3]
+    python -m benchmarks.partitioning.hp_speed [--graphs soc-slashdot0902 ca-astroph] [--parts 16 64] [--repeats 3]
 
 Each model runs as the build runs it (``shgcn.pipeline.models.run.run``),
 in this process (``child=False``, so no model pays for starting a child
@@ -23,9 +23,9 @@ import statistics
 import time
 
 import numpy as np
-from _common import table, write_section
-from _graphs import adjacency
 
+from benchmarks.common import table, write_section
+from benchmarks.common.graphs import adjacency
 from shgcn.core.work import vertex_weights
 from shgcn.pipeline.config import BuildConfig
 from shgcn.pipeline.metrics.volume import volume_matrix

@@ -8,7 +8,7 @@ random classes, 2 layers, hidden 128), from real runs of trainer/train.py.
   bytes per epoch and epoch time (P=4 on 2 cores is oversubscribed: the
   bytes are exact, the times are not representative).
 
-    python benchmarks/trainer_bench.py [--epochs 30] [--pyg-python /path/to/python]
+    python -m benchmarks.training.trainer_bench [--epochs 30] [--pyg-python /path/to/python]
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, SHARED, build_store, mpirun, table, write_section
+
+from benchmarks.common import REPO, SHARED, build_store, mpirun, table, write_section
 
 TRAIN = REPO / "trainer" / "train.py"
 WARMUP = 3

@@ -1,6 +1,6 @@
 """Partition quality of rp, gp and hp on real graphs (the paper's Table 2 shape).
 
-    python benchmarks/quality_table.py [--parts 16 64] [--graphs ...]
+    python -m benchmarks.partitioning.quality_table [--parts 16 64] [--graphs ...]
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from _common import SHARED, build_store, store_info, table, write_section
+from benchmarks.common import SHARED, build_store, store_info, table, write_section
 
 GRAPHS = ["soc-slashdot0902", "ca-astroph", "luxembourg-osm", "delaunay-n16"]
 

@@ -2,8 +2,8 @@
 better of gp and hp on held-out batches, per sampler, next to the Hoeffding
 count.
 
-    python benchmarks/shp_batches.py [--graphs ca-astroph soc-slashdot0902] [--parts 16]
-                                     [--samplers node edge rw] [--max-batches 1024] [--cache DIR]
+    python -m benchmarks.minibatch_partitioning.shp_batches [--graphs ca-astroph soc-slashdot0902] [--parts 16]
+                                                            [--samplers node edge rw] [--max-batches 1024] [--cache DIR]
 
 For N = 1, 2, 4, ... batches of the BUILD stream (B = 10% of n): the paper's
 model (the merged nets of the N batches' submatrices, Mt-KaHyPar from
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from _common import REPO, table, write_section
-from shp_bench import base_store
+
+from benchmarks.common import REPO, table, write_section
+from benchmarks.minibatch_partitioning.shp_bench import base_store
 
 
 def curve(path: Path, graph: str, parts: int, sampler: str, max_batches: int, max_seconds: float) -> dict:

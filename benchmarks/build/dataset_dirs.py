@@ -1,6 +1,6 @@
 """OGB and GraphSAINT directories at scale: build time and peak memory against the size of the features.
 
-    python benchmarks/dataset_dirs.py [--n 1000000] [--dim 128] [--degree 10] [--classes 40] [--root DIR]
+    python -m benchmarks.build.dataset_dirs [--n 1000000] [--dim 128] [--degree 10] [--classes 40] [--root DIR]
 
 Writes a synthetic OGB node-property directory (CSV layout: gzip text, as ogbn-products ships) and a
 GraphSAINT directory (adj_full.npz compressed, feats.npy, a multi-label class_map.json, role.json) of the
@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import build_store, store_info, table, write_section  # noqa: E402
+from benchmarks.common import build_store, store_info, table, write_section
 
 BLOCK = 100_000  # rows generated and written at a time
 

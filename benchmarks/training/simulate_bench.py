@@ -10,7 +10,7 @@ at the paper's scale.
 3. Predicted epoch-time ratio to rp at P = 64, 128, 256, 512 for rp, gp, hp,
    gp-vb, hp-vb on every shared graph (InfiniBand preset, dims [128, 128, 16]).
 
-    python benchmarks/simulate_bench.py [--epochs 15] [--repeats 3] [--stores DIR] [--skip-measure] [--fit-only]
+    python -m benchmarks.training.simulate_bench [--epochs 15] [--repeats 3] [--stores DIR] [--skip-measure] [--fit-only]
 
 Writes build/simulate-fit.json and two RESULTS.md sections.
 """
@@ -26,9 +26,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, SHARED, build_store, mpirun, table, write_section
-from _graphs import GRAPHS, adjacency, partition, refined_partition
 
+from benchmarks.common import REPO, SHARED, build_store, mpirun, table, write_section
+from benchmarks.common.graphs import GRAPHS, adjacency, partition, refined_partition
 from shgcn.core import epoch as simulate
 from shgcn.core.runlog import read_run_log
 from shgcn.pipeline.simulate import costs_from_partitions
@@ -99,7 +99,7 @@ def measure(root: Path, epochs: int, repeats: int) -> dict:
                         "msgs_sent": runs[0]["msgs_sent"], "dims": runs[0]["dims"]})
     import datetime as dt
     return {"features": feats, "seconds": secs, "labels": labels, "validation": val,
-            "measured": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, python benchmarks/simulate_bench.py "
+            "measured": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, python -m benchmarks.training.simulate_bench "
                         f"--epochs {epochs} --repeats {repeats}; load average at the end "
                         + ", ".join(f"{x:.1f}" for x in os.getloadavg())}
 
@@ -114,7 +114,7 @@ def shm_network() -> simulate.Network:
 
 def validation_section(data: dict) -> tuple[simulate.ComputeModel, str]:
     fit = simulate.fit_compute(np.array(data["features"]), np.array(data["seconds"]),
-                               source="benchmarks/simulate_bench.py: one-rank training steps on this machine")
+                               source="benchmarks/training/simulate_bench.py: one-rank training steps on this machine")
     net = shm_network()
     fit_rows = []
     for f, s, label in zip(data["features"], data["seconds"], data["labels"]):
@@ -235,8 +235,8 @@ def main() -> None:
     ap.add_argument("--stores", help="directory to keep the built stores in (default: build/sim-stores)")
     ap.add_argument("--skip-measure", action="store_true", help="reuse build/simulate-fit.json")
     ap.add_argument("--graphs", nargs="+", default=GRAPHS)
-    ap.add_argument("--fit-only", action="store_true", help="only the fit and its validation (benchmarks/balance_sim.py "
-                    "predicts the partitions of the build's defaults at scale)")
+    ap.add_argument("--fit-only", action="store_true", help="only the fit and its validation "
+                    "(benchmarks.partitioning.balance_sim predicts the partitions of the build's defaults at scale)")
     args = ap.parse_args()
     root = Path(args.stores or REPO / "build" / "sim-stores")
     root.mkdir(parents=True, exist_ok=True)

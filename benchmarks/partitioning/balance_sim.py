@@ -1,7 +1,7 @@
 """Does a better partition make a faster epoch? ``pipeline simulate`` of
 every model against rp, at every rank count.
 
-    python benchmarks/balance_sim.py [--graphs soc-slashdot0902 ca-astroph cora] [--cache DIR]
+    python -m benchmarks.partitioning.balance_sim [--graphs soc-slashdot0902 ca-astroph cora] [--cache DIR]
 
 For each graph one store is built with ``--model rp,gp,hp,hp-vb`` and the
 defaults (``--balance work``, gp = KaMinPar, hp = fast); ``pipeline
@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _common import REPO, SHARED, build_store, table, write_section
+from benchmarks.common import REPO, SHARED, build_store, table, write_section
 
 RANKS = {"cora": [4, 8, 16, 32, 64]}
 DEFAULT_RANKS = [16, 32, 64, 128, 256, 512]

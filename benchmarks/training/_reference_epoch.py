@@ -4,7 +4,7 @@ layers as the trainer's GCN (Â H W with the narrower product first), dropout
 cross-entropy, Adam; float32, one process. Prints a JSON dict with the
 per-epoch seconds.
 
-    python benchmarks/_reference_epoch.py STORE EPOCHS [HIDDEN] [DROPOUT]
+    python -m benchmarks.training._reference_epoch STORE EPOCHS [HIDDEN] [DROPOUT]
 """
 
 from __future__ import annotations
@@ -63,4 +63,7 @@ def main(path: str, epochs: int, hidden: int = 128, rate: float = 0.5) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
     main(sys.argv[1], int(sys.argv[2]), *(int(a) for a in sys.argv[3:4]), *(float(a) for a in sys.argv[4:5]))

@@ -2,7 +2,7 @@
 this machine's MPI (shared memory), fitted to one-way time = α + β · bytes.
 The fit is the ``shm`` preset of pipeline/simulate.py.
 
-    mpirun -n 2 python benchmarks/pingpong.py [--repeats 5] [--out build/pingpong.json]
+    mpirun -n 2 python -m benchmarks.training.pingpong [--repeats 5] [--out build/pingpong.json]
 
 Rank 0 writes the JSON (sizes, median one-way seconds per size and repeat, the
 fit) and the RESULTS.md section.
@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 from mpi4py import MPI
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, table, write_section
+from benchmarks.common import REPO, table, write_section
 
 SIZES = [8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20]
 

@@ -1,7 +1,7 @@
 """Partitioning at the scale users have: whole builds of R-MAT graphs on the
 embedded default cluster of this machine, each stage's time and peak memory.
 
-    python benchmarks/partition_scale.py [--runs gp:22:64 gp:23:64 hp:20:64] [--out DIR] [--keep]
+    python -m benchmarks.partitioning.partition_scale [--runs gp:22:64 gp:23:64 hp:20:64] [--out DIR] [--keep]
 
 A run ``MODEL:SCALE:PARTS`` is ``pipeline build rmat:scale=SCALE,edge_factor=16,seed=1 --model MODEL
 --parts PARTS`` with every other option at its default (KaMinPar for gp, ``--hp-preset fast`` for hp,
@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import REPO, store_info, table, write_section
+from benchmarks.common import REPO, store_info, table, write_section
 
 
 def one(model: str, scale: int, parts: int, out: Path) -> tuple[dict, Path]:

@@ -3,8 +3,8 @@ refinements (gp-vb, hp-vb) at p = 16, 64, 256, 512 on every shared graph, in
 the shape of the paper's Table 2 (volume avg and max, messages avg and max,
 normalized to rp), and the issue-16 targets (hp-vb against METIS).
 
-    python benchmarks/_graphs.py                 # first: fill the partition cache (hp at p = 512 takes minutes)
-    python benchmarks/vb_quality.py [--graphs ...] [--parts 16 64 256 512] [--max-total-increase 0.02]
+    python -m benchmarks.common.graphs    # first: fill the partition cache (hp at p = 512 takes minutes)
+    python -m benchmarks.partitioning.vb_quality [--graphs ...] [--parts 16 64 256 512] [--max-total-increase 0.02]
 
 Partitions come from build/vb-cache (computed when missing unless
 --cached-only); refinements are cached there too, keyed by the refine
@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _common import table, write_section
-from _graphs import EPS, GRAPHS, adjacency, partition, refined_partition
 
+from benchmarks.common import table, write_section
+from benchmarks.common.graphs import EPS, GRAPHS, adjacency, partition, refined_partition
 from shgcn.pipeline.metrics.volume import volume_matrix
 from shgcn.pipeline.models.vb import volume_balance
 

@@ -1,8 +1,8 @@
 """hp's start: which KaMinPar preset gives the connectivity refinement
 (``--hp-preset fast``) the best start, in CPU time rather than wall time.
 
-    python benchmarks/hp_start.py [--graphs soc-slashdot0902 ca-astroph] [--parts 16 64] [--eps 0.01 0.03]
-                                  [--seeds 0 1 2] [--presets default eco]
+    python -m benchmarks.partitioning.hp_start [--graphs soc-slashdot0902 ca-astroph] [--parts 16 64]
+                                               [--eps 0.01 0.03] [--seeds 0 1 2] [--presets default eco]
 
 For each graph, eps, part count and seed: METIS (pymetis, the build's
 weights) and, per KaMinPar preset, KaMinPar on one thread followed by the
@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import table, write_section
-from _graphs import adjacency
 
+from benchmarks.common import table, write_section
+from benchmarks.common.graphs import adjacency
 from shgcn.core.work import vertex_weights
 from shgcn.pipeline.metrics.volume import volume_matrix
 from shgcn.pipeline.models.gp import kaminpar_partition, metis_partition, write_parhip

@@ -1,6 +1,6 @@
 """DistDGL round trip, proven with DGL's own loader, in an environment where DGL's CPU build loads.
 
-    python benchmarks/dgl_roundtrip.py [--venv build/dgl-venv] [--reuse]
+    python -m benchmarks.interop.dgl_roundtrip [--venv build/dgl-venv] [--reuse]
 
 DGL's last wheel on PyPI is 2.1.0 (2.2.x is served only from DGL's own site); it carries libraries for
 torch 2.0.0-2.2.1 and needs numpy < 2. So this script makes a separate virtual environment with
@@ -29,8 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, table, write_section  # noqa: E402
+from benchmarks.common import REPO, table, write_section
 
 # numpy < 2 for DGL 2.1's compiled code, and everything beside it built for numpy 1 (pyarrow >= 22 and pandas 3
 # need numpy 2); torchdata < 0.8 still has the datapipes GraphBolt imports; pydantic and pyyaml: GraphBolt too
@@ -127,9 +126,7 @@ def check_build_from_dgl(s, client, root: Path) -> None:
 
 
 def stores(root: Path, client) -> dict:
-    sys.path.insert(0, str(REPO / "tests"))
-    from helpers.datasets import saint
-
+    from benchmarks.common.fixtures import saint
     from shgcn import store
     from shgcn.pipeline.builder import build
     from shgcn.pipeline.config import BuildConfig
@@ -183,7 +180,8 @@ def main() -> int:
         return check(args.check)
     py = make_venv(args.venv, args.reuse)
     out = Path(tempfile.mkstemp(suffix=".json")[1])
-    run = subprocess.run([str(py), __file__, "--check", str(out)], cwd=REPO, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    run = subprocess.run([str(py), "-m", "benchmarks.interop.dgl_roundtrip", "--check", str(out)], cwd=REPO,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
     res = json.loads(out.read_text())
     v = res["versions"]
     size = subprocess.run(["du", "-sh", str(args.venv)], capture_output=True, text=True).stdout.split("\t")[0]

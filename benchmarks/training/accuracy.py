@@ -2,11 +2,12 @@
 P=4 and mini-batch (node sampler, B = 512) at P=2, with Kipf & Welling's
 settings: 2 layers, hidden 16, dropout 0.5, lr 0.01, weight decay 5e-4, 200 epochs.
 
-    python benchmarks/accuracy.py
+    python -m benchmarks.training.accuracy
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, SHARED, build_store, mpirun, table, write_section
+
+from benchmarks.common import REPO, SHARED, build_store, mpirun, table, write_section
 
 TRAIN = REPO / "trainer" / "train.py"
 
@@ -32,6 +34,7 @@ def accuracy(store: Path, ranks: int, seed: int, extra: list[str], tmp: Path) ->
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -5,7 +5,7 @@ build/ (gitignored) so that reruns are cheap.
 Every call into ``shgcn.pipeline`` that the vb benchmarks make is in this
 file, so that a change of those APIs is adapted here only.
 
-    python benchmarks/_graphs.py [--graphs ...] [--parts 16 64 256 512] [--models rp gp hp]
+    python -m benchmarks.common.graphs [--graphs ...] [--parts 16 64 256 512] [--models rp gp hp]
         # fills the cache (run it niced in the background: hp at p = 512 takes minutes per graph)
 """
 
@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from _common import REPO, SHARED
+
+from benchmarks.common import REPO, SHARED
 
 CACHE = REPO / "build" / "vb-cache"
 GRAPHS = ["cora", "citeseer", "pubmed", "soc-slashdot0902", "facebook", "ca-astroph", "luxembourg-osm", "delaunay-n16",

@@ -1,11 +1,11 @@
 """Communication-avoiding SpMM (issue 26): 1D against CAGNET's 1.5D and 2D.
 
-    python benchmarks/algo_bench.py bytes [--graphs cora ca-astroph soc-slashdot0902]
+    python -m benchmarks.training.algo_bench bytes [--graphs cora ca-astroph soc-slashdot0902]
         Measured bytes of one training step at P = 4: 1D on a 4-part store against 1.5D c = 2 (and 2D) on a
         2-part store, split into the row exchange and the in-row step, checked equal to the prediction.
-    python benchmarks/algo_bench.py simulate [--ranks 64 256 512]
+    python -m benchmarks.training.algo_bench simulate [--ranks 64 256 512]
         `pipeline simulate --algorithm 1d,1.5d,2d --replication 2,4` (InfiniBand preset) on soc-slashdot0902.
-    python benchmarks/algo_bench.py curve [--ranks 256] [--graphs soc-slashdot0902 ca-astroph]
+    python -m benchmarks.training.algo_bench curve [--ranks 256] [--graphs soc-slashdot0902 ca-astroph]
         Predicted epoch of 1.5D against the number of parts k = P / c at a fixed P (hp partitions).
 
 Stores go to build/algo-bench (gitignored); each command writes one RESULTS.md section.
@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, SHARED, build_store, mpirun, table, write_section
 
+from benchmarks.common import REPO, SHARED, build_store, mpirun, table, write_section
 from shgcn.core import epoch
 from shgcn.core.runlog import read_run_log
 from shgcn.store import open_store
@@ -138,8 +138,7 @@ def cmd_simulate(args) -> None:
 
 
 def cmd_curve(args) -> None:
-    from _graphs import adjacency, partition
-
+    from benchmarks.common.graphs import adjacency, partition
     from shgcn.core.gridtime import predict_grid
     from shgcn.pipeline.simulate import cost_of_partition
 

@@ -1,11 +1,11 @@
 """PyG's layers on the same graph and widths as ``shgcn-train --arch``: run
 by an interpreter that has torch and torch_geometric (one thread).
 
-    python benchmarks/_pyg_epoch.py GRAPH.npz ARCH EPOCHS HIDDEN [--heads 8] [--dropout 0.5] [--lr 0.01]
+    python -m benchmarks.training._pyg_epoch GRAPH.npz ARCH EPOCHS HIDDEN [--heads 8] [--dropout 0.5] [--lr 0.01]
         [--weight-decay 5e-4] [--seed 0] [--eval]
 
 GRAPH.npz holds row, col (edges col -> row, no self loops), x, y, train,
-val, test (as benchmarks/arch_bench.py writes them). Prints one JSON line:
+val, test (as benchmarks/training/arch_bench.py writes them). Prints one JSON line:
 the median epoch time (training step: forward, backward, Adam) after 3
 warm-up epochs, and with --eval the test accuracy after the last epoch.
 Weight decay applies to the first layer's parameters (as the trainer; PyG's

@@ -3,12 +3,12 @@ client and the scheduler, large R-MAT builds on an external loopback cluster
 (one with a worker killed mid-build), a build beside CPU-bound processes,
 and KaMinPar against METIS.
 
-    python benchmarks/scale_build.py ingest            # 8M-edge edge list and .mtx, one core
-    python benchmarks/scale_build.py bytes             # R-MAT scale 16, 18, 20: bytes via client and scheduler
-    python benchmarks/scale_build.py rmat22            # R-MAT scale 22, gp, p=64, 2 workers
-    python benchmarks/scale_build.py killed            # R-MAT scale 20, hp, a worker killed mid-build
-    python benchmarks/scale_build.py busy              # soc-slashdot0902 p=16 --model all beside 2 CPU hogs
-    python benchmarks/scale_build.py kaminpar          # KaMinPar vs METIS (needs `pip install kaminpar`)
+    python -m benchmarks.build.scale_build ingest      # 8M-edge edge list and .mtx, one core
+    python -m benchmarks.build.scale_build bytes       # R-MAT scale 16, 18, 20: bytes via client and scheduler
+    python -m benchmarks.build.scale_build rmat22      # R-MAT scale 22, gp, p=64, 2 workers
+    python -m benchmarks.build.scale_build killed      # R-MAT scale 20, hp, a worker killed mid-build
+    python -m benchmarks.build.scale_build busy        # soc-slashdot0902 p=16 --model all beside 2 CPU hogs
+    python -m benchmarks.build.scale_build kaminpar    # KaMinPar vs METIS (needs `pip install kaminpar`)
 
 Each writes its own section of RESULTS.md. Scratch files go to build/bench/.
 """
@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, SHARED, table, write_section
+
+from benchmarks.common import REPO, SHARED, table, write_section
 
 SCRATCH = REPO / "build" / "bench"
 GiB = 2**30

@@ -4,8 +4,8 @@ Each build runs in a fresh process (so that its peak resident memory is its
 own) with the embedded cluster; the store's attributes hold the stage times
 and the peak RSS measured inside the build.
 
-    python benchmarks/build_stages.py                    # soc-slashdot0902 p=16 hp, R-MAT 2^20 gp
-    python benchmarks/build_stages.py --rmat-hp          # also hp on the R-MAT graph (slow)
+    python -m benchmarks.build.build_stages              # soc-slashdot0902 p=16 hp, R-MAT 2^20 gp
+    python -m benchmarks.build.build_stages --rmat-hp    # also hp on the R-MAT graph (slow)
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import SHARED, table, write_section
+from benchmarks.common import SHARED, table, write_section
 
 
 def run_build(source: str, parts: int, model: str, extra: list[str], timeout: float) -> dict:

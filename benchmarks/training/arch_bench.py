@@ -2,9 +2,9 @@
 against PyG's layers, its scaling from P=1 to P=2, and accuracy per
 architecture and per wire type.
 
-    python benchmarks/arch_bench.py scaling  [--repeats 5] [--epochs 10] [--stores DIR]
-    python benchmarks/arch_bench.py speed    [--repeats 5] [--epochs 8] [--stores DIR] [--pyg-python PY]
-    python benchmarks/arch_bench.py accuracy [--seeds 5] [--stores DIR] [--pyg-python PY]
+    python -m benchmarks.training.arch_bench scaling  [--repeats 5] [--epochs 10] [--stores DIR]
+    python -m benchmarks.training.arch_bench speed    [--repeats 5] [--epochs 8] [--stores DIR] [--pyg-python PY]
+    python -m benchmarks.training.arch_bench accuracy [--seeds 5] [--stores DIR] [--pyg-python PY]
 
 ``scaling``: soc-slashdot0902 (128 random features, 16 random classes),
 GCN hidden 128, dropout 0.5: the P=1 epoch against ``_reference_epoch.py``
@@ -33,10 +33,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _common import REPO, SHARED, build_store, mpirun, table, write_section
+
+from benchmarks.common import REPO, SHARED, bench_env, build_store, mpirun, table, write_section
 
 TRAIN = REPO / "trainer" / "train.py"
-HERE = Path(__file__).resolve().parent
 ONE = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
 WARMUP = 2
 
@@ -78,8 +78,8 @@ def epoch_time(recs: list[dict]) -> float:
 
 
 def reference(store: Path, epochs: int) -> float:
-    out = subprocess.run(["nice", "-n", "5", sys.executable, str(HERE / "_reference_epoch.py"), str(store),
-                          str(epochs)], check=True, capture_output=True, text=True, env=_env())
+    out = subprocess.run(["nice", "-n", "5", sys.executable, "-m", "benchmarks.training._reference_epoch", str(store),
+                          str(epochs)], check=True, capture_output=True, text=True, env=bench_env(_env()))
     return float(np.median(json.loads(out.stdout)["epoch_times"][WARMUP:]))
 
 
@@ -99,8 +99,8 @@ def export_npz(store: Path, out: Path) -> Path:
 
 
 def pyg(python: str, npz: Path, arch: str, epochs: int, hidden: int, *args) -> dict:
-    out = subprocess.run(["nice", "-n", "5", python, str(HERE / "_pyg_epoch.py"), str(npz), arch, str(epochs),
-                          str(hidden), *map(str, args)], check=True, capture_output=True, text=True, env=_env())
+    out = subprocess.run(["nice", "-n", "5", python, "-m", "benchmarks.training._pyg_epoch", str(npz), arch, str(epochs),
+                          str(hidden), *map(str, args)], check=True, capture_output=True, text=True, env=bench_env(_env()))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -145,7 +145,7 @@ def scaling(args, root: Path) -> None:
     body += (f"\nsoc-slashdot0902, GCN 128-128-16, 128 random features, dropout 0.5; full batch {args.epochs} epochs "
              f"per run, mini-batch {args.mb_epochs} epochs of 11 node-sampler steps (B = 8,216), the first "
              f"{WARMUP} epochs not counted; {args.repeats} interleaved repeats, nice 5, one BLAS thread per rank. "
-             f"reference: benchmarks/_reference_epoch.py (the same layers, numpy's default generator for the "
+             f"reference: benchmarks/training/_reference_epoch.py (the same layers, numpy's default generator for the "
              f"masks, Adam). Mini-batch P=2: mean wait per step per rank {', '.join(f'{x * 1000:.1f}' for x in w)} "
              f"ms. Load average (1, 5, 15 min) at each repeat: {'; '.join(loads)} (2 cores, shared with other "
              "agents' work).\n")
@@ -183,7 +183,7 @@ def speed(args, root: Path) -> None:
                         ("met", "target <= 0.5 met")])
     body += (f"\nsoc-slashdot0902 at P=1, one thread each, the training step (forward, backward, Adam), dropout 0.5 "
              f"(GAT: attention dropout 0.5, ELU), {args.epochs} epochs per run, the first {WARMUP} (PyG: 3) not "
-             f"counted; {args.repeats} interleaved repeats, nice 5. PyG: benchmarks/_pyg_epoch.py (SAGEConv, "
+             f"counted; {args.repeats} interleaved repeats, nice 5. PyG: benchmarks/training/_pyg_epoch.py (SAGEConv, "
              "GINConv(train_eps=True) with a two-layer MLP, GATConv, GCNConv(cached=True)). Load average at each "
              f"repeat: {'; '.join(loads)}.\n")
     write_section("Architectures against PyG on CPU (issue 23)", body)
