@@ -4,15 +4,14 @@ operators are the local matrix and its pattern over that exchange."""
 
 from __future__ import annotations
 
-import numpy as np
-
+from shgcn.core.exchanges import EXCHANGES
 from shgcn.core.memory import Held, rank_bytes
 
 from ..context import Context, Local, finish
 from ..exchanges import make
 from ..graph import Graph, RowOperators
 from ..minibatch import BatchView
-from ..plan import local_matrix
+from ..plan import full_local, local_matrix
 from ..wire import Wire
 from .base import check_memory, peers
 
@@ -21,7 +20,9 @@ def connect(local: Local, comm) -> Context:
     """Node layout, the exchange (collective for the node-aware one), the operators, the memory check."""
     cfg, cp, block, be = local.cfg, local.cp, local.block, local.backend
     nodes = peers(local, comm)
-    ex = make(cfg.exchange, comm, cp, Wire(cfg.exchange_dtype), nodes)
+    # a node-aware exchange learns at setup which rows each relay carries: it reads the halo columns' pins
+    options = {"local": full_local(block.plan, cp)} if EXCHANGES.get_spec(cfg.exchange).node_aware else {}
+    ex = make(cfg.exchange, comm, cp, Wire(cfg.exchange_dtype), nodes, **options)
     graph = Graph(RowOperators(local_matrix(block.plan, cp), ex, local.symmetric, be),
                   local.col_gids(local.data.gids, cp.recv_ids))
     memory = int(rank_bytes(Held(block.n_own, int(block.plan.indices.shape[0]), cp.recv_rows), local.job))
@@ -34,8 +35,3 @@ def connect(local: Local, comm) -> Context:
     return finish(local, exchange=ex, graph=graph, peers=nodes, memory=memory,
                   memory_all=check_memory(local, memory, comm),
                   batch_graph=batch_graph if local.batches is not None else None)
-
-
-def node_sizes(nodes: np.ndarray) -> list[int]:
-    """Ranks on each node, in node order."""
-    return np.bincount(nodes).tolist()
