@@ -5,7 +5,7 @@ every model against rp, at every rank count.
 
 For each graph one store is built with ``--model rp,gp,hp,hp-vb`` and the
 defaults (``--balance work``, gp = KaMinPar, hp = fast); ``pipeline
-simulate STORE --ranks ... --exchange p2p --network infiniband --hidden 16``
+simulate STORE --ranks ... --exchange p2p --machine infiniband --hidden 16``
 then predicts the full-batch epoch of every model at every rank count
 (re-partitioning Â with each model, with the store's vertex weights).
 P = 16..512 for the SNAP graphs, 4..64 for cora. ``vs rp`` = rp's epoch /
@@ -24,6 +24,7 @@ without any communication.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,16 +37,22 @@ DEFAULT_RANKS = [16, 32, 64, 128, 256, 512]
 
 def simulate(store: Path, ranks: list[int]) -> list[dict]:
     res = subprocess.run([sys.executable, "-m", "shgcn.pipeline", "--quiet", "simulate", str(store), "--ranks",
-                          ",".join(map(str, ranks)), "--exchange", "p2p", "--network", "infiniband", "--hidden", "16"],
+                          ",".join(map(str, ranks)), "--exchange", "p2p", "--machine", "infiniband", "--hidden", "16"],
                          check=True, capture_output=True, text=True)
+    # the table's columns by name (a header cell may hold a space: cells are 2 spaces apart); the lines around it
+    # (the machine above, "P=...: fastest ..." below) are not rows
     lines = res.stdout.strip().splitlines()
-    head = lines[0].split()  # P model exchange epoch ms compute ms comm ms max bytes rows imb nnz imb compute imb vs rp..
+    at = next(i for i, ln in enumerate(lines) if re.split(r"\s{2,}", ln.strip())[0] == "P")
+    head = re.split(r"\s{2,}", lines[at].strip())
     out = []
-    for ln in lines[1:]:
+    for ln in lines[at + 1:]:
         c = ln.split()
-        out.append({"P": int(c[0]), "model": c[1], "epoch": float(c[3]), "compute": float(c[4]), "comm": float(c[5]),
-                    "compute_imb": float(c[-3]), "vs_rp": float(c[-2])})
-    assert head[0] == "P"
+        if len(c) != len(head) or not c[0].isdigit():
+            continue
+        r = dict(zip(head, c))
+        out.append({"P": int(r["P"]), "model": r["model"], "epoch": float(r["epoch ms"]),
+                    "compute": float(r["compute ms"]), "comm": float(r["comm ms"]),
+                    "compute_imb": float(r["compute imb"]), "vs_rp": float(r["vs rp"])})
     return out
 
 

@@ -7,7 +7,7 @@ algorithm wins, and does the epoch model predict it?
 - ``accuracy``: Cora test accuracy over 5 seeds (full batch and mini-batch);
 - ``minibatch_bench``: mini-batch bytes per step against the prediction, epoch time, where a step's time goes;
 - ``algo_bench``: 1D against 1.5D and 2D: measured bytes, predicted epochs;
-- ``pingpong``: MPI latency and bandwidth (the ``shm`` network preset; run under ``mpirun -n 2``);
+- ``pingpong``: MPI latency and bandwidth (the ``shm`` and ``this`` machine presets' paths; run under ``mpirun -n 2``);
 - ``simulate_bench``: the epoch model's compute fit and its validation at P = 1 and 2;
 - ``_phases``, ``_pyg_epoch``, ``_reference_epoch``: run by the above in child processes.
 

@@ -15,7 +15,10 @@ from shgcn.trainer import cli
 
 cli.share_cores()  # before numpy loads, as the trainer's own entry point
 
-from shgcn.trainer import backend, exchange, gcn, loop, minibatch, model, spmm, targets  # noqa: E402
+from shgcn.trainer import loop, minibatch, optim, spmm, targets  # noqa: E402
+from shgcn.trainer.archs import gcn  # noqa: E402
+from shgcn.trainer.backends.numpy import NumpyBackend  # noqa: E402
+from shgcn.trainer.exchanges import Exchange  # noqa: E402
 
 ACC: dict[str, float] = defaultdict(float)
 ON = {"epochs": 0, "measure": False}
@@ -55,13 +58,16 @@ def epoch_wrapper():
 
 
 wrap(minibatch.MiniBatches, "view", "plan (view)")
-wrap(backend.CPU, "act_dropout", "dropout")
-wrap(spmm.DistSpMM, "forward", "spmm")
-wrap(exchange.Exchange, "_wait", "exchange wait")
+wrap(NumpyBackend, "act_dropout", "dropout")
+# a layer's forward SpMM: the product over the exchange and its row scale (Scaled wraps the 1D LocalProduct, as
+# DistSpMM.forward did); the backward's products go through Scaled.transpose, as they went through
+# DistSpMM.transpose, and are not counted here
+wrap(spmm.Scaled, "forward", "spmm")
+wrap(Exchange, "_wait", "exchange wait")
 wrap(gcn.GCN, "forward", "forward")
 wrap(gcn.GCN, "backward", "backward")
 wrap(targets.SingleLabel, "loss", "loss")
-wrap(model.Adam, "step", "adam")
+wrap(optim.Adam, "step", "adam")
 wrap(loop, "_minibatch_step", "step")
 epoch_wrapper()
 

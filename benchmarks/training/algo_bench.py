@@ -24,6 +24,8 @@ import numpy as np
 
 from benchmarks.common import REPO, SHARED, build_store, mpirun, table, write_section
 from shgcn.core import epoch
+from shgcn.core.costs import Job
+from shgcn.core.machine import machine_of, this_compute
 from shgcn.core.runlog import read_run_log
 from shgcn.store import open_store
 
@@ -67,8 +69,7 @@ def bytes_rows(graph: str) -> list[dict]:
         h, e = log.header, log.epochs[0]
         cost = next(c for c in open_store(path).partition_costs() if c.model == "hp")
         exchange = "bcast" if "bcast" in args else "p2p"
-        pred = epoch.rank_traffic(cost, h.dims, exchange, h.arch, h.heads, 4, h.algorithm, h.replication,
-                                  h.combine or "reduce")
+        pred = epoch.rank_traffic(cost, h.job().with_(exchange=exchange, itemsize=4))
         split = {k: [b.get(k, 0) for b in e.bytes_split] if e.bytes_split else (e.bytes_sent if k == "rows" else [0] * 4)
                  for k in ("rows", "inrow", "matrix")}
         exact = e.bytes_sent == pred["bytes_sent"].tolist() and (
@@ -118,10 +119,10 @@ def cmd_simulate(args) -> None:
     path = store("soc-slashdot0902", 64, "rp,gp,hp")
     cmd = [sys.executable, "-m", "shgcn.pipeline", "simulate", str(path), "--ranks", ",".join(map(str, args.ranks)),
            "--algorithm", "1d,1.5d,2d", "--replication", "2,4", "--exchange", "p2p,bcast", "--hidden",
-           str(SIM_HIDDEN), "--network", "infiniband"]
+           str(SIM_HIDDEN), "--machine", "infiniband"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=6 * 3600).stdout
     body = (f"`pipeline simulate {path.relative_to(REPO)} --ranks {','.join(map(str, args.ranks))} --algorithm "
-            f"1d,1.5d,2d --replication 2,4 --exchange p2p,bcast --hidden {SIM_HIDDEN} --network infiniband` on "
+            f"1d,1.5d,2d --replication 2,4 --exchange p2p,bcast --hidden {SIM_HIDDEN} --machine infiniband` on "
             "soc-slashdot0902 (random:128 features, 16 classes: dims [128, 128, 16]); every model re-partitioned "
             "for every part count k (eps 0.01, seed 0). 1.5D c = 1 is 1D; 2D needs a square P (not 512).\n\n"
             "```\n" + out.strip() + "\n```\n")
@@ -139,10 +140,10 @@ def cmd_simulate(args) -> None:
 
 def cmd_curve(args) -> None:
     from benchmarks.common.graphs import adjacency, partition
-    from shgcn.core.gridtime import predict_grid
     from shgcn.pipeline.simulate import cost_of_partition
 
-    net = epoch.network_of("infiniband")
+    net = machine_of("infiniband")  # its compute: this machine's fit
+    fast = fast_machine()
     dims = [128, SIM_HIDDEN, 16]
     rows = []
     for graph in args.graphs:
@@ -152,13 +153,13 @@ def cmd_curve(args) -> None:
                 part, _ = partition(graph, "hp", k)
                 cost = cost_of_partition(a, part, k, "hp", directed)
                 c = p // k
-                alg = "1d" if c == 1 else "1.5d"
-                red = predict_grid([cost], dims, net, epoch.THIS_MACHINE, ["p2p"], alg, c, 128)[0]
-                gat = predict_grid([cost], dims, net, epoch.THIS_MACHINE, ["p2p"], alg, c, 128, "gather")[0]
-                fast = predict_grid([cost], dims, net, FAST, ["p2p"], alg, c, 128)[0]
+                job = Job(tuple(dims), algorithm="1d" if c == 1 else "1.5d", replication=c)
+                red = epoch.predict_algorithm([cost], job, net, ["p2p"])[0]
+                gat = epoch.predict_algorithm([cost], job.with_(combine="gather"), net, ["p2p"])[0]
+                quick = epoch.predict_algorithm([cost], job, fast, ["p2p"])[0]
                 row = {"graph": graph, "P": p, "k": k, "c": c, "epoch": red["epoch"] * 1e3, "comm": red["comm"] * 1e3,
                        "max": f"{red['max_bytes']:,}", "inrow": f"{red['inrow_bytes']:,}",
-                       "gather": gat["epoch"] * 1e3, "fast": fast["epoch"] * 1e3, "memory": red["memory"] / 2**20}
+                       "gather": gat["epoch"] * 1e3, "fast": quick["epoch"] * 1e3, "memory": red["memory"] / 2**20}
                 rows.append(row)
                 print(row, flush=True)
             mark(rows, graph, p)
@@ -179,9 +180,14 @@ def cmd_curve(args) -> None:
     write_section("Predicted epoch against k = P / c (issue 26)", body)
 
 
-FAST = epoch.ComputeModel(spmm=epoch.THIS_MACHINE.spmm / 100, dense=epoch.THIS_MACHINE.dense / 100,
-                          elem=epoch.THIS_MACHINE.elem / 100, const=epoch.THIS_MACHINE.const / 100,
-                          source="what-if: this machine's fit / 100")
+def fast_machine() -> epoch.Machine:
+    """The InfiniBand machine with every compute coefficient of this machine's fit divided by 100."""
+    from dataclasses import replace
+
+    c = this_compute()
+    what_if = epoch.ComputeModel(spmm=c.spmm / 100, dense=c.dense / 100, elem=c.elem / 100, const=c.const / 100,
+                                 source="what-if: this machine's fit / 100")
+    return replace(machine_of("infiniband"), compute=what_if)
 
 
 def mark(rows: list[dict], graph: str, p: int) -> None:

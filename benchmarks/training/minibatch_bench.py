@@ -120,12 +120,14 @@ def bytes_section(args) -> None:
 
 
 def _export(rev: str, dest: Path) -> Path:
-    """``git archive REV`` of the three packages, laid out as ``shgcn.*``."""
+    """``git archive REV`` of the packages (core, where REV has it, store, pipeline, trainer), laid out as
+    ``shgcn.*``."""
     root = dest / "shgcn"
     root.mkdir(parents=True)
     tar = dest / "src.tar"
-    subprocess.run(["git", "-C", str(REPO), "archive", "-o", str(tar), rev, "store", "pipeline", "trainer"],
-                   check=True)
+    has_core = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{rev}:core"], capture_output=True).returncode == 0
+    packages = ["core"] * has_core + ["store", "pipeline", "trainer"]
+    subprocess.run(["git", "-C", str(REPO), "archive", "-o", str(tar), rev, *packages], check=True)
     with tarfile.open(tar) as t:
         t.extractall(root, filter="data")
     return dest

@@ -1,6 +1,7 @@
 """Ping-pong between two MPI ranks: the latency α and inverse bandwidth β of
 this machine's MPI (shared memory), fitted to one-way time = α + β · bytes.
-The fit is the ``shm`` preset of pipeline/simulate.py.
+The fit gives the paths of the ``shm`` and ``this`` machine presets
+(core/machines/shm.json, this.json).
 
     mpirun -n 2 python -m benchmarks.training.pingpong [--repeats 5] [--out build/pingpong.json]
 
@@ -73,8 +74,8 @@ def main() -> None:
     body += (f"\nFit (relative least squares over the sizes): α = {alpha * 1e6:.3f} µs, β = {beta * 1e9:.4f} ns/byte "
              f"({1 / beta / 1e9:.2f} GB/s). Each size: the median of 200 round trips (40 above 1 MiB) per repeat, "
              f"{args.repeats} repeats. Two ranks on this 2-core machine through MPICH's shared memory; other "
-             "engineers' jobs share the cores, so the spread between repeats is shown. This is the `shm` preset "
-             "of `pipeline/simulate.py`.\n")
+             "engineers' jobs share the cores, so the spread between repeats is shown. This is the `shm` machine "
+             "preset's path (`core/machines/shm.json`).\n")
     write_section("Ping-pong: MPI latency and bandwidth on this machine", body)
 
 

@@ -1,18 +1,22 @@
-"""Validate the epoch model (store/epoch.py) on this machine, then use it
+"""Validate the epoch model (core/epoch.py) on this machine, then use it
 at the paper's scale.
 
 1. Fit the compute coefficients to measured one-rank training steps
    (soc-slashdot0902 and ca-astroph, random:128 features, 16 classes, hidden
    16 / 64 / 128, one BLAS thread per rank).
 2. Predicted vs measured epoch at P = 1 and 2 (hidden 128, p2p, hp stores;
-   P = 2 repeated: the 2 cores are shared with other jobs), with the `shm`
-   network preset (the ping-pong fit); measured bytes against predicted.
+   P = 2 repeated: the 2 cores are shared with other jobs), on the `shm`
+   machine preset (the ping-pong fit) with the fitted compute; measured bytes
+   against predicted.
 3. Predicted epoch-time ratio to rp at P = 64, 128, 256, 512 for rp, gp, hp,
    gp-vb, hp-vb on every shared graph (InfiniBand preset, dims [128, 128, 16]).
 
     python -m benchmarks.training.simulate_bench [--epochs 15] [--repeats 3] [--stores DIR] [--skip-measure] [--fit-only]
 
-Writes build/simulate-fit.json and two RESULTS.md sections.
+Writes build/simulate-fit.json, the fitted compute model to
+core/machines/compute-this.json (``shgcn.core.machine.compute_path()``: the
+``this`` compute every machine preset uses; review and commit it), and two
+RESULTS.md sections (one with ``--fit-only``).
 """
 
 from __future__ import annotations
@@ -23,13 +27,16 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import REPO, SHARED, build_store, mpirun, table, write_section
+from benchmarks.common import REPO, SHARED, build_store, machine, mpirun, table, write_section
 from benchmarks.common.graphs import GRAPHS, adjacency, partition, refined_partition
 from shgcn.core import epoch as simulate
+from shgcn.core.costs import Job
+from shgcn.core.machine import Channel, ComputeModel, Machine, compute_path, machine_of
 from shgcn.core.runlog import read_run_log
 from shgcn.pipeline.simulate import costs_from_partitions
 from shgcn.store import open_store
@@ -104,30 +111,40 @@ def measure(root: Path, epochs: int, repeats: int) -> dict:
                         + ", ".join(f"{x:.1f}" for x in os.getloadavg())}
 
 
-def shm_network() -> simulate.Network:
+def shm_machine(compute: ComputeModel) -> Machine:
+    """The ``shm`` machine preset (this machine's shared memory, cores not counted) with ``compute``; its
+    paths from build/pingpong.json when the ping-pong benchmark has written one."""
+    mach = replace(machine_of("shm"), compute=compute)
     path = REPO / "build" / "pingpong.json"
     if path.exists():
         z = json.loads(path.read_text())
-        return simulate.Network("shm", z["alpha"], z["beta"], "ping-pong fit, build/pingpong.json")
-    return simulate.NETWORKS["shm"]
+        ch = Channel(z["alpha"], z["beta"], "ping-pong fit, build/pingpong.json")
+        mach = replace(mach, intra=ch, inter=ch)
+    return mach
 
 
-def validation_section(data: dict) -> tuple[simulate.ComputeModel, str]:
+def validation_section(data: dict) -> tuple[ComputeModel, str]:
+    """The fit (its ``source`` names the runs and the largest errors of the fit and the validation) and the
+    section's body."""
     fit = simulate.fit_compute(np.array(data["features"]), np.array(data["seconds"]),
                                source="benchmarks/training/simulate_bench.py: one-rank training steps on this machine")
-    net = shm_network()
-    fit_rows = []
+    mach = shm_machine(fit)
+    net = mach.intra
+    fit_rows, fit_errs, val_errs = [], [], []
     for f, s, label in zip(data["features"], data["seconds"], data["labels"]):
         pred = float(np.dot(f, [fit.spmm, fit.dense, fit.elem, fit.const]))
+        fit_errs.append(abs(pred / s - 1))
         fit_rows.append({"run": label, "measured": f"{s * 1e3:.1f}", "fit": f"{pred * 1e3:.1f}",
                          "err": f"{pred / s - 1:+.1%}"})
     val_rows = []
     for v in data["validation"]:
         cost = layout_cost(Path(v["store"]))
-        t = simulate.rank_times(cost, v["dims"], "p2p", net, fit)
-        traffic = simulate.rank_traffic(cost, v["dims"], "p2p")
+        job = Job(tuple(v["dims"]), exchange="p2p")
+        t = simulate.rank_times(cost, job, mach)
+        traffic = simulate.rank_traffic(cost, job)
         med = float(np.median(v["epochs"]))
         best = float(min(v["epochs_min"]))
+        val_errs.append(abs(t["epoch"] / best - 1))
         exact = traffic["bytes_sent"].tolist() == v["bytes_sent"] and traffic["msgs_sent"].tolist() == v["msgs_sent"]
         val_rows.append({"graph": v["graph"], "P": v["parts"], "hidden": v["hidden"],
                          "measured": ", ".join(f"{e * 1e3:.1f}" for e in v["epochs"]),
@@ -158,11 +175,24 @@ def validation_section(data: dict) -> tuple[simulate.ComputeModel, str]:
                            ("err", "error vs fastest"), ("err_med", "error vs median"),
                            ("within", "within 25%"), ("bytes", "bytes per step (all ranks)"),
                            ("exact", "bytes = predicted")]))
-    return fit, body
+    source = (f"fitted by benchmarks/training/simulate_bench.py on this machine ({machine()}), runs measured "
+              f"{data.get('measured', '?')}: every fit point within {max(fit_errs, default=0):.0%}, P = 1 and 2 "
+              f"predicted within {max(val_errs, default=0):.0%} of the fastest measured epoch (benchmarks/RESULTS.md, "
+              "'Epoch model: fit and validation')")
+    return replace(fit, source=source), body
 
 
-def scaling_section(fit: simulate.ComputeModel, graphs: list[str]) -> str:
-    net = simulate.NETWORKS["infiniband"]
+def write_compute(fit: ComputeModel) -> Path:
+    """Write the fitted compute model where the machine presets read it (``core/machines/compute-this.json``,
+    :func:`shgcn.core.machine.compute_path`)."""
+    path = compute_path()
+    path.write_text(json.dumps(fit.to_json(), indent=2) + "\n")
+    return path
+
+
+def scaling_section(fit: ComputeModel, graphs: list[str]) -> str:
+    mach = replace(machine_of("infiniband"), compute=fit)  # a rank per node: every message on the inter-node path
+    net = mach.inter
     rows, ratios = [], {m: {p: [] for p in SCALE_PARTS} for m in ("gp", "hp", "hp-vb", "gp-vb")}
     vs_gp: dict[int, list[float]] = {p: [] for p in SCALE_PARTS}
     for g in graphs:
@@ -183,7 +213,7 @@ def scaling_section(fit: simulate.ComputeModel, graphs: list[str]) -> str:
             if "hp" not in parts:
                 continue
             costs = costs_from_partitions(a, parts, p, directed)
-            pred = {r["model"]: r for r in simulate.predict(costs, SCALE_DIMS, net, fit, ["p2p"])}
+            pred = {r["model"]: r for r in simulate.predict(costs, Job(tuple(SCALE_DIMS)), mach, ["p2p"])}
             row = {"graph": g, "P": p, "rp": f"{pred['rp']['epoch'] * 1e3:.2f}",
                    "bcast/rp": f"{1 / pred['rp']['vs_bcast']:.2f}"}
             for m in ("gp", "gp-vb", "hp", "hp-vb"):
@@ -247,6 +277,9 @@ def main() -> None:
         FIT.write_text(json.dumps(data, indent=1))
     fit, body = validation_section(data)
     write_section("Epoch model: fit and validation on this machine (P = 1, 2)", body)
+    path = write_compute(fit)
+    print(f"wrote the fitted compute model to {path} (the `this` compute of the machine presets): review and "
+          "commit it", flush=True)
     if not args.fit_only:
         write_section("Epoch model at the paper's scale: predicted runtime ratio to rp", scaling_section(fit, args.graphs))
 
