@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 @dataclass
@@ -50,6 +53,8 @@ class PartitionCost:
         (owner, j, q); (m,) int64 each."""
         if self.graph is None or self.part is None:
             raise ValueError("the row-level pairs need the partition's graph and part vector")
+        import scipy.sparse as sp
+
         coo = sp.coo_matrix(self.graph)
         part = np.asarray(self.part, np.int64)
         q, j = part[coo.row], coo.col.astype(np.int64)

@@ -55,7 +55,7 @@ class Header:
         return Job(tuple(self.dims), arch=self.arch, heads=tuple(self.heads) if self.heads else None,
                    exchange=self.exchange, itemsize=WIRE_DTYPES.get(self.exchange_dtype, 4),
                    algorithm=self.algorithm, replication=self.replication, combine=self.combine or "reduce",
-                   ranks_per_node=self.ranks_per_node or 1)
+                   ranks_per_node=self.ranks_per_node or _blocks(self.nodes))
 
     @property
     def mode_label(self) -> str:
@@ -73,6 +73,14 @@ class Header:
         """A short name for plots: P, exchange, layout model, mode (and the
         sampler and batch size of a mini-batch run)."""
         return f"P={self.parts} {self.exchange} {self.model}, {self.mode_label}"
+
+
+def _blocks(nodes: list[int] | None) -> int:
+    """Ranks per node when ``nodes`` (the node of every rank) are blocks of consecutive ranks (1 otherwise)."""
+    if not nodes:
+        return 1
+    k = nodes.count(nodes[0])
+    return k if all(n == r // k for r, n in enumerate(nodes)) else 1
 
 
 @dataclass

@@ -39,3 +39,15 @@ def built(tmp_path_factory, client):
     from helpers.stores import make_in
 
     return make_in(tmp_path_factory.mktemp("store"), client)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A conformance subclass names the MPI cases of the quick suite (``quick``: ``test_name[params]``);
+    its other MPI cases are slow (tests/helpers/parts.py). Runs before the marks select."""
+    for item in items:
+        quick = getattr(item.cls, "quick", None)
+        if quick is None or item.get_closest_marker("mpi") is None:
+            continue
+        if item.name not in quick:
+            item.add_marker(pytest.mark.slow)

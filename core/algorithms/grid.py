@@ -25,9 +25,12 @@ on a cluster they share a node and the in-row traffic stays on it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 from ..errors import UserError
 
@@ -162,6 +165,8 @@ def row_supports(graph: sp.csr_matrix, part: np.ndarray, parts: int, a: np.ndarr
     -------
     fwd, fold : (k, c, c) int64, ``[i, j, t]`` = rows of rank (i, j)'s support in the chunk of grid column t.
     """
+    import scipy.sparse as sp
+
     coo = sp.coo_matrix(graph)
     part = np.asarray(part, np.int64)
     prow, pcol = part[coo.row], part[coo.col]
@@ -180,6 +185,8 @@ def row_supports(graph: sp.csr_matrix, part: np.ndarray, parts: int, a: np.ndarr
 
 def block_nnz(graph: sp.csr_matrix, part: np.ndarray, parts: int) -> np.ndarray:
     """(k, k) int64: nonzeros of Â in the rows of part i and the columns of part q."""
+    import scipy.sparse as sp
+
     coo = sp.coo_matrix(graph)
     part = np.asarray(part, np.int64)
     return np.bincount(part[coo.row] * parts + part[coo.col], minlength=parts * parts).reshape(parts, parts)

@@ -1,10 +1,11 @@
-"""Run under mpirun by tests/test_exchange.py: one exchange strategy on a
-random matrix and row partition, checked against a dense reference.
+"""Run under mpirun by the exchange conformance tests (tests/helpers/parts.py): one exchange on a random
+matrix and row partition, on nodes of RANKS_PER_NODE consecutive ranks, checked against a dense reference.
 
-    mpirun -n P python tests/helpers/exchange_check.py STRATEGY SEED
+    mpirun -n P python tests/helpers/exchange_check.py EXCHANGE SEED RANKS_PER_NODE [isolated]
 
-Rank 0 prints a JSON list with one object per rank: whether expand and fold equal the dense
-reference, and the counters next to what the plan says they must be.
+Rank 0 prints a JSON list with one object per rank: whether expand and fold equal the dense reference,
+the counters of one expand and one fold, and the cost model's prediction of them
+(:mod:`shgcn.core.exchanges`).
 """
 
 import json
@@ -12,19 +13,22 @@ import sys
 
 import numpy as np
 import scipy.sparse as sp
+from exchange_model import predicted_exchange
 from mpi4py import MPI
 
+from shgcn.core.exchanges import EXCHANGES
 from shgcn.pipeline.stages.layout import in_memory
-from shgcn.trainer.exchange import STRATEGIES
-from shgcn.trainer.plan import comm_plan
+from shgcn.trainer.exchanges import Peers, make
+from shgcn.trainer.plan import comm_plan, full_local
+from shgcn.trainer.wire import Wire
 
 D = 5
 
 
-def main(strategy: str, seed: int) -> None:
-    comm = MPI.COMM_WORLD
-    rank, size = comm.rank, comm.size
-    rng = np.random.default_rng(seed)  # the same on every rank
+def problem(seed: int, size: int, isolate: int = 0):
+    """The same random matrix (with its diagonal), contiguous row ranges and rows on every rank; ``isolate`` k:
+    no nonzero between the rows of the first k ranks (node 0) and the others."""
+    rng = np.random.default_rng(seed)
     n = 40 + 7 * size
     m = sp.random(n, n, density=0.08, random_state=rng, format="csr", dtype=np.float32)
     m = (m + sp.identity(n, dtype=np.float32, format="csr")).tocsr()
@@ -32,14 +36,27 @@ def main(strategy: str, seed: int) -> None:
     cuts = np.sort(rng.choice(np.arange(1, n), size - 1, replace=False)) if size > 1 else np.zeros(0, np.int64)
     offsets = np.concatenate([[0], cuts, [n]]).astype(np.int64)
     x = rng.standard_normal((n, D)).astype(np.float32)
-    owner = (np.searchsorted(offsets, np.arange(n), side="right") - 1).astype(np.int32)  # contiguous ranges
+    owner = (np.searchsorted(offsets, np.arange(n), side="right") - 1).astype(np.int32)
+    if isolate:
+        coo = m.tocoo()
+        keep = (owner[coo.row] < isolate) == (owner[coo.col] < isolate)
+        m = sp.csr_matrix((coo.data[keep], (coo.row[keep], coo.col[keep])), shape=m.shape)
+        m.sort_indices()
+    return m, offsets, x, owner
+
+
+def main(name: str, seed: int, per_node: int, isolated: bool) -> None:
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    m, offsets, x, owner = problem(seed, size, per_node if isolated else 0)
     plans = [b.plan for b in in_memory(m, owner, size, directed=False)[1]]
     plan = plans[rank]
     cp = comm_plan(plan, rank, offsets)
-    ex = STRATEGIES[strategy](comm, cp)
+    peers = Peers(np.arange(size, dtype=np.int64) // per_node)
+    options = {"local": full_local(plan, cp)} if EXCHANGES[name].node_aware else {}
+    ex = make(name, comm, cp, Wire(), peers, **options)
     lo, hi = int(offsets[rank]), int(offsets[rank + 1])
 
-    # expand: every received block holds exactly the rows the plan names
     got = {}
     ex.expand(x[lo:hi], lambda: None, lambda q, rows: got.__setitem__(q, np.array(rows)))
     expand_ok = all(np.array_equal(got.get(q, np.zeros((0, D), np.float32)),
@@ -47,8 +64,7 @@ def main(strategy: str, seed: int) -> None:
                     for q in range(size) if q != rank)
     expand = ex.counters.reset()
 
-    # fold: partial sums for other ranks' rows come back to their owners and add up
-    def contribution(r, q, count):
+    def contribution(r, q, count):  # partial sums for other ranks' rows come back to their owners and add up
         return np.random.default_rng([seed, r, q]).standard_normal((count, D)).astype(np.float32)
 
     parts = {q: contribution(rank, q, c) for q, c in cp.recv_from}
@@ -58,7 +74,7 @@ def main(strategy: str, seed: int) -> None:
         out[rows] += buf
 
     ex.fold(parts, D, lambda: None, add)
-    ref = np.zeros((n, D), np.float32)
+    ref = np.zeros((x.shape[0], D), np.float32)
     for r in range(size):  # every rank's plan gives the reference
         pr = plans[r]
         for q in range(size):
@@ -67,15 +83,17 @@ def main(strategy: str, seed: int) -> None:
                 ref[ids] += contribution(r, q, ids.size)
     fold_ok = bool(np.allclose(out, ref[lo:hi], atol=1e-5))
     fold = ex.counters.reset()
-    send_rows = sum(rows.size for _, rows in cp.send_to)
-    recv_rows = cp.recv_rows
-    out = comm.gather({"rank": rank, "expand_ok": bool(expand_ok), "fold_ok": fold_ok,
-                      "expand": expand, "fold": fold, "send_rows": send_rows, "recv_rows": recv_rows,
-                      "own_rows": hi - lo, "others_rows": n - (hi - lo), "size": size,
-                       "send_msgs": len(cp.send_to), "recv_msgs": len(cp.recv_from), "width": D}, root=0)
+    want_e, want_f = predicted_exchange(name, m, owner, size, per_node, D)
+
+    def row(t):
+        return {k: int(v[rank]) for k, v in t.items()}
+
+    record = {"rank": rank, "expand_ok": bool(expand_ok), "fold_ok": fold_ok, "expand": expand, "fold": fold,
+              "want_expand": row(want_e), "want_fold": row(want_f)}
+    out_all = comm.gather(record, root=0)
     if rank == 0:
-        print(json.dumps(out), flush=True)
+        print(json.dumps(out_all), flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1, "isolated" in sys.argv[4:])

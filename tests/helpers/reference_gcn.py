@@ -1,17 +1,19 @@
 """A plain, serial scipy GCN on the unpartitioned Â: the reference the
-distributed trainer must reproduce. Written separately from trainer/model.py;
+distributed trainer must reproduce. Written separately from trainer/archs/gcn.py;
 it shares only the weight initialization and the definition of the dropout
 mask (both pure functions of the seed)."""
 
 import numpy as np
 
-from shgcn.trainer.gcn import GCN
-from shgcn.trainer.model import dropout_mask
+from shgcn.trainer.archs.base import dropout_mask
+from shgcn.trainer.archs.gcn import GCN
+from shgcn.trainer.backends import backend
 
 
 def reference_losses(a, x, y, train, dims, *, seed=0, epochs=20, lr=0.01, wd=5e-4, dropout=0.5):
     """Per-epoch training loss (mean CE over train rows + wd/2 ||W0||^2)."""
-    ws = [w.copy() for w in GCN(dims, seed).ws]
+    be = backend()
+    ws = [w.copy() for w in GCN(dims, seed, [1] * (len(dims) - 1), be).ws]
     m = [np.zeros_like(w) for w in ws]
     v = [np.zeros_like(w) for w in ws]
     at = a.T.tocsr()
@@ -23,7 +25,7 @@ def reference_losses(a, x, y, train, dims, *, seed=0, epochs=20, lr=0.01, wd=5e-
         hs, masks, zs = [], [], []
         h = x
         for k, w in enumerate(ws):
-            mask = dropout_mask(seed, epoch, k, gids, h.shape[1], dropout) if dropout else np.ones_like(h)
+            mask = dropout_mask(be, seed, epoch, k, gids, h.shape[1], dropout) if dropout else np.ones_like(h)
             hd = h * mask
             hs.append(hd)
             masks.append(mask)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers import one_line
 from helpers.mpi import train
 
 
@@ -21,3 +22,13 @@ def test_resume_gives_same_final_weights(stores, tmp_path):
         assert int(a["epoch"]) == int(b["epoch"]) == 11
         for k in a.files:
             np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_checkpoint_of_another_architecture_is_refused(stores, tmp_path):
+    path = stores["undirected", 2]
+    ck = tmp_path / "ck"
+    assert train(2, path, "--arch", "sage", "--epochs", 2, "--checkpoint", ck).returncode == 0
+    one_line(train(2, path, "--arch", "gat", "--epochs", 4, "--checkpoint", ck, "--resume", timeout=60),
+             "holds a sage model, not gat")
+    res = train(2, path, "--arch", "sage", "--epochs", 4, "--checkpoint", ck, "--resume")
+    assert res.returncode == 0, res.stderr

@@ -69,9 +69,9 @@ def test_a_bad_index_with_no_verify_is_an_error_not_a_crash_or_a_hang(stores, tm
 
 def test_any_exception_in_setup_aborts_the_whole_job(stores, tmp_path, monkeypatch):
     # a KeyError-like failure on one rank only: the job ends, rank 0 does not wait forever
-    code = ("import sys, shgcn.trainer.context as c; real = c.setup\n"
+    code = ("import sys, shgcn.trainer.context as c; real = c.prepare\n"
             "def bad(cfg, comm):\n    if comm.rank == 1: raise KeyError('boom')\n    return real(cfg, comm)\n"
-            "c.setup = bad\nfrom shgcn.trainer.cli import main\n"
+            "c.prepare = bad\nfrom shgcn.trainer.cli import main\n"
             f"sys.exit(main([{str(stores['undirected', 2])!r}, '--epochs', '2', '--quiet']))")
     # the timeout is the hang guard: rank 0 must not wait for ever
     res = subprocess.run([mpirun(), "-n", "2", sys.executable, "-c", code], capture_output=True, text=True, timeout=90)

@@ -75,7 +75,7 @@ def test_batch_plans_follow_the_definition(directed):
     goes from its owner to q iff j and a row of q with a nonzero in column j
     are in the batch; the local matrix is the batch rows' block of Â."""
     from shgcn.pipeline.stages.layout import in_memory
-    from shgcn.trainer.minibatch import MiniBatches
+    from shgcn.trainer.minibatch import BatchSource, MiniBatches
     from shgcn.trainer.plan import comm_plan, full_local
 
     rng = np.random.default_rng(5)
@@ -94,7 +94,7 @@ def test_batch_plans_follow_the_definition(directed):
         ids = np.concatenate([np.arange(b.offset, b.offset + b.plan.n_own), np.asarray(tplan.recv_ids)])
         columns = sp.csr_matrix((np.ones(len(tplan.indices), np.int8), ids[np.asarray(tplan.indices)],
                                  np.asarray(tplan.indptr)), shape=(b.plan.n_own, n))
-        mb = MiniBatches(full_local(b.plan, cp), cp, lay.inverse, n, scfg, None, 5, False, 1, columns)
+        mb = MiniBatches(BatchSource(full_local(b.plan, cp), cp, lay.inverse, n, scfg, None, columns), 5, False, 1)
         for step in range(5):
             v = mb.view(1, step)
             batch = np.sort(lay.inverse[Sampler(sp.csr_matrix((n, n)), scfg).batch(mb.batch_number(1, step), TRAIN)])

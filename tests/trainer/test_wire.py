@@ -3,6 +3,7 @@ IEEE half; both decode to float32 and take two bytes a value."""
 
 import numpy as np
 import pytest
+from helpers.parts import check_run_bytes, run
 
 from shgcn.trainer.wire import Wire
 
@@ -30,3 +31,31 @@ def test_round_trip_error_is_within_half_an_ulp(name):
     bits = {"bfloat16": 8, "float16": 11, "float32": 24}[name]
     assert np.all(np.abs(y - x) <= np.abs(x) * 2.0 ** -bits)
     assert w.itemsize == (4 if name == "float32" else 2)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("arch,wire", [("gat", "bfloat16"), pytest.param("gcn", "bfloat16", marks=pytest.mark.slow),
+                                       pytest.param("gat", "float16", marks=pytest.mark.slow),
+                                       pytest.param("gcn", "float16", marks=pytest.mark.slow)])
+def test_16_bit_exchange_sends_half_the_bytes(mpi_stores, tmp_path, arch, wire):
+    path = mpi_stores["directed", 4]
+    heads = ["--heads", "3"] if arch == "gat" else []
+    _, e32 = run(4, path, tmp_path / "a.jsonl", "--arch", arch, *heads, "--epochs", 3, "--exchange-dtype", "float32")
+    h16, e16 = run(4, path, tmp_path / "b.jsonl", "--arch", arch, *heads, "--epochs", 3, "--exchange-dtype", wire)
+    assert h16.exchange_dtype == wire
+    for a, b in zip(e32, e16):
+        assert [2 * x for x in b.bytes_sent] == a.bytes_sent and sum(a.bytes_sent) > 0
+        assert [2 * x for x in b.eval_bytes_sent] == a.eval_bytes_sent
+    check_run_bytes(path, h16, e16)  # the job's itemsize: 2
+    # rounding to 16 bits changes the losses a little, not the training
+    np.testing.assert_allclose([e.loss for e in e16], [e.loss for e in e32], rtol=2e-2)
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_16_bit_exchange_with_alltoallv(mpi_stores, tmp_path):
+    path = mpi_stores["undirected", 2]
+    _, e = run(2, path, tmp_path / "a.jsonl", "--arch", "sage", "--epochs", 2, "--exchange", "alltoallv",
+               "--exchange-dtype", "bfloat16")
+    _, ref = run(2, path, tmp_path / "b.jsonl", "--arch", "sage", "--epochs", 2, "--exchange", "alltoallv")
+    assert [2 * x for x in e[0].bytes_sent] == ref[0].bytes_sent

@@ -18,10 +18,12 @@ the layers use only their operators (``+``, ``*``, slicing, ``.sum``,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 ACTS = ("none", "relu", "elu")
 
