@@ -125,6 +125,8 @@ class Step:
     msgs_sent: list[int] = field(default_factory=list)
     wait_time: list[float] = field(default_factory=list)  # s each rank waited on communication in the step
     exchange_bytes: list[list[int]] = field(default_factory=list)  # per rank, bytes of each exchange of the step
+    path_bytes: list[dict[str, int]] | None = None  # per rank, bytes sent within its node and to other nodes
+    path_msgs: list[dict[str, int]] | None = None
     type: ClassVar[str] = "step"
 
 

@@ -195,7 +195,7 @@ def simulation_note(s: store_mod.Store, network: str = "infiniband", hidden: tup
     """One sentence per model predicted slower than rp (p2p): why, from its
     busiest rank's compute, rows and nonzeros against rp's, and its bytes."""
     t = _simulation(s, network, hidden)
-    t = t[t["exchange"] == "p2p"].set_index("model")
+    t = t[t["exchange"] == epoch.Job(()).exchange].set_index("model")  # the trainer's default exchange
     if "rp" not in t.index:
         return ""
     rp = t.loc["rp"]

@@ -203,8 +203,8 @@ def cmd_simulate(args) -> int:
     jobs = simulation_jobs(s, args.hidden, args.arch, machine, args.ranks_per_node)
     if args.algorithm:
         algorithms = [x.strip() for x in args.algorithm.split(",") if x.strip()]
-        rows = predict_algorithms(s, args.ranks, algorithms, args.replication, jobs[0], machine, exchanges,
-                                  partitioner=model_partitioner(s))
+        rows = predict_algorithms(s, args.ranks, algorithms, args.replication, jobs[0], machine=machine,
+                                  exchanges=exchanges, partitioner=model_partitioner(s))
         print(tables.format_grid(rows))
         for r in epoch.recommend(rows):
             c = f" c={r['replication']}" if r["replication"] > 1 else ""

@@ -65,7 +65,7 @@ def grid_plans(ranks: int, algorithms: Iterable[str], replications: Iterable[int
 
 
 def predict_algorithms(store, ranks: Iterable[int] | None, algorithms: Iterable[str], replications: Iterable[int],
-                       job: Job, machine: str | Machine = "infiniband", exchanges: Iterable[str] | None = None,
+                       job: Job, *, machine: str | Machine = "infiniband", exchanges: Iterable[str] | None = None,
                        partitioner: Callable[[sp.csr_matrix, str, int], np.ndarray] | None = None) -> list[dict]:
     """:func:`shgcn.core.epoch.predict_algorithm` rows of every model of a store for
     every algorithm (and 1.5D replication) at each rank count; each part count

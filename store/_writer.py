@@ -170,7 +170,7 @@ class StoreWriter:
         for b, s in enumerate(sums):
             self.sums[_layout.graph_block(b, "")] = s
 
-    def create_nodes(self, n: int, dim: int, chunk_rows: int, file_id: np.ndarray, part: np.ndarray,
+    def create_nodes(self, n: int, dim: int, chunk_rows: int, file_id: np.ndarray, part: np.ndarray, *,
                      feature_dtype: str = "float32", multi_label_classes: int | None = None) -> None:
         """The node arrays (filled by ``write-nodes`` tasks, one chunk of rows
         each), and the ``node``, ``file_id`` and ``part`` columns (O(n)).

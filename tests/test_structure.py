@@ -128,3 +128,193 @@ def test_every_process_a_test_starts_has_a_timeout():
     and every wait on one, has a timeout (pytest-timeout is the last resort)."""
     found = [w for path in sorted((REPO / "tests").rglob("*.py")) for w in _untimed_waits(path)]
     assert found == []
+
+
+# ---------------------------------------------------------------- the house's rules (issue 29)
+
+PACKAGES = ("core", "store", "pipeline", "trainer", "notebooks")
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the installed packages: dotted name -> file."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            rel = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(("shgcn", *rel[:-1])) if rel[-1] == "__init__" else ".".join(("shgcn", *rel))
+            out[name] = path
+    return out
+
+
+def imported(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The project modules ``name`` imports anywhere in its file (functions included)."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range((node.level or 1) - 1):
+                base = base.rsplit(".", 1)[0]
+            target = (f"{base}.{node.module}" if node.module else base) if node.level else (node.module or "")
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                out.add(sub if sub in known else target)
+    return {m for m in out if m in known and m != name}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_even_inside_functions():
+    known = modules()
+    graph = {name: imported(name, path, known) for name, path in known.items()}
+    assert cycles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _is_kernel(node: ast.FunctionDef) -> bool:
+    """A numba kernel: its arrays come flat (typed containers cost more than they explain)."""
+    return any("njit" in ast.unparse(d) for d in node.decorator_list)
+
+
+def test_no_function_takes_more_than_six_positional_parameters():
+    long = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_kernel(node):
+                params = [a.arg for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]
+                if len(params) > 6:
+                    long.append(f"{name}.{node.name}: {len(params)}")
+    assert long == []
+
+
+def _registered() -> dict[str, tuple[set[str], set[str]]]:
+    """Each kind of registered part: its names, and the modules allowed to name them (its own, the registry)."""
+    from shgcn.core.algorithms import ALGORITHMS
+    from shgcn.core.archs import ARCHS
+    from shgcn.core.exchanges import EXCHANGES
+
+    out = {}
+    for kind, reg, homes in (("arch", ARCHS, {"shgcn.core.archs"}), ("algorithm", ALGORITHMS, {"shgcn.core.algorithms"}),
+                             ("exchange", EXCHANGES, {"shgcn.core.exchanges"})):
+        allowed = set(homes)
+        for spec in reg.values():
+            allowed.add(type(spec).__module__)
+            allowed.add(spec.impl.split(":")[0])
+        out[kind] = (set(reg.names()), allowed)
+    return out
+
+
+def name_comparisons(tree: ast.AST, kinds: dict[str, tuple[set[str], set[str]]]) -> list[str]:
+    """Comparisons of an architecture's, algorithm's or exchange's name with a literal, and dicts keyed by them."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            literals = {s.value for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str)}
+            for s in sides:
+                if isinstance(s, (ast.Tuple, ast.List, ast.Set)):
+                    literals |= {e.value for e in s.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            names = " ".join(ast.unparse(s) for s in sides if not isinstance(s, ast.Constant))
+            for kind, (values, _) in kinds.items():
+                if kind in names and literals & values:
+                    found.append(f"{kind}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            for kind, (values, _) in kinds.items():
+                if len(keys & values) >= 2:
+                    found.append(f"{kind}: dict keyed by {sorted(keys & values)}")
+    return found
+
+
+def test_no_name_of_a_part_is_compared_outside_its_module_and_registry():
+    kinds = _registered()
+    bad = []
+    for name, path in modules().items():
+        tree = ast.parse(path.read_text())
+        for hit in name_comparisons(tree, kinds):
+            kind = hit.split(":")[0]
+            if name not in kinds[kind][1]:
+                bad.append(f"{name}: {hit}")
+    assert bad == []
+
+
+def test_the_name_check_finds_a_comparison():
+    kinds = _registered()
+    tree = ast.parse("if cfg.arch == 'gat':\n    pass\nx = job.exchange in ('bcast', 'p2p')\nOPS = {'gcn': 1, 'sage': 2}\n")
+    assert len(name_comparisons(tree, kinds)) == 3
+
+
+# a module without a test file of its name: where its behaviour is tested instead
+TESTED_ELSEWHERE = {
+    "shgcn.trainer.__main__": "tests/test_structure.py (entry points)",
+    "shgcn.trainer.train": "tests/test_structure.py (entry points); every MPI test runs it",
+    "shgcn.pipeline.__main__": "tests/test_structure.py (entry points)",
+}
+
+
+def has_logic(path: Path) -> bool:
+    tree = ast.parse(path.read_text())
+    return any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) for n in tree.body)
+
+
+def expected_test_file(name: str) -> Path:
+    """tests/<package>/<subpackages>/test_<module>.py (a leading underscore dropped; a package's __init__:
+    test_<package>.py beside the package's own folder)."""
+    parts = name.split(".")[1:]
+    *folders, module = parts
+    return REPO / "tests" / Path(*folders) / f"test_{module.lstrip('_')}.py"
+
+
+def test_every_module_with_logic_has_a_test_file_of_its_name():
+    missing = []
+    for name, path in modules().items():
+        if name in TESTED_ELSEWHERE or not has_logic(path):
+            continue
+        if not expected_test_file(name).exists():
+            missing.append(f"{name}: {expected_test_file(name).relative_to(REPO)}")
+    assert missing == []
+
+
+def test_lazy_modules_list_their_names():
+    import importlib
+
+    for name, path in modules().items():
+        if "def __getattr__" in path.read_text():
+            module = importlib.import_module(name)
+            assert hasattr(module, "__dir__"), name
+            assert set(getattr(module, "__all__", ())) <= set(dir(module)), name

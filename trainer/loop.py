@@ -7,6 +7,7 @@ import hashlib
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from shgcn.core.algorithms import ALGORITHMS
 from . import checkpoint, watchdog
 from .backends import Dropped, Noise
 from .context import Context, versions
-from .minibatch import MiniBatches, PlanAhead
+from .minibatch import BatchView, MiniBatches, PlanAhead
 
 
 class Diverged(RuntimeError):
@@ -36,6 +37,8 @@ class StepStats:
     msgs_sent: int
     wait: float  # s this rank waited on communication in the step
     calls: list[int]  # bytes sent by each exchange of the step
+    path_bytes: dict[str, int]  # bytes sent within the node and to other nodes
+    path_msgs: dict[str, int]
 
 
 @dataclass
@@ -140,8 +143,8 @@ def minibatch_epoch(ctx: Context, plans: PlanAhead, comm, epoch: int, train_tota
             v = plans.get(*at)
             return v, batch_input(ctx, v, mb.batch_number(*at))
 
-        st, counts, ready = _minibatch_step(ctx, comm, view, x_in, mb.batch_number(epoch, step), step,
-                                            mb.loss_weight, train_total, meanwhile)
+        st, counts, ready = _minibatch_step(ctx, comm, Batch(view, x_in, mb.batch_number(epoch, step), step),
+                                            train_total, meanwhile)
         if ready is not None:
             view, x_in = ready
         seen += counts
@@ -166,16 +169,29 @@ def _noise(ctx: Context, key: int) -> Noise | None:
     return Noise(cfg.dropout, cfg.seed, key, attn)
 
 
-def _minibatch_step(ctx: Context, comm, v, x_in, key: int, step: int, loss_weight, train_total: int, meanwhile):
-    """One optimizer step on batch view ``v`` (``x_in``: its input made
-    ahead, or None): forward and backward with the batch's plan, one
+@dataclass(frozen=True)
+class Batch:
+    """One step's batch: its view (plan, rows, matrix), its first-layer input made ahead (or None), the
+    number its masks are keyed by, and the step's number in the epoch."""
+
+    view: BatchView
+    x_in: Any
+    key: int
+    step: int
+
+
+def _minibatch_step(ctx: Context, comm, batch: Batch, train_total: int, meanwhile):
+    """One optimizer step on ``batch``: forward and backward with the batch's plan, one
     allreduce of [gradients, loss, the targets' counts] while ``meanwhile()``
     runs, Adam. Returns (StepStats, the summed counts, what meanwhile returned)."""
     model, d, ex = ctx.model, ctx.data, ctx.ex
+    v, x_in, key, step = batch.view, batch.x_in, batch.key, batch.step
     rows = v.rows
     train_b = d.train[rows]
+    loss_weight = ctx.batches.loss_weight if ctx.batches is not None else None
     weights = loss_weight[rows] if loss_weight is not None else None
     before = (ex.counters.bytes_sent, ex.counters.msgs_sent, ex.counters.comm_time, len(ex.counters.calls))
+    paths = (dict(ex.counters.paths), dict(ex.counters.path_msgs))
     if ctx.batch_graph is None:
         raise RuntimeError("mini-batch steps need the context's batch operators")
     with ex.using(v.cp):
@@ -194,7 +210,10 @@ def _minibatch_step(ctx: Context, comm, v, x_in, key: int, step: int, loss_weigh
     loss_sum, counts = float(flat[-w - 1]), np.round(flat[-w:].astype(np.float64))
     total = total_of(flat)
     wait = ex.counters.comm_time - before[2]
-    return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls), counts, ready
+    by_path = ({k: ex.counters.paths[k] - paths[0][k] for k in paths[0]},
+               {k: ex.counters.path_msgs[k] - paths[1][k] for k in paths[1]})
+    return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls, *by_path), counts, \
+        ready
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
@@ -322,7 +341,9 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
                                       bytes_sent=[ss[i].bytes_sent for ss in steps],
                                       msgs_sent=[ss[i].msgs_sent for ss in steps],
                                       wait_time=[ss[i].wait for ss in steps],
-                                      exchange_bytes=[ss[i].calls for ss in steps]))
+                                      exchange_bytes=[ss[i].calls for ss in steps],
+                                      path_bytes=[ss[i].path_bytes for ss in steps],
+                                      path_msgs=[ss[i].path_msgs for ss in steps]))
     if log is not None:
         log.write(rec)
     return rec

@@ -78,6 +78,18 @@ class BatchSource:
     columns: sp.csr_matrix
 
 
+def _halo_blocks(entries: tuple[np.ndarray, np.ndarray, np.ndarray], recv_start: np.ndarray,
+                 recv_from: list[tuple[int, int]], b_own: int) -> dict[int, sp.csr_matrix]:
+    """The batch's received columns split by sender: ``entries`` (rows, halo positions, values) in row order."""
+    r, col, vals = entries
+    out = {}
+    for q, _ in recv_from:  # a loop over neighbour ranks
+        lo, hi = recv_start[q], recv_start[q + 1]
+        m = (col >= lo) & (col < hi)
+        out[q] = _csr(r[m], col[m] - lo, vals[m], (b_own, int(hi - lo)))
+    return out
+
+
 class MiniBatches:
     """Re-draws batches and restricts a rank's plan to them.
 
@@ -197,17 +209,10 @@ class MiniBatches:
         if self.edge_scale is not None:
             vals = vals * self.edge_scale[pos]
         lm = LocalMatrix(own=_csr(r[~halo], new_col[~halo], vals[~halo], (b_own, b_own)),
-                         halo={q: self._halo_block(r, new_col, vals, halo, recv_start, q, b_own)
-                               for q, _ in recv_from})
+                         halo=_halo_blocks((r[halo], new_col[halo], vals[halo]), recv_start, recv_from, b_own))
         left = self.row_scale[rows] if self.row_scale is not None else None
         return BatchView(rows=rows, cp=bcp, lm=lm, vertices=int(offsets[-1]),
                          halo_new=self._gcol[n_own:][recv_in], left=left)
-
-    @staticmethod
-    def _halo_block(r, new_col, vals, halo, recv_start, q: int, b_own: int) -> sp.csr_matrix:
-        lo, hi = recv_start[q], recv_start[q + 1]
-        m = halo & (new_col >= lo) & (new_col < hi)
-        return _csr(r[m], new_col[m] - lo, vals[m], (b_own, int(hi - lo)))
 
     def _send_lists(self, in_batch: np.ndarray, rows: np.ndarray, own_pos: np.ndarray
                     ) -> list[tuple[int, np.ndarray]]:

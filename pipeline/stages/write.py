@@ -38,7 +38,8 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nnz: int, parts: 
     file_ids = ing.file_ids.result()
     rows = blocks.STORE_ROWS
     multi = ing.node_plan.classes if ing.node_plan.label_kind == "multi" else None
-    writer.create_nodes(ing.n, ing.node_plan.dim, rows, file_ids, layout_part, cfg.feature_dtype, multi)
+    writer.create_nodes(ing.n, ing.node_plan.dim, rows, file_ids, layout_part, feature_dtype=cfg.feature_dtype,
+                        multi_label_classes=multi)
     rank_f = [tasks.submit("write-rank", _write_rank, root, x, laid.offsets, s, t)
               for x, s, t in zip(laid.ranks, laid.sends, laid.t_sends or [None] * len(laid.ranks))]
     store_bounds = np.append(np.arange(0, ing.n, rows, dtype=np.int64), ing.n)

@@ -7,7 +7,7 @@ import numpy as np
 
 from shgcn.trainer.archs.base import dropout_mask
 from shgcn.trainer.archs.gcn import GCN
-from shgcn.trainer.backends import backend
+from shgcn.trainer.backends import Noise, backend
 
 
 def reference_losses(a, x, y, train, dims, *, seed=0, epochs=20, lr=0.01, wd=5e-4, dropout=0.5):
@@ -25,7 +25,7 @@ def reference_losses(a, x, y, train, dims, *, seed=0, epochs=20, lr=0.01, wd=5e-
         hs, masks, zs = [], [], []
         h = x
         for k, w in enumerate(ws):
-            mask = dropout_mask(be, seed, epoch, k, gids, h.shape[1], dropout) if dropout else np.ones_like(h)
+            mask = dropout_mask(be, Noise(dropout, seed, epoch), k, gids, h.shape[1]) if dropout else np.ones_like(h)
             hd = h * mask
             hs.append(hd)
             masks.append(mask)

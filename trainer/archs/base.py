@@ -19,13 +19,12 @@ if TYPE_CHECKING:
     from ..graph import Graph
 
 
-def dropout_mask(backend: Backend, seed: int, epoch: int, layer: int, gids: np.ndarray, d: int,
-                 rate: float) -> np.ndarray:
+def dropout_mask(backend: Backend, noise: Noise, layer: int, gids: np.ndarray, d: int) -> np.ndarray:
     """(n, d) float32 inverted-dropout mask (0 or the scale) of rows with
     original ids ``gids``: what the trainer multiplies layer ``layer``'s
-    input by (a pure function of seed, epoch, layer, id and column)."""
+    input by (a pure function of the noise's seed, epoch and rate, the layer, the id and the column)."""
     ones = np.ones((len(gids), d), np.float32)
-    out, _ = backend.act_dropout(ones, "none", Noise(rate, seed, epoch), layer, np.asarray(gids, np.int64))
+    out, _ = backend.act_dropout(ones, "none", noise, layer, np.asarray(gids, np.int64))
     return backend.to_host(out)
 
 

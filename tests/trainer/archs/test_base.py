@@ -30,16 +30,16 @@ def test_dropout_mask_depends_on_the_vertex_only():
     be = backend()
     rng = np.random.default_rng(3)
     gids = rng.permutation(5000).astype(np.int64) * 13 + 5
-    whole = dropout_mask(be, 7, 3, 1, gids, 37, 0.5)
+    whole = dropout_mask(be, Noise(0.5, 7, 3), 1, gids, 37)
     for parts in (2, 4, 7):
         order = rng.permutation(gids.size)
         for chunk in np.array_split(order, parts):  # any layout: a rank's rows in any order
-            np.testing.assert_array_equal(dropout_mask(be, 7, 3, 1, gids[chunk], 37, 0.5), whole[chunk])
+            np.testing.assert_array_equal(dropout_mask(be, Noise(0.5, 7, 3), 1, gids[chunk], 37), whole[chunk])
     assert set(np.unique(whole)) == {0.0, 2.0} and abs((whole > 0).mean() - 0.5) < 0.01
-    for other in (dropout_mask(be, 7, 3, 2, gids, 37, 0.5), dropout_mask(be, 7, 4, 1, gids, 37, 0.5),
-                  dropout_mask(be, 8, 3, 1, gids, 37, 0.5)):
+    for other in (dropout_mask(be, Noise(0.5, 7, 3), 2, gids, 37), dropout_mask(be, Noise(0.5, 7, 4), 1, gids, 37),
+                  dropout_mask(be, Noise(0.5, 8, 3), 1, gids, 37)):
         assert 0.4 < (other != whole).mean() < 0.6
-    m = dropout_mask(be, 1, 0, 0, gids, 16, 0.1)
+    m = dropout_mask(be, Noise(0.1, 1, 0), 0, gids, 16)
     assert abs((m > 0).mean() - 0.9) < 0.01 and np.isclose(m.max(), 65536 / (65536 - 6554))
 
 
