@@ -141,22 +141,6 @@ def test_a_stopped_rank_ends_the_job_with_one_line_and_resume_works(p2, tmp_path
     assert [e.loss for e in read_run_log(log).epochs] == [e.loss for e in read_run_log(ref).epochs]
 
 
-def test_the_watchdog_names_the_silent_rank_or_the_slowest():
-    """The verdict alone (no MPI): a rank not heard from is named; when all
-    answer, the one whose progress is oldest."""
-    from shgcn.trainer.watchdog import Watchdog
-
-    dog = Watchdog.__new__(Watchdog)
-    dog.rank, dog.size, dog.timeout, dog.last_progress = 0, 4, 10.0, 95.0
-    dog.heard = {1: 99.0, 2: 80.0, 3: 99.5}
-    dog.their_age = {1: 4.0, 2: 0.0, 3: 30.0}
-    silent, line = dog.verdict(100.0)
-    assert silent == [2] and line.startswith("rank 2 stopped answering: no message for 20 s")
-    dog.heard[2] = 99.0
-    silent, line = dog.verdict(100.0)
-    assert silent == [] and "rank 3 made its last progress 30 s ago" in line and "--timeout 10" in line
-
-
 def test_a_bad_timeout_is_refused(p1):
     res = train(1, p1, "--timeout", "-1", use_mpirun=False)
     assert res.returncode == 2 and "--timeout -1" in res.stderr

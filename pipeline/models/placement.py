@@ -1,0 +1,191 @@
+"""Placement of a partition's parts on nodes (``pipeline build --ranks-per-node
+k``): which parts share a node, so that the rows that cross the network are
+fewest.
+
+Ranks are placed in blocks (ranks ``k i .. k i + k - 1`` on node i), so a
+placement is an order of the parts: part p becomes rank ``rank_of_part[p]``.
+What crosses the network depends on the exchange:
+
+- the node-aware exchange sends each row once to each other node that needs
+  it: the inter-node rows are the connectivity-1, over nodes, of the rows'
+  *part sets* (the part owning row j and the parts needing it); so the
+  ``hypergraph`` placement partitions the hypergraph whose vertices are the
+  parts and whose nets are those sets (identical sets merged, weighted by
+  their count) into nodes of k parts with Mt-KaHyPar's connectivity-1
+  objective (the process-mapping objective);
+- a flat exchange sends a row once to each part that needs it: its
+  inter-node rows are the volume matrix's entries between nodes; the
+  ``graph`` placement partitions the parts' quotient graph (edge weight
+  V[m, q] + V[q, m]) into nodes of k parts, minimizing the cut;
+- ``block``: the parts in their partitioner's order.
+
+A placement is kept only if it is no worse than block placement on the
+node-aware rows (the tie goes to block). Same seed, same placement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PLACEMENTS = ("hypergraph", "graph", "block")
+_HASH_SEED = 0x5EED  # the random weights that name a part set (two 64-bit sums: collisions are out of reach)
+
+
+@dataclass(frozen=True)
+class Nets:
+    """Distinct part sets of the rows that travel (each of at least two parts), with their counts.
+
+    Attributes: ptr (m+1,) int64; pins (ptr[-1],) int64 sorted part ids per set; weights (m,) int64 rows
+    with that set; keys (m, 2) uint64 the sets' hashes (to merge blocks' nets)."""
+
+    ptr: np.ndarray
+    pins: np.ndarray
+    weights: np.ndarray
+    keys: np.ndarray
+
+    @classmethod
+    def empty(cls) -> Nets:
+        return cls(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 2), np.uint64))
+
+    @property
+    def count(self) -> int:
+        return int(self.weights.size)
+
+
+def _hash_weights(parts: int) -> np.ndarray:
+    return np.random.default_rng(_HASH_SEED).integers(0, 2**63, (parts, 2), dtype=np.uint64)
+
+
+def part_nets(row_of_pin: np.ndarray, part_of_pin: np.ndarray, parts: int) -> Nets:
+    """The distinct part sets of rows from (row, part) pins (a row's owner among them; any order, duplicates
+    allowed), keeping the sets of at least two parts."""
+    key = np.unique(np.asarray(row_of_pin, np.int64) * parts + np.asarray(part_of_pin, np.int64))
+    rows, pins = key // parts, key % parts
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if rows.size else np.zeros(0, np.int64)
+    sizes = np.diff(np.r_[starts, rows.size])
+    keep = np.repeat(sizes >= 2, sizes)
+    rows, pins = rows[keep], pins[keep]
+    sizes = sizes[sizes >= 2]
+    if not sizes.size:
+        return Nets.empty()
+    w = _hash_weights(parts)[pins]
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    h = np.stack([np.add.reduceat(w[:, 0], starts), np.add.reduceat(w[:, 1], starts)], axis=1)  # wraps mod 2^64
+    return _dedupe(np.r_[0, np.cumsum(sizes)].astype(np.int64), pins, np.ones(sizes.size, np.int64), h)
+
+
+def _dedupe(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, keys: np.ndarray) -> Nets:
+    """Identical sets (equal keys) merged, their weights summed; sets in key order."""
+    uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    w = np.bincount(inverse.ravel(), weights=weights, minlength=uniq.shape[0]).astype(np.int64)
+    sizes = np.diff(ptr)[first]
+    starts = ptr[first]
+    out_ptr = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    idx = np.repeat(starts - out_ptr[:-1], sizes) + np.arange(int(out_ptr[-1]))
+    return Nets(out_ptr, pins[idx].astype(np.int64), w, uniq.astype(np.uint64))
+
+
+def merge_nets(*nets: Nets) -> Nets:
+    """Several blocks' nets as one (identical sets merged)."""
+    nets = tuple(n for n in nets if n.count)
+    if not nets:
+        return Nets.empty()
+    sizes = np.concatenate([np.diff(n.ptr) for n in nets])
+    return _dedupe(np.r_[0, np.cumsum(sizes)].astype(np.int64), np.concatenate([n.pins for n in nets]),
+                   np.concatenate([n.weights for n in nets]), np.concatenate([n.keys for n in nets]))
+
+
+def inter_rows(nets: Nets, node_of_part: np.ndarray) -> int:
+    """Rows that cross between nodes in one node-aware expand: Σ weight (nodes a set spans - 1)."""
+    if not nets.count:
+        return 0
+    node = np.asarray(node_of_part, np.int64)[nets.pins]
+    net = np.repeat(np.arange(nets.count), np.diff(nets.ptr))
+    spans = np.bincount(np.unique(net * (int(node.max()) + 1) + node) // (int(node.max()) + 1), minlength=nets.count)
+    return int(((spans - 1) * nets.weights).sum())
+
+
+def flat_inter_rows(volume: np.ndarray, node_of_part: np.ndarray) -> int:
+    """Rows that cross between nodes in one flat expand: the volume matrix's entries between nodes."""
+    node = np.asarray(node_of_part, np.int64)
+    return int(np.asarray(volume)[node[:, None] != node[None, :]].sum())
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Parts on nodes: ``rank_of_part`` (P,) int64, the rank (and so the node, rank // k) of every part;
+    ``how`` the method that won; the node-aware inter-node rows of it and of block placement."""
+
+    rank_of_part: np.ndarray
+    ranks_per_node: int
+    how: str
+    inter_rows: int
+    block_rows: int
+
+
+def block_nodes(parts: int, k: int) -> np.ndarray:
+    return np.arange(parts, dtype=np.int64) // k
+
+
+def _ranks_from_nodes(node_of_part: np.ndarray) -> np.ndarray:
+    """Ranks in blocks by node, the parts of a node in their old order."""
+    order = np.lexsort((np.arange(node_of_part.size), node_of_part))
+    out = np.empty(node_of_part.size, np.int64)
+    out[order] = np.arange(node_of_part.size)
+    return out
+
+
+def _kahypar_nodes(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, parts: int, k: int, seed: int
+                   ) -> np.ndarray:
+    """Parts into nodes of exactly k (the last the rest) minimizing connectivity-1 (Mt-KaHyPar,
+    deterministic preset, one thread)."""
+    import mtkahypar
+
+    from .kahypar import _kahypar
+
+    nodes = -(-parts // k)
+    sizes = [k] * (nodes - 1) + [parts - k * (nodes - 1)]
+    init = _kahypar(1)
+    ctx = init.context_from_preset(mtkahypar.PresetType.DETERMINISTIC)
+    ctx.set_partitioning_parameters(nodes, 0.0, mtkahypar.Objective.KM1)
+    ctx.set_individual_target_block_weights(sizes)
+    ctx.logging = False
+    mtkahypar.set_seed(seed)
+    nets = np.split(pins, ptr[1:-1]) if weights.size else []
+    h = init.create_hypergraph(ctx, parts, len(nets), nets, np.ones(parts, np.int64), weights.astype(np.int64))
+    node = np.asarray(h.partition(ctx).get_partition(), np.int64)
+    if not np.array_equal(np.bincount(node, minlength=nodes), sizes):  # never trust a balance we did not check
+        raise RuntimeError(f"Mt-KaHyPar placed {np.bincount(node, minlength=nodes).tolist()} parts on the nodes, "
+                           f"not {sizes}")
+    return node
+
+
+def quotient_nets(volume: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts' quotient graph as 2-pin nets (m < q) of weight V[m, q] + V[q, m]."""
+    v = np.asarray(volume, np.int64)
+    w = np.triu(v + v.T, 1)
+    m, q = np.nonzero(w)
+    return np.arange(0, 2 * m.size + 1, 2, dtype=np.int64), np.stack([m, q], 1).ravel(), w[m, q]
+
+
+def place(nets: Nets, volume: np.ndarray, k: int, how: str = "hypergraph", seed: int = 0) -> Placement:
+    """The placement of P parts (``volume`` (P, P)) on nodes of ``k`` ranks by ``how``
+    (:data:`PLACEMENTS`), kept only when its node-aware inter-node rows are below block placement's."""
+    parts = int(np.asarray(volume).shape[0])
+    k = max(1, min(int(k), parts))
+    block = block_nodes(parts, k)
+    base = inter_rows(nets, block)
+    if how == "block" or k in (1, parts):
+        return Placement(np.arange(parts, dtype=np.int64), k, "block", base, base)
+    if how == "graph":
+        node = _kahypar_nodes(*quotient_nets(volume), parts, k, seed)
+    elif how == "hypergraph":
+        node = _kahypar_nodes(nets.ptr, nets.pins, nets.weights, parts, k, seed)
+    else:
+        raise ValueError(f"placement {how!r}: one of {', '.join(PLACEMENTS)}")
+    rows = inter_rows(nets, node)
+    if rows >= base:
+        return Placement(np.arange(parts, dtype=np.int64), k, "block", base, base)
+    return Placement(_ranks_from_nodes(node), k, how, rows, base)

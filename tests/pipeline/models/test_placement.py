@@ -1,0 +1,66 @@
+"""Placement of parts on nodes (pipeline/models/placement.py): the rows' part sets, the rows that cross
+between nodes by hand, and placements that beat the parts' own order when it is bad."""
+
+import numpy as np
+import pytest
+
+from shgcn.pipeline.models.placement import Nets, block_nodes, flat_inter_rows, inter_rows, merge_nets, part_nets, place
+
+
+def test_part_sets_are_merged_and_single_part_rows_dropped():
+    # rows 0 and 2 travel to the same parts {0, 1}; row 1 stays in part 2; row 3 spans {1, 2, 3}
+    nets = part_nets([0, 0, 0, 1, 2, 2, 3, 3, 3], [0, 1, 1, 2, 1, 0, 3, 1, 2], 4)
+    sets = sorted((tuple(nets.pins[nets.ptr[i]:nets.ptr[i + 1]]), int(nets.weights[i])) for i in range(nets.count))
+    assert sets == [((0, 1), 2), ((1, 2, 3), 1)]
+    both = merge_nets(nets, part_nets([5, 5], [1, 0], 4))
+    assert sorted(both.weights.tolist()) == [1, 3] and merge_nets().count == 0 and part_nets([], [], 3).count == 0
+
+
+def test_inter_rows_by_hand():
+    nets = part_nets([0, 0, 1, 1, 1, 2, 2], [0, 3, 0, 1, 2, 2, 3], 4)  # sets {0,3}, {0,1,2}, {2,3}
+    assert inter_rows(nets, [0, 0, 1, 1]) == 1 + 1 + 0  # {0,3}: nodes 0, 1; {0,1,2}: 0, 1; {2,3}: node 1
+    assert inter_rows(nets, [0, 1, 1, 0]) == 0 + 1 + 1
+    assert inter_rows(Nets.empty(), [0, 1]) == 0
+    v = np.array([[0, 2, 0, 1], [0, 0, 3, 0], [4, 0, 0, 0], [0, 0, 5, 0]])
+    assert flat_inter_rows(v, [0, 0, 1, 1]) == 1 + 3 + 4 == 8
+
+
+def interleaved(parts: int, k: int, rows: int = 400, seed: int = 0):
+    """Rows that travel among the parts p, p + P/k, p + 2 P/k...: block placement puts every set across nodes."""
+    rng = np.random.default_rng(seed)
+    stride = parts // k
+    group = rng.integers(0, stride, rows)
+    members = group[:, None] + stride * rng.integers(0, k, (rows, 3))
+    r = np.repeat(np.arange(rows), 3)
+    nets = part_nets(r, members.ravel(), parts)
+    v = np.zeros((parts, parts), np.int64)
+    for i in range(nets.count):  # a small loop over sets: the test's own reference volume
+        pins = nets.pins[nets.ptr[i]:nets.ptr[i + 1]]
+        v[pins[0], pins[1:]] += nets.weights[i]
+    return nets, v
+
+
+@pytest.mark.parametrize("how", ["hypergraph", "graph"])
+def test_a_bad_order_is_placed_better_and_reproducibly(how):
+    nets, v = interleaved(12, 4)
+    p = place(nets, v, 4, how, seed=3)
+    assert p.how == how and p.inter_rows < p.block_rows == inter_rows(nets, block_nodes(12, 4))
+    node = p.rank_of_part // 4
+    assert np.bincount(node).tolist() == [4, 4, 4] and sorted(p.rank_of_part.tolist()) == list(range(12))
+    assert inter_rows(nets, node) == p.inter_rows
+    assert np.array_equal(place(nets, v, 4, how, seed=3).rank_of_part, p.rank_of_part)
+
+
+def test_a_short_last_node_and_the_trivial_cases():
+    nets, v = interleaved(10, 2)
+    p = place(nets, v, 4, "hypergraph")  # nodes of 4, 4, 2
+    assert np.bincount(p.rank_of_part // 4).tolist() == [4, 4, 2]
+    for k in (1, 10, 20):
+        q = place(nets, v, k)
+        assert q.how == "block" and q.rank_of_part.tolist() == list(range(10))
+
+
+def test_a_good_order_is_kept():
+    nets = part_nets(np.repeat(np.arange(6), 2), [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5], 6)  # pairs (0,1), (2,3), (4,5)
+    p = place(nets, np.eye(6, k=1, dtype=np.int64), 2)
+    assert p.how == "block" and p.inter_rows == p.block_rows == 0

@@ -1,0 +1,30 @@
+"""The trainer's options (trainer/config.py): refusals through the registries' specs, the job they describe,
+and what a checkpoint must agree with."""
+
+import pytest
+
+from shgcn.trainer.config import TrainConfig, TrainError
+
+
+def test_the_job_of_the_options():
+    cfg = TrainConfig(store="s", hidden=(8, 4), arch="gat", heads=3, out_heads=2, exchange="node", ranks_per_node=4,
+                      exchange_dtype="bfloat16")
+    job = cfg.job(10, 5)
+    assert job.dims == (10, 8, 4, 5) and job.heads == (3, 3, 2) and job.itemsize == 2 and job.ranks_per_node == 4
+    assert TrainConfig(store="s", algorithm="1.5d", replication=2, arch="gat").combine == "gather"
+    assert TrainConfig(store="s", algorithm="1.5d", replication=2).combine == "reduce"
+
+
+def test_an_architectures_own_options_enter_the_checkpoint_identity():
+    assert "heads" in TrainConfig(store="s", arch="gat").training_options()
+    assert "heads" not in TrainConfig(store="s", arch="sage").training_options()
+
+
+@pytest.mark.parametrize("kw,fragment", [
+    ({"arch": "mlp"}, "--arch 'mlp'"), ({"exchange": "smoke"}, "--exchange 'smoke'"),
+    ({"algorithm": "3d"}, "--algorithm '3d'"), ({"ranks_per_node": -1}, "--ranks-per-node"),
+    ({"exchange": "bcast", "exchange_dtype": "float16"}, "bcast"), ({"algorithm": "2d", "arch": "gat"}, "2d"),
+    ({"replication": 2}, "needs --algorithm 1.5d"), ({"lr": float("nan")}, "--lr")])
+def test_bad_options_are_one_line_errors(kw, fragment):
+    with pytest.raises(TrainError, match=fragment.replace("(", r"\(")):
+        TrainConfig(store="s", **kw).check()
