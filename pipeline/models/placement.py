@@ -29,89 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..metrics.internode import Nets, inter_rows
+
 PLACEMENTS = ("hypergraph", "graph", "block")
-_HASH_SEED = 0x5EED  # the random weights that name a part set (two 64-bit sums: collisions are out of reach)
-
-
-@dataclass(frozen=True)
-class Nets:
-    """Distinct part sets of the rows that travel (each of at least two parts), with their counts.
-
-    Attributes: ptr (m+1,) int64; pins (ptr[-1],) int64 sorted part ids per set; weights (m,) int64 rows
-    with that set; keys (m, 2) uint64 the sets' hashes (to merge blocks' nets)."""
-
-    ptr: np.ndarray
-    pins: np.ndarray
-    weights: np.ndarray
-    keys: np.ndarray
-
-    @classmethod
-    def empty(cls) -> Nets:
-        return cls(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 2), np.uint64))
-
-    @property
-    def count(self) -> int:
-        return int(self.weights.size)
-
-
-def _hash_weights(parts: int) -> np.ndarray:
-    return np.random.default_rng(_HASH_SEED).integers(0, 2**63, (parts, 2), dtype=np.uint64)
-
-
-def part_nets(row_of_pin: np.ndarray, part_of_pin: np.ndarray, parts: int) -> Nets:
-    """The distinct part sets of rows from (row, part) pins (a row's owner among them; any order, duplicates
-    allowed), keeping the sets of at least two parts."""
-    key = np.unique(np.asarray(row_of_pin, np.int64) * parts + np.asarray(part_of_pin, np.int64))
-    rows, pins = key // parts, key % parts
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if rows.size else np.zeros(0, np.int64)
-    sizes = np.diff(np.r_[starts, rows.size])
-    keep = np.repeat(sizes >= 2, sizes)
-    rows, pins = rows[keep], pins[keep]
-    sizes = sizes[sizes >= 2]
-    if not sizes.size:
-        return Nets.empty()
-    w = _hash_weights(parts)[pins]
-    starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    h = np.stack([np.add.reduceat(w[:, 0], starts), np.add.reduceat(w[:, 1], starts)], axis=1)  # wraps mod 2^64
-    return _dedupe(np.r_[0, np.cumsum(sizes)].astype(np.int64), pins, np.ones(sizes.size, np.int64), h)
-
-
-def _dedupe(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, keys: np.ndarray) -> Nets:
-    """Identical sets (equal keys) merged, their weights summed; sets in key order."""
-    uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    w = np.bincount(inverse.ravel(), weights=weights, minlength=uniq.shape[0]).astype(np.int64)
-    sizes = np.diff(ptr)[first]
-    starts = ptr[first]
-    out_ptr = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    idx = np.repeat(starts - out_ptr[:-1], sizes) + np.arange(int(out_ptr[-1]))
-    return Nets(out_ptr, pins[idx].astype(np.int64), w, uniq.astype(np.uint64))
-
-
-def merge_nets(*nets: Nets) -> Nets:
-    """Several blocks' nets as one (identical sets merged)."""
-    nets = tuple(n for n in nets if n.count)
-    if not nets:
-        return Nets.empty()
-    sizes = np.concatenate([np.diff(n.ptr) for n in nets])
-    return _dedupe(np.r_[0, np.cumsum(sizes)].astype(np.int64), np.concatenate([n.pins for n in nets]),
-                   np.concatenate([n.weights for n in nets]), np.concatenate([n.keys for n in nets]))
-
-
-def inter_rows(nets: Nets, node_of_part: np.ndarray) -> int:
-    """Rows that cross between nodes in one node-aware expand: Σ weight (nodes a set spans - 1)."""
-    if not nets.count:
-        return 0
-    node = np.asarray(node_of_part, np.int64)[nets.pins]
-    net = np.repeat(np.arange(nets.count), np.diff(nets.ptr))
-    spans = np.bincount(np.unique(net * (int(node.max()) + 1) + node) // (int(node.max()) + 1), minlength=nets.count)
-    return int(((spans - 1) * nets.weights).sum())
-
-
-def flat_inter_rows(volume: np.ndarray, node_of_part: np.ndarray) -> int:
-    """Rows that cross between nodes in one flat expand: the volume matrix's entries between nodes."""
-    node = np.asarray(node_of_part, np.int64)
-    return int(np.asarray(volume)[node[:, None] != node[None, :]].sum())
-
 
 @dataclass(frozen=True)
 class Placement:
