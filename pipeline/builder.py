@@ -26,8 +26,8 @@ from shgcn.core.tables import format_minibatch, format_table
 from .config import BuildConfig, BuildResult
 from .runtime.client import Tasks, check_paths
 from .runtime.monitor import Monitor
-from .sources.probe import detect_format
 from .sources.records import NodeSource
+from .sources.registry import detect
 from .sources.resolve import is_path
 from .stages.ingest import ingest_stage
 from .stages.layout import layout_stage
@@ -89,6 +89,6 @@ def _inputs(cfg: BuildConfig) -> list[str]:
     paths = [p for p in cfg.partition_files]
     if cfg.features.endswith(".npy"):
         paths.append(cfg.features)
-    if isinstance(cfg.source, str) and is_path(cfg.source) and not detect_format(cfg.source) == "planetoid":
+    if isinstance(cfg.source, str) and is_path(cfg.source) and not detect(cfg.source) == "planetoid":
         paths.append(cfg.source)
     return paths

@@ -13,7 +13,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import UserError
+from . import budget
+from . import chunks as chunk_tasks
+from .base import RawSource
 from .records import NodeSource, ParsedChunk, RawGraph
+from .whole import Whole, submit_whole
 
 
 def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19,
@@ -142,9 +146,7 @@ def parse_spec(spec: str) -> RawGraph | None:
         raise UserError(f"{spec}: {e}") from None
 
 
-def _sbm_whole(kwargs: dict):
-    from .readers import Whole
-
+def _sbm_whole(kwargs: dict) -> Whole:
     g = sbm(**kwargs)
     return Whole(ParsedChunk(g.src, g.dst, g.lines), int(g.n or 0), False, 0, NodeSource(g.features, g.labels), [])
 
@@ -154,10 +156,6 @@ def submit(tasks, spec: str, limit: int | None = None):
     tasks), the SBM in one task. Returns a RawSource, or None if ``spec``
     is not a generator. The graph's size is checked against the memory
     budget ``limit`` (bytes) first."""
-    from . import budget
-    from . import chunks as chunk_tasks
-    from .readers import RawSource, whole_chunk, whole_info, whole_nodes
-
     parsed = parse_params(spec)
     if parsed is None:
         return None
@@ -168,11 +166,7 @@ def submit(tasks, spec: str, limit: int | None = None):
         a = sig.arguments
         budget.check(limit, budget.graph_bytes(int(a["n"]), int(a["n"] * a["degree"]), int(a["features"])),
                      f"{spec}: {int(a['n']):,} vertices of degree {a['degree']} with {a['features']} features")
-        whole = tasks.submit("ingest-sbm", _sbm_whole, dict(sig.arguments))
-        n, directed, lines, notes, _ = tasks.submit("ingest-info", whole_info, whole).result()
-        return RawSource(spec, [tasks.submit("ingest-chunk", whole_chunk, whole)],
-                         [chunk_tasks.ChunkMeta(lines, 0, lines, None)], n, 0, directed,
-                         tasks.submit("ingest-nodes", whole_nodes, whole), notes)
+        return submit_whole(tasks, "ingest-sbm", spec, _sbm_whole, dict(sig.arguments))
     args = inspect.signature(rmat).bind(**kw)
     args.apply_defaults()
     p = dict(args.arguments)

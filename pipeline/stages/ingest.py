@@ -23,7 +23,7 @@ from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
 from ..sources import budget
 from ..sources import chunks as chunk_tasks
-from ..sources.readers import RawSource, ReadOptions
+from ..sources.base import RawSource, ReadOptions
 from ..sources.records import Graph, RawGraph
 from ..sources.resolve import Source, read_source
 
