@@ -21,7 +21,7 @@ from ..runtime.monitor import peak_rss_mib
 from .base import PartitionConfig
 from .inclusion import inclusion
 from .kahypar import kahypar_partition
-from .shp import SHPConfig
+from .shp_config import SHPConfig
 from .shp_surrogate import chord_anchors, inclusion_surrogate, tangent_anchors
 
 log = logging.getLogger(__name__)

@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import UserError
-from .base import Assignment, Inputs, Model, Option, PartitionConfig
+from .base import Assignment, Inputs, Model, Option, PartitionConfig, Partitioner
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -215,23 +215,29 @@ def _metrics(pc) -> dict:
 
 @dataclass(frozen=True)
 class VolumeBalanced(Model):
-    """``<base>-vb``: ``base``'s partition (the build's, or computed here when
-    the build has none) refined by :func:`volume_balance`."""
+    """``<base>-vb``: the ``base`` model's partition (the build's, or computed
+    here when the build has none) refined by :func:`volume_balance`. The
+    model holds its base (given by :func:`refined`): it never looks it up."""
 
-    base: str = ""
+    base: Partitioner | None = None
+
+    @property
+    def base_model(self) -> Partitioner:
+        if self.base is None:
+            raise ValueError(f"{self.name}: no base model (make it with refined(base))")
+        return self.base
 
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
         # the refinement releases the GIL (numba, nogil); the base partitioner, when it must run too, may not
-        return self.base not in inputs.starts
+        return self.base_model.name not in inputs.starts
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
-        from .registry import get
-
-        info: dict = {"base": self.base}
-        start = inputs.starts.get(self.base)
+        base = self.base_model
+        info: dict = {"base": base.name}
+        start = inputs.starts.get(base.name)
         if start is None:
             t0 = time.perf_counter()
-            res = get(self.base).run(inputs, cfg)
+            res = base.run(inputs, cfg)
             start = res.part
             info["base_seconds"] = round(time.perf_counter() - t0, 3)
             if res.info:
@@ -248,18 +254,16 @@ class VolumeBalanced(Model):
     def check(self, cfg: PartitionConfig) -> None:
         import math
 
-        from .registry import get
-
-        get(self.base).check(cfg)  # the base's options, when the model computes the base itself
+        self.base_model.check(cfg)  # the base's options, when the model computes the base itself
         value = cfg.option(MAX_TOTAL_INCREASE)
         if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < 10):
             raise UserError(f"--max-total-increase {value}: a finite fraction >= 0 (e.g. 0.02)")
 
 
-def refined(base) -> VolumeBalanced:
+def refined(base: Partitioner) -> VolumeBalanced:
     """The ``-vb`` model of ``base`` (a model: its name, options and needs carry over)."""
     what = {"gp": "METIS's", "hp": "hp's", "shp": "shp's"}.get(base.name, f"{base.name}'s")
     return VolumeBalanced(
         f"{base.name}-vb", f"{what} partition with boundary vertices moved to lower the maximum send and receive "
         "volume (total within --max-total-increase, load within eps)",
-        options=(MAX_TOTAL_INCREASE,), needs=base.needs, starts_from=(base.name,), base=base.name)
+        options=(MAX_TOTAL_INCREASE,), needs=base.needs, starts_from=(base.name,), base=base)
