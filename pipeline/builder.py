@@ -34,7 +34,7 @@ from .stages.layout import layout_stage
 from .stages.normalize import normalize_stage
 from .stages.partition import partition_stage
 from .stages.quality import quality_stage
-from .stages.write import write_stage
+from .stages.write import Built, write_stage
 
 
 def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
@@ -68,10 +68,10 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
             with mon.stage("layout"):
                 laid = layout_stage(tasks, cfg, ing, nrm, parts, mon)
             # what the write no longer needs is freed on the workers as soon as the layout has used it
-            nnz, ing = nrm.nnz, replace(ing, at=())
-            del nrm
+            built = Built(replace(ing, at=()), nrm.nnz, parts, meas, laid)
+            del nrm, ing
             with mon.stage("write"):
-                attrs = write_stage(tasks, cfg, ing, nnz, parts, meas, laid, writer, mon)
+                attrs = write_stage(tasks, cfg, built, writer, mon)
     finally:
         tasks.release()
     echo(format_table(meas.table))

@@ -214,15 +214,16 @@ def cmd_simulate(args) -> int:
         from .simulate import predict_algorithms
 
         algorithms = [x.strip() for x in args.algorithm.split(",") if x.strip()]
-        rows = predict_algorithms(s, args.ranks, algorithms, args.replication, net, exchanges, args.hidden,
-                                  partitioner=model_partitioner(s))
+        rows = predict_algorithms(s, args.ranks, algorithms, args.replication, network=net, exchange=exchanges,
+                                  hidden=args.hidden, partitioner=model_partitioner(s))
         print(tables.format_grid(rows))
         for r in recommend(rows):
             c = f" c={r['replication']}" if r["algorithm"] == "1.5d" else ""
             print(f"P={r['ranks']}: fastest {r['algorithm']}{c} ({r['parts']} parts, {r['model']}, "
                   f"{r['exchange']}): {r['epoch'] * 1e3:.3f} ms per epoch")
         return 0
-    rows = predict_ranks(s, args.ranks, net, exchanges, args.hidden, partitioner=model_partitioner(s))
+    rows = predict_ranks(s, args.ranks, network=net, exchange=exchanges, hidden=args.hidden,
+                         partitioner=model_partitioner(s))
     print(tables.format_epochs(rows))
     return 0
 

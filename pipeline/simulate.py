@@ -34,7 +34,7 @@ def costs_from_partitions(a: sp.csr_matrix, partitions: Mapping[str, np.ndarray]
     return [cost_of_partition(a, p, parts, m, directed) for m, p in partitions.items()]
 
 
-def predict_ranks(store, ranks: Iterable[int] | None = None, network: str | Network = "infiniband",
+def predict_ranks(store, ranks: Iterable[int] | None = None, *, network: str | Network = "infiniband",
                   exchange: str | Iterable[str] = "p2p", hidden: Iterable[int] = (16,),
                   compute: ComputeModel = THIS_MACHINE,
                   partitioner: Callable[[sp.csr_matrix, str, int], np.ndarray] | None = None) -> list[dict]:
@@ -73,7 +73,7 @@ def grid_plans(ranks: int, algorithms: Iterable[str], replications: Iterable[int
 
 
 def predict_algorithms(store, ranks: Iterable[int] | None, algorithms: Iterable[str], replications: Iterable[int],
-                       network: str | Network = "infiniband", exchange: str | Iterable[str] = "p2p",
+                       *, network: str | Network = "infiniband", exchange: str | Iterable[str] = "p2p",
                        hidden: Iterable[int] = (16,), compute: ComputeModel = THIS_MACHINE,
                        partitioner: Callable[[sp.csr_matrix, str, int], np.ndarray] | None = None) -> list[dict]:
     """:func:`shgcn.core.gridtime.predict_grid` rows of every model of a store for
