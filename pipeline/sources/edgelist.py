@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EdgeList(TextReader):
+    """The edge-list reader: pairs parsed in parallel, then the header line
+    checked (``--header``)."""
+
     def finish(self, tasks, pb: Probe, raw: RawSource, opts: ReadOptions) -> None:
         header_line(tasks, raw, opts.header)
 

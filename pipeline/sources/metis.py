@@ -43,6 +43,9 @@ def metis_header(pb: Probe, lines: list[bytes], limit: int | None = None) -> Pro
 
 @dataclass(frozen=True)
 class Metis(TextReader):
+    """The METIS reader: its header (:func:`metis_header`), adjacency lines
+    parsed in parallel, each chunk's vertex lines numbered globally."""
+
     def arrange(self, tasks, pb: Probe, chunks: list, metas: list) -> tuple[list, list]:
         """Chunk-local vertex lines -> vertex numbers; the file's size checks."""
         shifts = np.cumsum([0] + [m.n_lines - m.n_comments for m in metas[:-1]])

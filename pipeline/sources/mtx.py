@@ -73,6 +73,9 @@ def _count_data_lines(path: str, gz: bool, offset: int) -> int:
 
 @dataclass(frozen=True)
 class MatrixMarket(TextReader):
+    """The Matrix Market reader: its header (:func:`mtx_header`), entries
+    parsed in parallel, then the declared sizes and the symmetry."""
+
     def finish(self, tasks, pb: Probe, raw: RawSource, opts: ReadOptions) -> None:
         """The declared entry count holds; without a size line the largest id
         is the size; without a banner, entries all in one triangle are a

@@ -54,6 +54,8 @@ def _npz_entries(z) -> int:
 
 @dataclass(frozen=True)
 class Npz:
+    """The ``.npz`` reader: the file checked on a worker, then read whole there."""
+
     name: str = "npz"
     recognizes: Recognizes = Recognizes(suffixes=(".npz",))
 

@@ -245,6 +245,8 @@ def _pair(src_dst: tuple[RowFile, RowFile], a: int, b: int, n: int, where: str):
 
 @dataclass(frozen=True)
 class Ogb:
+    """The OGB node-property directory reader (:func:`submit_ogb`)."""
+
     name: str = "ogb"
     # its edges (raw/edge.csv.gz or raw/data.npz); else its raw/ or split/ folder (the reader names what is missing)
     recognizes: Recognizes = Recognizes(files=("raw/edge.csv.gz", "raw/edge.csv", "raw/data.npz"),

@@ -203,6 +203,8 @@ def read_planetoid_whole(prefix: str, limit: int | None = None) -> Whole:
 
 @dataclass(frozen=True)
 class Planetoid:
+    """The Planetoid reader: the ``ind.NAME.*`` files read whole on a worker."""
+
     name: str = "planetoid"
     # ``ind.NAME.*`` files, and a directory no other reader claims
     recognizes: Recognizes = Recognizes(prefixes=("ind.",), directory=True)

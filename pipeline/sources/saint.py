@@ -175,6 +175,8 @@ def submit_saint(tasks, path: str, opts: ReadOptions) -> RawSource:
 
 @dataclass(frozen=True)
 class Saint:
+    """The GraphSAINT directory reader (:func:`submit_saint`)."""
+
     name: str = "saint"
     # either file names a GraphSAINT directory (its reader names any other that is missing)
     recognizes: Recognizes = Recognizes(files=("adj_full.npz", "role.json"))
