@@ -38,3 +38,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names and the lazy ones (not yet imported, so not in ``globals()``)."""
+    return sorted({*globals(), *_LAZY})

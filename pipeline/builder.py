@@ -26,15 +26,15 @@ from shgcn.core.tables import format_minibatch, format_table
 from .config import BuildConfig, BuildResult
 from .runtime.client import Tasks, check_paths
 from .runtime.monitor import Monitor
-from .sources.probe import detect_format
 from .sources.records import NodeSource
+from .sources.registry import detect
 from .sources.resolve import is_path
 from .stages.ingest import ingest_stage
 from .stages.layout import layout_stage
 from .stages.normalize import normalize_stage
 from .stages.partition import partition_stage
 from .stages.quality import quality_stage
-from .stages.write import write_stage
+from .stages.write import Built, write_stage
 
 
 def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
@@ -68,10 +68,10 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
             with mon.stage("layout"):
                 laid = layout_stage(tasks, cfg, ing, nrm, parts, mon)
             # what the write no longer needs is freed on the workers as soon as the layout has used it
-            nnz, ing = nrm.nnz, replace(ing, at=())
-            del nrm
+            built = Built(replace(ing, at=()), nrm.nnz, parts, meas, laid)
+            del nrm, ing
             with mon.stage("write"):
-                attrs = write_stage(tasks, cfg, ing, nnz, parts, meas, laid, writer, mon)
+                attrs = write_stage(tasks, cfg, built, writer, mon)
     finally:
         tasks.release()
     echo(format_table(meas.table))
@@ -89,6 +89,6 @@ def _inputs(cfg: BuildConfig) -> list[str]:
     paths = [p for p in cfg.partition_files]
     if cfg.features.endswith(".npy"):
         paths.append(cfg.features)
-    if isinstance(cfg.source, str) and is_path(cfg.source) and not detect_format(cfg.source) == "planetoid":
+    if isinstance(cfg.source, str) and is_path(cfg.source) and not detect(cfg.source) == "planetoid":
         paths.append(cfg.source)
     return paths

@@ -84,8 +84,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _build_parser(sub, common) -> None:
-    from .sources import FORMATS, HEADERS
+    from .sources.base import HEADERS
     from .sources.datasets import ENV_VAR, cache_dir
+    from .sources.registry import formats
 
     b = sub.add_parser(
         "build", parents=[common], formatter_class=_FMT,
@@ -100,7 +101,7 @@ def _build_parser(sub, common) -> None:
     b.add_argument("--out", "-o", required=True, help="store directory to create (e.g. stores/cora-p4.zarr)")
     b.add_argument("--parts", "-p", type=int, required=True, help="number of parts (MPI ranks)")
     _model_arguments(b)
-    b.add_argument("--format", dest="fmt", choices=FORMATS, help="input format (default: from the file name)")
+    b.add_argument("--format", dest="fmt", choices=formats(), help="input format (default: from the file name)")
     b.add_argument("--header", choices=HEADERS, default="auto",
                    help="edge lists: is the first line the file's size (vertices, edges)? auto detects it")
     b.add_argument("--data-dir", help=f"where dataset files are (default: ${ENV_VAR}, then {cache_dir()})")
@@ -232,6 +233,8 @@ def _simulate_parser(sub, common) -> None:
 
 
 def _export_parser(sub, common) -> None:
+    from .sources.registry import formats
+
     x = sub.add_parser("export", parents=[common], formatter_class=_FMT,
                        help="write a store's partition for DistDGL or as an assignment file, or a graph for a "
                             "partitioner that runs elsewhere",
@@ -257,7 +260,7 @@ def _export_parser(sub, common) -> None:
                    help="distdgl: the graph's name, NAME.json, DistGraph(NAME) (default: the store's directory name)")
     x.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     g = x.add_argument_group("export graph: reading SOURCE and its vertex weights (as pipeline build)")
-    g.add_argument("--input-format", dest="fmt", choices=_formats(), help="SOURCE's format (default: from its name)")
+    g.add_argument("--input-format", dest="fmt", choices=formats(), help="SOURCE's format (default: from its name)")
     g.add_argument("--data-dir", help="where dataset files are")
     d = g.add_mutually_exclusive_group()
     d.add_argument("--undirected", dest="directed", action="store_false", default=None, help="as pipeline build")
@@ -268,12 +271,6 @@ def _export_parser(sub, common) -> None:
     g.add_argument("--labels", default="auto", help="the class count of the work model: as pipeline build")
     _memory_argument(g)
     _dask_arguments(g)
-
-
-def _formats() -> tuple[str, ...]:
-    from .sources import FORMATS
-
-    return FORMATS
 
 
 def _json_formatter() -> logging.Formatter:

@@ -17,8 +17,8 @@ from typing import Any
 
 from .errors import UserError
 from .nodes import NodeSpec, check_generated
+from .sources.base import HEADERS
 from .sources.parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES
-from .sources.readers import HEADERS
 
 BLOCK_NNZ = 1 << 22  # nonzeros per row block (the unit of parallel work)
 

@@ -281,9 +281,10 @@ class NodeData:
                 **{f"{NTYPE}/{k}": getattr(self, k)[ids] for k in ("train_mask", "val_mask", "test_mask")}}
 
 
-def write_distdgl(out: Path, lay: DistDGLLayout, nodes: NodeData, graph_name: str, part_method: str,
-                  writer: PartWriter, extra: dict[str, Any] | None = None) -> Path:
-    """Write the layout into the (new, empty) directory ``out``; return the config's path."""
+def write_distdgl(out: Path, lay: DistDGLLayout, nodes: NodeData, writer: PartWriter, *, graph_name: str,
+                  part_method: str, extra: dict[str, Any] | None = None) -> Path:
+    """Write the layout into the (new, empty) directory ``out``; return the config's path (``graph_name``,
+    ``part_method`` and ``extra``: the config's)."""
     by_src = np.argsort(lay.src, kind="stable")
     for i in range(lay.parts):  # one pass per part
         d = out / f"part{i}"
@@ -344,7 +345,7 @@ def export_distdgl(s: Store, out: str | Path, model: str | None = None, graph_na
         extra = {"shgcn": {"store": str(s.path.resolve()), "model": model, "layout_model": s.attrs["model"],
                            "edges": "input pattern without self loops; A[i, j] is the edge j -> i",
                            "orig_ids": "orig_nids: original vertex index; orig_eids: CSR position in store.graph()"}}
-        config = write_distdgl(tmp, lay, nodes, name, model, writer, extra)
+        config = write_distdgl(tmp, lay, nodes, writer, graph_name=name, part_method=model, extra=extra)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)

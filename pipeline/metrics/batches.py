@@ -143,7 +143,7 @@ def mean_ci(x: np.ndarray, z: float = 1.96) -> tuple[float, float]:
     return float(x.mean()), float(z * x.std(ddof=1) / np.sqrt(x.size))
 
 
-def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.ndarray], parts: int,
+def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.ndarray], parts: int, *,
                       eval_batches: int, theta: float, delta: float, convergence_model: str | None = None):
     """Mini-batch quality of every model, as an xarray Dataset.
 
@@ -174,11 +174,12 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
     # BUILD batches: twice the Hoeffding count of nets, and at least 20 batches, for the convergence record
     per_batch = max(1, sampler.cfg.size)
     build_batches = sampler.batches(range(max(20, -(-2 * required // per_batch))), BUILD)
+    scoring = _Scoring(a, a_csc, held, build_batches, sampler, required)
     models = list(parts_by_model)
     out: dict[str, list] = {k: [] for k in ("vol", "vol_ci", "mx", "mx_ci", "lam", "closed", "est", "per_batch")}
     conv = None
     for m in models:
-        running = _model_stats(a, a_csc, held, build_batches, sampler, parts_by_model[m], parts, required, out)
+        running = scoring.model_stats(parts_by_model[m], parts, out)
         if m == convergence_model:
             pick = np.unique(np.linspace(0, running.size - 1, 500).astype(np.int64))
             conv = (pick + 1, running[pick])
@@ -200,22 +201,35 @@ def minibatch_dataset(a: sp.csr_matrix, sampler, parts_by_model: dict[str, np.nd
     return ds
 
 
-def _model_stats(a, a_csc, held: BatchSet, build_batches: list, sampler, part: np.ndarray, parts: int,
-                 required: int, out: dict[str, list]) -> np.ndarray:
-    """Append one model's numbers to ``out``; returns its running mean λ over the BUILD nets."""
-    tot, mx, lam = held.volumes(part, parts)
-    out["per_batch"].append(tot)
-    for key, x in (("vol", tot), ("mx", mx)):
-        mean, ci = mean_ci(x)
-        out[key].append(mean)
-        out[key + "_ci"].append(ci)
-    out["lam"].append(float(lam.mean()))
-    out["closed"].append(expected_volume_node(a, part, parts, sampler.cfg.size)[0]
-                         if sampler.cfg.kind == "node" else float("nan"))
-    lam_seq = np.concatenate([net_connectivities(a_csc, b, part, parts) for b in build_batches])
-    running = np.cumsum(lam_seq) / np.arange(1, lam_seq.size + 1)
-    out["est"].append(float(running[min(max(required, 1), running.size) - 1]))
-    return running
+@dataclass(frozen=True)
+class _Scoring:
+    """What every model of :func:`minibatch_dataset` is scored on: Â (CSR and
+    CSC), the HELDOUT batches, the BUILD batches, the sampler and the
+    Hoeffding count of nets."""
+
+    a: sp.csr_matrix
+    a_csc: sp.csc_matrix
+    held: BatchSet
+    build_batches: list
+    sampler: Any
+    required: int
+
+    def model_stats(self, part: np.ndarray, parts: int, out: dict[str, list]) -> np.ndarray:
+        """Append one model's numbers to ``out``; returns its running mean λ over the BUILD nets."""
+        tot, mx, lam = self.held.volumes(part, parts)
+        out["per_batch"].append(tot)
+        for key, x in (("vol", tot), ("mx", mx)):
+            mean, ci = mean_ci(x)
+            out[key].append(mean)
+            out[key + "_ci"].append(ci)
+        out["lam"].append(float(lam.mean()))
+        cfg = self.sampler.cfg
+        out["closed"].append(expected_volume_node(self.a, part, parts, cfg.size)[0] if cfg.kind == "node"
+                             else float("nan"))
+        lam_seq = np.concatenate([net_connectivities(self.a_csc, b, part, parts) for b in self.build_batches])
+        running = np.cumsum(lam_seq) / np.arange(1, lam_seq.size + 1)
+        out["est"].append(float(running[min(max(self.required, 1), running.size) - 1]))
+        return running
 
 
 def _attrs(sampler, theta: float, delta: float, required: int, eval_batches: int,
@@ -251,5 +265,6 @@ class MinibatchReport:
         """The dataset (see :func:`minibatch_dataset`)."""
         from shgcn.core.sample import Sampler
 
-        return minibatch_dataset(a, Sampler(graph, self.sampler), parts_by_model, parts, self.eval_batches,
-                                 self.theta, self.delta, self.convergence_model)
+        return minibatch_dataset(a, Sampler(graph, self.sampler), parts_by_model, parts,
+                                 eval_batches=self.eval_batches, theta=self.theta, delta=self.delta,
+                                 convergence_model=self.convergence_model)

@@ -22,7 +22,8 @@ def _kahypar(threads: int):
 
 
 def kahypar_partition(hg: Hypergraph, parts: int, eps: float, seed: int, threads: int = 0,
-                      preset: str = "deterministic", initial: np.ndarray | None = None, vcycles: int = 1) -> np.ndarray:
+                      preset: str = "deterministic", *, initial: np.ndarray | None = None,
+                      vcycles: int = 1) -> np.ndarray:
     """(n,) int32 partition of ``hg`` minimizing connectivity-1.
 
     The ``deterministic`` preset gives the same partition for the same seed

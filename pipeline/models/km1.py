@@ -32,11 +32,13 @@ from .pins import PinCounts, apply_move, jit
 
 
 @jit
-def _best_move(v, g, pc, vol, lmax, cnt, touched):
-    """(gain, target part, whether v is on the boundary) of v's best move."""
+def _best_move(v, g, pc, vol, lmax, scr):
+    """(gain, target part, whether v is on the boundary) of v's best move;
+    ``scr = (cnt, touched)``: (P,) scratch, the pins of v's nets per part."""
     indptr, indices, _, _, w = g
     spart, scnt, sptr, lam = pc
     part, _, _, load = vol
+    cnt, touched = scr
     a = part[v]
     nt = 0
     only = 0  # nets where v is a's only pin: they leave a
@@ -69,11 +71,11 @@ def _best_move(v, g, pc, vol, lmax, cnt, touched):
 
 
 @jit
-def _pass(order, g, pc, vol, lmax, cnt, touched):
+def _pass(order, g, pc, vol, lmax, scr):
     """One pass; returns (moves, volume saved)."""
     moves, saved = 0, 0
     for v in order:
-        gain, b, boundary = _best_move(v, g, pc, vol, lmax, cnt, touched)
+        gain, b, boundary = _best_move(v, g, pc, vol, lmax, scr)
         if boundary and b >= 0:
             saved -= apply_move(v, b, g, pc, vol)
             moves += 1
@@ -81,7 +83,7 @@ def _pass(order, g, pc, vol, lmax, cnt, touched):
 
 
 def refine_km1(a, part: np.ndarray, parts: int, weights: np.ndarray | None = None, eps: float = 0.03,
-               seed: int = 0, max_passes: int = 30) -> tuple[np.ndarray, dict]:
+               seed: int = 0, *, max_passes: int = 30) -> tuple[np.ndarray, dict]:
     """Lower the connectivity-1 (total volume) of ``part``.
 
     Parameters
@@ -92,6 +94,7 @@ def refine_km1(a, part: np.ndarray, parts: int, weights: np.ndarray | None = Non
     weights : (n,) int vertex weights (default: nonzeros of the row)
     eps : the load bound is (1 + eps) times the mean, or the start's maximum if higher
     seed : seeds the order of every pass
+    max_passes : passes at most
 
     Returns
     -------
@@ -103,10 +106,10 @@ def refine_km1(a, part: np.ndarray, parts: int, weights: np.ndarray | None = Non
     start = pc.total
     lmax = max(int(np.floor((1 + eps) * pc.load.sum() / parts)), int(pc.load.max()))
     rng = np.random.default_rng([seed, 0x4B31])
-    cnt, touched = np.zeros(parts, np.int64), np.empty(parts, np.int64)
+    scr = (np.zeros(parts, np.int64), np.empty(parts, np.int64))
     passes = moves = 0
     for _ in range(max_passes if parts > 1 else 0):
-        m, saved = _pass(rng.permutation(a.shape[0]).astype(np.int64), pc.g, pc.pc, pc.vol, lmax, cnt, touched)
+        m, saved = _pass(rng.permutation(a.shape[0]).astype(np.int64), pc.g, pc.pc, pc.vol, lmax, scr)
         pc.total -= int(saved)
         passes, moves = passes + 1, moves + int(m)
         if saved <= 0.001 * pc.total:

@@ -9,14 +9,16 @@ the λ_j - 1 other parts. For every net the counts keep the exact number of
 pins in each part that holds one (a sorted list of (part, count) slots per
 net, at most min(P, pins) long).
 
-The kernels take their arrays in three tuples, so that a kernel's signature
+The kernels take their arrays in tuples, so that a kernel's signature
 says what it reads:
 
 - ``g = (indptr, indices, cptr, cidx, w)``: Â's rows (a vertex's nets), Â's
   columns (a net's pins) and the vertex weights;
 - ``pc = (spart, scnt, sptr, lam)``: the pin-count slots;
 - ``vol = (part, send, recv, load)``: the partition and its per-part volumes
-  and loads.
+  and loads;
+- ``scr = (ds, dr, mark, touched)``: (P,) scratch of a move's evaluation
+  (changes of send and receive volume, and the parts they touch).
 
 Compiled with numba (serial, so results do not depend on threads).
 """
@@ -105,14 +107,16 @@ def touch(mark, touched, nt, k):
 
 
 @jit
-def move_deltas(v, b, g, pc, part, ds, dr, mark, touched, nt):
+def move_deltas(v, b, g, pc, part, scr):
     """Add the change of every part's send (``ds``) and receive (``dr``)
-    volume caused by moving v to part b; new parts are appended to
-    ``touched``. Returns the new length of ``touched`` and the change of the
-    total volume."""
+    volume caused by moving v to part b; the parts changed are listed in
+    ``touched`` (and marked). Returns their count and the change of the total
+    volume."""
     indptr, indices = g[0], g[1]
     lam = pc[3]
+    ds, dr, mark, touched = scr
     a = part[v]
+    nt = 0
     dtot = 0
     for p in range(indptr[v], indptr[v + 1]):
         j = indices[p]
@@ -265,7 +269,7 @@ class PinCounts:
         ds, dr = np.zeros(p, np.int64), np.zeros(p, np.int64)
         if self.part[v] == b:
             return ds, dr
-        move_deltas(v, b, self.g, self.pc, self.part, ds, dr, np.zeros(p, np.int8), np.empty(p, np.int64), 0)
+        move_deltas(v, b, self.g, self.pc, self.part, (ds, dr, np.zeros(p, np.int8), np.empty(p, np.int64)))
         return ds, dr
 
 

@@ -48,11 +48,15 @@ def _tier(after, load_a, lmax):
 
 
 @jit
-def _best_target(v, xadj, adjncy, w, part, load, lmax, cnt, touched):
+def _best_target(v, graph, vol, lmax, scr):
     """(edges newly cut, part) of v's best move: to a part that stays within
     the bound if there is one, else to one that ends lighter than v's part
     is now; the fewest edges newly cut, then the lighter part. Part -1: no
-    such part."""
+    such part. ``graph = (xadj, adjncy, w)``, ``vol = (part, load)``, ``scr =
+    (cnt, touched)``: (P,) scratch, v's edges per part."""
+    xadj, adjncy, w = graph
+    part, load = vol
+    cnt, touched = scr
     a = part[v]
     nt, own = 0, 0
     for p in range(xadj[v], xadj[v + 1]):
@@ -87,14 +91,16 @@ def _best_target(v, xadj, adjncy, w, part, load, lmax, cnt, touched):
 
 
 @jit
-def _pass(order, xadj, adjncy, w, part, load, lmax, tol, cnt, touched):
+def _pass(order, graph, vol, lmax, tol, scr):
     """One pass; returns (moves, edges newly cut)."""
+    w = graph[2]
+    part, load = vol
     moves, cut = 0, 0
     for v in order:
         a = part[v]
         if load[a] <= lmax:
             continue
-        cost, b = _best_target(v, xadj, adjncy, w, part, load, lmax, cnt, touched)
+        cost, b = _best_target(v, graph, vol, lmax, scr)
         if b >= 0 and cost <= tol:
             part[v] = b
             load[a] -= w[v]
@@ -114,7 +120,7 @@ def load_bound(weights: np.ndarray, parts: int, eps: float) -> int:
     return max(int(np.floor((1 + eps) * total / parts)), -(-total // parts), int(weights.max()))
 
 
-def rebalance(xadj: np.ndarray, adjncy: np.ndarray, weights: np.ndarray, part: np.ndarray, parts: int,
+def rebalance(xadj: np.ndarray, adjncy: np.ndarray, weights: np.ndarray, part: np.ndarray, parts: int, *,
               eps: float = 0.03, seed: int = 0) -> tuple[np.ndarray, dict]:
     """Move vertices until every part's load is at most :func:`load_bound`.
 
@@ -142,11 +148,11 @@ def rebalance(xadj: np.ndarray, adjncy: np.ndarray, weights: np.ndarray, part: n
     info: dict = {"lmax": lmax, "before": int(load.max(initial=0)), "moves": 0, "cut": 0}
     if parts > 1 and load.max(initial=0) > lmax:
         rng = np.random.default_rng([seed, 0x5245])
-        cnt, touched = np.zeros(parts, np.int64), np.empty(parts, np.int64)
-        xadj, adjncy = np.asarray(xadj).view(np.ndarray), np.asarray(adjncy).view(np.ndarray)
+        scr = (np.zeros(parts, np.int64), np.empty(parts, np.int64))
+        graph = (np.asarray(xadj).view(np.ndarray), np.asarray(adjncy).view(np.ndarray), w)
         for tol in TOLERANCES:
             order = rng.permutation(part.size).astype(np.int64)
-            moves, cut = _pass(order, xadj, adjncy, w, part, load, lmax, tol, cnt, touched)
+            moves, cut = _pass(order, graph, (part, load), lmax, tol, scr)
             info["moves"] += int(moves)
             info["cut"] += int(cut)
             if load.max() <= lmax:
@@ -163,4 +169,4 @@ def rebalance_parhip(path: str, part: np.ndarray, parts: int, eps: float, seed: 
     xadj, adjncy, weights = read_parhip(path)
     if weights is None:
         weights = np.ones(xadj.size - 1, np.int64)
-    return rebalance(xadj, adjncy, weights, part, parts, eps, seed)
+    return rebalance(xadj, adjncy, weights, part, parts, eps=eps, seed=seed)

@@ -21,7 +21,7 @@ from ..runtime.monitor import peak_rss_mib
 from .base import PartitionConfig
 from .inclusion import inclusion
 from .kahypar import kahypar_partition
-from .shp import SHPConfig
+from .shp_config import SHPConfig
 from .shp_surrogate import chord_anchors, inclusion_surrogate, tangent_anchors
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,7 @@ class _Build:
 
     def partition(self, hg: Hypergraph, initial: np.ndarray | None = None) -> np.ndarray:
         c, s = self.pcfg, self.scfg
-        return kahypar_partition(hg, c.parts, c.eps, c.seed, c.threads, s.preset, initial, s.vcycles)
+        return kahypar_partition(hg, c.parts, c.eps, c.seed, c.threads, s.preset, initial=initial, vcycles=s.vcycles)
 
     def draw(self, lo: int, hi: int) -> BatchNets:
         """Nets of round units lo..hi-1, in groups."""

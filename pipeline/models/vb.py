@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import UserError
-from .base import Assignment, Inputs, Model, Option, PartitionConfig
+from .base import Assignment, Inputs, Model, Option, PartitionConfig, Partitioner
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -95,7 +95,7 @@ class Search:
 
 
 def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 0.03,
-                   max_total_increase: float = 0.02, seed: int = 0, search: Search = Search(),
+                   max_total_increase: float = 0.02, seed: int = 0, *, search: Search = Search(),
                    weights: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Lower the maximum send and receive volume of a row partition of Â.
 
@@ -144,7 +144,7 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
     start = _metrics(pc)
     info: dict = {"start": start, "moves": 0, "passes": 0}
     if parts > 1 and pc.total > 0:
-        _passes(pc, eps, max_total_increase, seed, search, info, t0)
+        info["moves"], info["passes"] = _passes(pc, eps, max_total_increase, seed, search, t0)
     info["end"] = _metrics(pc)
     info["seconds"] = time.perf_counter() - t0
     if info["passes"]:
@@ -165,8 +165,9 @@ def _check_arguments(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float,
         raise UserError(f"need eps > 0 and max_total_increase >= 0 (got {eps}, {max_total_increase})")
 
 
-def _passes(pc, eps: float, max_total_increase: float, seed: int, search: Search, info: dict, t0: float) -> None:
-    """Passes until Φ stops falling, the budget or the time runs out."""
+def _passes(pc, eps: float, max_total_increase: float, seed: int, search: Search, t0: float) -> tuple[int, int]:
+    """Passes until Φ stops falling, the budget or the time runs out
+    (``t0``: when the refinement started); returns (moves, passes)."""
     from .vb_search import one_pass
 
     parts, n = pc.parts, pc.part.size
@@ -178,6 +179,7 @@ def _passes(pc, eps: float, max_total_increase: float, seed: int, search: Search
     rng = np.random.default_rng([seed, 0x5642])
     power = search.power
     phi = _phi(pc, power)
+    total_moves = passes = 0
     for _ in range(search.max_passes):
         tau = pc.total / parts
         ex = np.concatenate([pc.send - tau, pc.recv - tau])
@@ -185,12 +187,12 @@ def _passes(pc, eps: float, max_total_increase: float, seed: int, search: Search
         lightest = np.unique(np.concatenate([np.argsort(pc.send, kind="stable")[:4],
                                              np.argsort(pc.recv, kind="stable")[:4]])).astype(np.int64)
         order = rng.permutation(n).astype(np.int64)
-        moves = int(one_pass(order, pc.g, pc.pc, pc.vol, state, (lmax, tbound, tau, mu, float(power), total0),
+        moves = int(one_pass(order, (pc.g, pc.pc, pc.vol, state), (lmax, tbound, tau, mu, float(power), total0),
                              (search.cap, search.max_targets, search.swap_tries), lightest))
         pc.total = int(state[0])
-        info["moves"] += moves
-        info["passes"] += 1
-        log.debug("pass %d: %d moves, max send %d, max recv %d, total %d, max load %d", info["passes"], moves,
+        total_moves += moves
+        passes += 1
+        log.debug("pass %d: %d moves, max send %d, max recv %d, total %d, max load %d", passes, moves,
                   pc.send.max(), pc.recv.max(), pc.total, pc.load.max())
         new_phi = _phi(pc, power)
         if moves == 0 or phi - new_phi < search.min_gain * phi:
@@ -198,6 +200,7 @@ def _passes(pc, eps: float, max_total_increase: float, seed: int, search: Search
         phi = new_phi
         if search.time_limit is not None and time.perf_counter() - t0 > search.time_limit:
             break
+    return total_moves, passes
 
 
 def _phi(pc, power: float) -> float:
@@ -215,23 +218,29 @@ def _metrics(pc) -> dict:
 
 @dataclass(frozen=True)
 class VolumeBalanced(Model):
-    """``<base>-vb``: ``base``'s partition (the build's, or computed here when
-    the build has none) refined by :func:`volume_balance`."""
+    """``<base>-vb``: the ``base`` model's partition (the build's, or computed
+    here when the build has none) refined by :func:`volume_balance`. The
+    model holds its base (given by :func:`refined`): it never looks it up."""
 
-    base: str = ""
+    base: Partitioner | None = None
+
+    @property
+    def base_model(self) -> Partitioner:
+        if self.base is None:
+            raise ValueError(f"{self.name}: no base model (make it with refined(base))")
+        return self.base
 
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
         # the refinement releases the GIL (numba, nogil); the base partitioner, when it must run too, may not
-        return self.base not in inputs.starts
+        return self.base_model.name not in inputs.starts
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
-        from .registry import get
-
-        info: dict = {"base": self.base}
-        start = inputs.starts.get(self.base)
+        base = self.base_model
+        info: dict = {"base": base.name}
+        start = inputs.starts.get(base.name)
         if start is None:
             t0 = time.perf_counter()
-            res = get(self.base).run(inputs, cfg)
+            res = base.run(inputs, cfg)
             start = res.part
             info["base_seconds"] = round(time.perf_counter() - t0, 3)
             if res.info:
@@ -248,18 +257,16 @@ class VolumeBalanced(Model):
     def check(self, cfg: PartitionConfig) -> None:
         import math
 
-        from .registry import get
-
-        get(self.base).check(cfg)  # the base's options, when the model computes the base itself
+        self.base_model.check(cfg)  # the base's options, when the model computes the base itself
         value = cfg.option(MAX_TOTAL_INCREASE)
         if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < 10):
             raise UserError(f"--max-total-increase {value}: a finite fraction >= 0 (e.g. 0.02)")
 
 
-def refined(base) -> VolumeBalanced:
+def refined(base: Partitioner) -> VolumeBalanced:
     """The ``-vb`` model of ``base`` (a model: its name, options and needs carry over)."""
     what = {"gp": "METIS's", "hp": "hp's", "shp": "shp's"}.get(base.name, f"{base.name}'s")
     return VolumeBalanced(
         f"{base.name}-vb", f"{what} partition with boundary vertices moved to lower the maximum send and receive "
         "volume (total within --max-total-increase, load within eps)",
-        options=(MAX_TOTAL_INCREASE,), needs=base.needs, starts_from=(base.name,), base=base.name)
+        options=(MAX_TOTAL_INCREASE,), needs=base.needs, starts_from=(base.name,), base=base)

@@ -6,7 +6,9 @@ part's send and receive volume (numba kernels; the argument tuples ``g``,
 Bounds and prices travel as ``lim = (lmax, tbound, tau, mu, power)``: the
 load bound, the total-volume bound, the average volume per part at the start
 of the pass, the price of a row added to the total, and the penalty's power;
-scratch arrays as ``scr = (ds, dr, mark, touched)``.
+scratch arrays as ``scr = (ds, dr, mark, touched)`` (:func:`.pins.move_deltas`'s).
+A move is judged in ``ctx = (g, pc, vol, state, lim, scr)``, ``state`` being
+the running [total, max send, max receive].
 """
 
 from __future__ import annotations
@@ -23,13 +25,16 @@ def _pen(x, tau, power):
 
 
 @jit
-def _targets(v, a, g, pc, cap, max_targets, extra, score_of, cand):
+def _targets(v, a, g, pc, pick, slots):
     """Candidate target parts of v (in part a) into ``cand``: the parts holding
     pins of v's nets (nets with at most ``cap`` parts), most shared nets
-    first, at most ``max_targets``, then the parts in ``extra``. Returns
-    (count, whether v is on the boundary)."""
+    first, at most ``max_targets``, then the parts in ``extra``; ``pick =
+    (cap, max_targets, extra)``, ``slots = (score_of, cand)``: (P,) scratch.
+    Returns (count, whether v is on the boundary)."""
     indptr, indices = g[0], g[1]
     spart, _, sptr, lam = pc
+    cap, max_targets, extra = pick
+    score_of, cand = slots
     parts = score_of.size
     nc = 0
     cut = lam[v] > 1
@@ -79,11 +84,12 @@ def _targets(v, a, g, pc, cap, max_targets, extra, score_of, cand):
 
 
 @jit
-def best_target(v, cand, nc, floor, blocked, g, pc, vol, state, lim, scr):
+def best_target(v, cand, nc, floor, blocked, ctx):
     """Best move of v among ``cand[:nc]`` by score (above ``floor``) that keeps
     the maxima, the total bound and the load bound; with ``blocked``, instead
     the best one (score above 0) among those that only the load bound of
     their target forbids. Returns (part, score); -1 for none."""
+    g, pc, vol, state, lim, scr = ctx
     part, send, recv, load = vol
     lmax, tbound, tau, mu, power = lim
     ds, dr, mark, touched = scr
@@ -93,7 +99,7 @@ def best_target(v, cand, nc, floor, blocked, g, pc, vol, state, lim, scr):
         b = cand[i]
         if (load[b] + wv > lmax) != blocked:
             continue
-        nt, dtot = move_deltas(v, b, g, pc, part, ds, dr, mark, touched, 0)
+        nt, dtot = move_deltas(v, b, g, pc, part, scr)
         ok = state[0] + dtot <= tbound
         dphi = 0.0
         for t in range(nt):
@@ -125,11 +131,14 @@ def _apply(v, b, g, pc, vol, state):
 
 
 @jit
-def _pair_move(v, a, bb, bsc, g, pc, vol, state, lim, scr, cap, swap_tries, cand2):
+def _pair_move(v, a, bb, bsc, ctx, pair):
     """v's best move to ``bb`` is forbidden only by bb's load: move v there,
     then the best vertex of bb sharing a small net with v out of it (to v's
     old part or the lightest part). Keeps the pair when its summed score is
-    positive, else undoes the first move exactly. Returns the moves applied."""
+    positive, else undoes the first move exactly; ``pair = (cap, swap_tries,
+    cand2)``, cand2 (P,) scratch. Returns the moves applied."""
+    g, pc, vol, state, lim, _ = ctx
+    cap, swap_tries, cand2 = pair
     indptr, indices, cptr, cidx, w = g
     part, _, _, load = vol
     _apply(v, bb, g, pc, vol, state)
@@ -153,7 +162,7 @@ def _pair_move(v, a, bb, bsc, g, pc, vol, state, lim, scr, cap, swap_tries, cand
             if lightest_load != a and lightest_load != bb:
                 cand2[1] = lightest_load
                 nc2 = 2
-            c, sc2 = best_target(u, cand2, nc2, -np.inf, False, g, pc, vol, state, lim, scr)
+            c, sc2 = best_target(u, cand2, nc2, -np.inf, False, ctx)
             if c >= 0 and sc2 > best2:
                 best_u, best_c, best2 = u, c, sc2
         if tried >= swap_tries or scanned > 32 * swap_tries:
@@ -166,33 +175,35 @@ def _pair_move(v, a, bb, bsc, g, pc, vol, state, lim, scr, cap, swap_tries, cand
 
 
 @jit
-def one_pass(order, g, pc, vol, state, bounds, search, extra):
-    """One pass over ``order``; ``state`` = [total, smax, rmax] (int64,
-    updated); ``bounds`` = (lmax, tbound, tau, mu, power, total0); ``search``
-    = (cap, max_targets, swap_tries).
+def one_pass(order, h, bounds, search, extra):
+    """One pass over ``order``; ``h = (g, pc, vol, state)``, ``state`` =
+    [total, smax, rmax] (int64, updated); ``bounds`` = (lmax, tbound, tau, mu,
+    power, total0); ``search`` = (cap, max_targets, swap_tries); ``extra``:
+    parts every vertex may also move to.
 
     A vertex of a busy part (send or receive volume in the upper half between
     the mean and the maximum) whose best move is forbidden only by its
     target's load bound may still move as a pair (:func:`_pair_move`).
     Returns the number of moves applied."""
+    g, pc, vol, state = h
     lmax, tbound, tau, mu, power, total0 = bounds
     cap, max_targets, swap_tries = search
     part, send, recv, _ = vol
     parts = send.size
     scr = (np.zeros(parts, np.int64), np.zeros(parts, np.int64), np.zeros(parts, np.int8), np.empty(parts, np.int64))
-    score_of = np.zeros(parts, np.int64)
     cand = np.empty(parts, np.int64)
-    cand2 = np.empty(parts, np.int64)
+    pick, slots = (cap, max_targets, extra), (np.zeros(parts, np.int64), cand)
+    pair = (cap, swap_tries, np.empty(parts, np.int64))
     moves = 0
     for v in order:
         a = part[v]
-        nc, cut = _targets(v, a, g, pc, cap, max_targets, extra, score_of, cand)
+        nc, cut = _targets(v, a, g, pc, pick, slots)
         if not cut:  # interior vertex: every move only adds volume
             continue
         # the price of total volume rises as the budget is spent, so that it goes to the best moves
         left = (tbound - state[0]) / max(tbound - total0, 1)
-        lim = (lmax, tbound, tau, mu / max(left, 0.05), power)
-        b, _ = best_target(v, cand, nc, 0.0, False, g, pc, vol, state, lim, scr)
+        ctx = (g, pc, vol, state, (lmax, tbound, tau, mu / max(left, 0.05), power), scr)
+        b, _ = best_target(v, cand, nc, 0.0, False, ctx)
         if b >= 0:
             _apply(v, b, g, pc, vol, state)
             moves += 1
@@ -201,7 +212,7 @@ def one_pass(order, g, pc, vol, state, bounds, search, extra):
         hot = 2 * send[a] >= tau + state[1] or 2 * recv[a] >= tau + state[2]
         if swap_tries == 0 or not hot:
             continue
-        bb, bsc = best_target(v, cand, nc, 0.0, True, g, pc, vol, state, lim, scr)
+        bb, bsc = best_target(v, cand, nc, 0.0, True, ctx)
         if bb >= 0:
-            moves += _pair_move(v, a, bb, bsc, g, pc, vol, state, lim, scr, cap, swap_tries, cand2)
+            moves += _pair_move(v, a, bb, bsc, ctx, pair)
     return moves

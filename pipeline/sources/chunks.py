@@ -1,6 +1,6 @@
 """What the client and the ingest stage do with parsed chunks: a few numbers
-per chunk (:class:`ChunkMeta`), and the small tasks that fix up, relabel and
-count them."""
+per chunk (:class:`ChunkMeta`, gathered by :func:`gather_metas`), and the
+small tasks that fix up, relabel and count them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arrays import index_dtype, lookup, sorted_unique
+from ..errors import UserError
 from .records import ParsedChunk
 from .tokens import ChunkError
 
@@ -42,6 +43,20 @@ def meta(c: ParsedChunk) -> ChunkMeta:
     return ChunkMeta(c.n_lines, c.n_comments, int(c.a.size), None, (int(c.a[0]), int(c.b[0])),
                      int(max(c.a.max(), c.b.max())), int(c.a.max()), bool((c.a >= c.b).all()), bool((c.a <= c.b).all()),
                      rest)
+
+
+def gather_metas(tasks, chunks: list) -> list[ChunkMeta]:
+    """Every chunk's :class:`ChunkMeta`, computed where the chunk is."""
+    return tasks.gather([tasks.submit("ingest-meta", meta, c, index=i) for i, c in enumerate(chunks)])
+
+
+def checked_metas(tasks, chunks: list) -> list[ChunkMeta]:
+    """:func:`gather_metas`; the first chunk error (it names its array) as a UserError."""
+    metas = gather_metas(tasks, chunks)
+    for m in metas:
+        if m.error is not None:
+            raise UserError(m.error.message)
+    return metas
 
 
 def drop_first(c: ParsedChunk) -> ParsedChunk:

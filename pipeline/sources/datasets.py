@@ -130,7 +130,7 @@ def _planetoid(name: str, nodes: int, edges: int, desc: str) -> Dataset:
         hashes=_PLANETOID_SHA256[name])
 
 
-def _ogb(name: str, download: str, directed: bool, nodes: int, edges: int, scheme: str, desc: str,
+def _ogb(name: str, download: str, directed: bool, nodes: int, edges: int, scheme: str, *, desc: str,
          layout: str = "csv") -> Dataset:
     """An OGB node-property dataset: one zip from OGB's site, unpacked to ``ogb/<name with _>/``."""
     root = f"ogb/{name.replace('-', '_')}"
@@ -178,11 +178,11 @@ REGISTRY: dict[str, Dataset] = {d.name.lower(): d for d in [
             "metis", False, 15606, 45878, "2D finite-element mesh",
             hashes=("246997040b286050864a4b4ebbe387026e9c317eef504e6fc79a97cc0af5967f",)),
     _ogb("ogbn-arxiv", "arxiv", True, 169343, 1166243, "time",
-         "OGB arXiv citations, 128 features, 40 classes, split by year (directed; --undirected as usual)"),
+         desc="OGB arXiv citations, 128 features, 40 classes, split by year (directed; --undirected as usual)"),
     _ogb("ogbn-products", "products", False, 2449029, 61859140, "sales_ranking",
-         "OGB Amazon co-purchases, 100 features, 47 classes, split by sales rank"),
+         desc="OGB Amazon co-purchases, 100 features, 47 classes, split by sales rank"),
     _ogb("ogbn-papers100M", "papers100M-bin", True, 111059956, 1615685872, "time",
-         "OGB MAG papers, 128 features, 172 classes (1.5M labelled), split by year (npz layout, 57 GB zip)",
+         desc="OGB MAG papers, 128 features, 172 classes (1.5M labelled), split by year (npz layout, 57 GB zip)",
          layout="npz"),
     _saint("reddit", ("1sncK996BM5lpuDf75lDFqCiDZyErc1c2", "1ZsHaJ0ussP1W722krmEIp_8pwKAoi5b3",
                       "1JF3Pjv9OboMNYs2aXRQGbJbc4t_nDd5u", "1nJIKd77lcAGU4j-kVNx_AIGEkveIKz3A"), 232965, 11606919,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UserError
+from .base import RawSource
 from .chunks import ChunkMeta
-from .readers import RawSource
 from .records import ParsedChunk
 
 

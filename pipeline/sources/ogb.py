@@ -27,23 +27,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError, located
+from ..errors import located
 from . import chunks as chunk_tasks
 from . import csvblocks
+from .base import RawSource, ReadOptions, Recognizes
 from .nodefiles import cuts, mask_of, pair_chunk, scratch, write_labels
 from .probe import probe
-from .readers import RawSource, ReadOptions, _raise_first_error, _submit_text
 from .records import NodeSource
 from .rowfiles import BLOCK_BYTES, RawWriter, RowFile, materialize, member, member_blocks, npz_keys
+from .text import raise_first_error, submit_parse
 
 log = logging.getLogger(__name__)
 
 SPLITS = (("train", "train"), ("valid", "val"), ("test", "test"))  # file stem -> mask name
-
-
-def is_ogb_dir(path: str | Path) -> bool:
-    raw = Path(path) / "raw"
-    return raw.is_dir() and any((raw / f).exists() for f in ("edge.csv.gz", "edge.csv", "data.npz"))
 
 
 @dataclass(frozen=True)
@@ -228,29 +224,36 @@ def submit_ogb(tasks, path: str, opts: ReadOptions) -> RawSource:
     if lay.kind == "csv":
         pb = tasks.submit("ingest-probe", probe, lay.edges, "edgelist").result()
         pb = replace(pb, kind="csv-pairs", kwargs={"max_id": n, "base": 0})
-        chunks = _submit_text(tasks, pb, opts)
-        metas = tasks.gather([tasks.submit("ingest-meta", chunk_tasks.meta, c, index=i) for i, c in enumerate(chunks)])
-        _raise_first_error(pb, metas)
+        chunks = submit_parse(tasks, pb, opts)
+        metas = chunk_tasks.gather_metas(tasks, chunks)
+        raise_first_error(pb, metas)
     else:
         src_dst = tasks.submit("ingest-edges-index", npz_edges, lay.edges, opts.work_dir, lay.edge_count)
         where = f"{lay.edges}[edge_index]"
         chunks = [tasks.submit("ingest-edges", _pair, src_dst, a, b, n, where, index=i)
                   for i, (a, b) in enumerate(cuts(int(lay.edge_count or 0), max(1, opts.chunk_bytes // 8)))]
-        metas = checked_metas(tasks, chunks)
+        metas = chunk_tasks.checked_metas(tasks, chunks)
     if sum(m.edges for m in metas) == 0:
         raise located(lay.edges, "no edges found")
     return RawSource(path, chunks, metas, n, 0, None, nodes,
                      [f"OGB directory ({lay.kind} layout), split {lay.scheme or 'none: a seeded random split'}"])
 
 
-def checked_metas(tasks, chunks: list) -> list:
-    """The chunks' metas; the first chunk error (it names its array) as a UserError."""
-    metas = tasks.gather([tasks.submit("ingest-meta", chunk_tasks.meta, c, index=i) for i, c in enumerate(chunks)])
-    for m in metas:
-        if m.error is not None:
-            raise UserError(m.error.message)
-    return metas
-
-
 def _pair(src_dst: tuple[RowFile, RowFile], a: int, b: int, n: int, where: str):
     return pair_chunk(src_dst[0], src_dst[1], a, b, n, where)
+
+
+@dataclass(frozen=True)
+class Ogb:
+    """The OGB node-property directory reader (:func:`submit_ogb`)."""
+
+    name: str = "ogb"
+    # its edges (raw/edge.csv.gz or raw/data.npz); else its raw/ or split/ folder (the reader names what is missing)
+    recognizes: Recognizes = Recognizes(files=("raw/edge.csv.gz", "raw/edge.csv", "raw/data.npz"),
+                                        folders=("raw", "split"))
+
+    def submit(self, tasks, path: str, opts: ReadOptions) -> RawSource:
+        return submit_ogb(tasks, path, opts)
+
+
+READER = Ogb()

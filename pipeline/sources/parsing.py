@@ -52,6 +52,17 @@ class ByteRange:
     end: int
 
 
+@dataclass(frozen=True)
+class Members:
+    """BGZF members by file offset: a group's own ``[start, stop)``, ``prev`` the member before it (``prev ==
+    start``: the first group) and ``more``, the end of the members its last line may reach into."""
+
+    prev: int
+    start: int
+    stop: int
+    more: int
+
+
 def is_gzip(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
@@ -265,7 +276,7 @@ def parse_range(r: ByteRange, kind: str, max_line: int, kwargs: dict) -> ParsedC
     return PARSERS[kind](data, **kwargs)
 
 
-def parse_gzip(path: str, skip: int, chunk_bytes: int, max_line: int, kind: str, kwargs: dict,
+def parse_gzip(path: str, skip: int, chunk_bytes: int, max_line: int, kind: str, kwargs: dict, *,
                limit: int | None = None) -> list[ParsedChunk]:
     """``ingest-gzip`` task: stream a gzip file (after ``skip`` decompressed
     header bytes) and parse it block by block; the text in memory stays near
@@ -358,12 +369,10 @@ def bgzf_members(path: str, size: int) -> list[int] | None:
         return starts if len(starts) > 1 else None
 
 
-def parse_bgzf(path: str, prev: int, start: int, stop: int, more: int, max_line: int, kind: str,
-               kwargs: dict) -> ParsedChunk:
-    """``ingest-bgzf`` task: decompress members ``[start, stop)`` and parse the
-    lines that begin in them; the member at ``prev`` (before ``start``) says
-    whether the first line began earlier, the members up to ``more`` complete
-    the last line."""
+def parse_bgzf(path: str, group: Members, max_line: int, kind: str, kwargs: dict) -> ParsedChunk:
+    """``ingest-bgzf`` task: decompress the ``group``'s members ``[start, stop)`` and parse the lines that begin in
+    them; the member at ``prev`` says whether the first line began earlier, those up to ``more`` complete the last."""
+    prev, start, stop, more = group.prev, group.start, group.stop, group.more
     first = prev == start
     try:
         with open(path, "rb") as f:

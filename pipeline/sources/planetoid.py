@@ -1,21 +1,23 @@
 """Planetoid datasets: the ``ind.<name>.*`` pickles of Yang et al., read
 through a restricted unpickler so that a pickle from the internet cannot run
 code, and processed as Kipf & Welling do (test rows put back in place,
-missing test rows padded)."""
+missing test rows padded); read whole, in one task (:mod:`.whole`)."""
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import UserError, located
 from . import budget
-from .records import RawGraph
+from .base import RawSource, ReadOptions, Recognizes
+from .records import NodeSource, ParsedChunk, RawGraph
+from .whole import Whole, submit_whole
 
 _MULTIARRAY = "numpy._core.multiarray" if importlib.util.find_spec("numpy._core") else "numpy.core.multiarray"
 
@@ -42,6 +44,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
         if module in ("numpy.core.multiarray", "numpy._core.multiarray"):
             module = _MULTIARRAY  # pickles name either; numpy 2 moved it
         if module == "scipy.sparse.csr":
+            import scipy.sparse as sp  # scipy when a file is read: the registry lists this reader for --help
+
             return sp.csr_matrix
         if module == "__builtin__":
             module = "builtins"
@@ -64,6 +68,8 @@ def load_pickle(path: str | Path):
 
 
 def _dense(x, path, limit: int | None = None) -> np.ndarray:
+    import scipy.sparse as sp
+
     if isinstance(x, sp.csr_matrix):
         # rebuild from the raw arrays: the pickled object has old-scipy attributes
         d = vars(x)
@@ -183,3 +189,28 @@ def _edges(graph: dict, n: int, path: Path) -> tuple[np.ndarray, np.ndarray]:
     if dst.size and (dst.min() < 0 or dst.max() >= n):
         raise located(path, f"neighbour id outside 0..{n - 1}")
     return src, dst
+
+
+def read_planetoid_whole(prefix: str, limit: int | None = None) -> Whole:
+    """``ingest-read`` task: :func:`read_planetoid`; a layout it does not know is one line naming the files."""
+    try:
+        raw = read_planetoid(prefix, limit)
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError) as e:
+        raise located(prefix, f"not the Planetoid layout this reader knows ({type(e).__name__}: {e})") from None
+    return Whole(ParsedChunk(raw.src, raw.dst, raw.lines), int(raw.n or 0), raw.directed, 0,
+                 NodeSource(raw.features, raw.labels, raw.masks), list(raw.notes))
+
+
+@dataclass(frozen=True)
+class Planetoid:
+    """The Planetoid reader: the ``ind.NAME.*`` files read whole on a worker."""
+
+    name: str = "planetoid"
+    # ``ind.NAME.*`` files, and a directory no other reader claims
+    recognizes: Recognizes = Recognizes(prefixes=("ind.",), directory=True)
+
+    def submit(self, tasks, path: str, opts: ReadOptions) -> RawSource:
+        return submit_whole(tasks, "ingest-read", path, read_planetoid_whole, path, opts.limit)
+
+
+READER = Planetoid()

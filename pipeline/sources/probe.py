@@ -1,48 +1,59 @@
-"""Looking at a graph file before it is parsed (the ``ingest-probe`` task):
-its format, size, compression, header and declared size."""
+"""Looking at a graph's path before it is read: its format (the one place
+that decides it, :func:`detect_format`), and for a file (the
+``ingest-probe`` task) its size, compression and whether this process may
+read it; the helpers the readers' header checks share."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError, located
-from . import FORMATS, budget, parsing
+from . import budget, parsing
+from .base import Reader
 
 _HEADER_PEEK = 64 * 1024
 
 
-def detect_format(path: str | Path) -> str:
-    """Guess the format from the file name."""
+def detect_format(path: str | Path, readers: Iterable[Reader]) -> str:
+    """The format of ``path``: the first of ``readers`` (the registry's, in
+    its order) whose :class:`~.base.Recognizes` claims it, by the
+    precedence that class describes. :class:`UserError` when none does."""
+    readers = tuple(readers)
+    claims = [(r.name, r.recognizes) for r in readers]
     name = Path(path).name.lower()
     if name.endswith(".gz"):
         name = name[:-3]
-    if name.endswith(".mtx"):
-        return "mtx"
-    if name.endswith((".graph", ".metis")) and not name.startswith("ind."):
-        return "metis"
-    if name.endswith(".npz"):
-        return "npz"
+    for fmt, k in claims:  # a name that is a format's own, even a directory's
+        if k.suffixes and name.endswith(k.suffixes) and not (k.unless and name.startswith(k.unless)):
+            return fmt
     if Path(path).is_dir():
-        return _dir_format(Path(path))
-    if name.startswith("ind."):
-        return "planetoid"
-    if name.endswith((".txt", ".edges", ".el", ".tsv", ".edgelist", ".csv")) or "." not in name:
-        return "edgelist"
-    raise UserError(f"{path}: unknown format; pass --format, one of {', '.join(FORMATS)}")
+        found = _dir_format(Path(path), claims)
+        if found is not None:
+            return found
+    else:
+        for fmt, k in claims:
+            if k.prefixes and name.startswith(k.prefixes):
+                return fmt
+        for fmt, k in claims:
+            if (k.loose and name.endswith(k.loose)) or (k.bare and "." not in name):
+                return fmt
+    raise UserError(f"{path}: unknown format; pass --format, one of {', '.join(r.name for r in readers)}")
 
 
-def _dir_format(path: Path) -> str:
-    """A directory: an OGB node-property directory (raw/edge.csv.gz or
-    raw/data.npz), a GraphSAINT one (adj_full.npz, role.json), else Planetoid."""
-    raw = path / "raw"
-    if raw.is_dir() and any((raw / f).exists() for f in ("edge.csv.gz", "edge.csv", "data.npz")):
-        return "ogb"
-    if (path / "adj_full.npz").exists() or (path / "role.json").exists():
-        return "saint"
-    if raw.is_dir() or (path / "split").is_dir():
-        return "ogb"  # an OGB directory that lacks its edges: its reader names the missing file
-    return "planetoid"
+def _dir_format(path: Path, claims: list) -> str | None:
+    """A directory's format: a reader's files inside it (an OGB directory's
+    ``raw/edge.csv.gz``, GraphSAINT's ``adj_full.npz``), then its folders (an
+    OGB directory that lacks its edges: its reader names the missing file),
+    then the reader of any directory (Planetoid's)."""
+    for fmt, k in claims:
+        if any((path / f).exists() for f in k.files):
+            return fmt
+    for fmt, k in claims:
+        if any((path / f).is_dir() for f in k.folders):
+            return fmt
+    return next((fmt for fmt, k in claims if k.directory), None)
 
 
 @dataclass(frozen=True)
@@ -64,28 +75,31 @@ class Probe:
     kwargs: dict = field(default_factory=dict)
 
 
-def probe(path: str, fmt: str, limit: int | None = None) -> Probe:
-    """``ingest-probe`` task: check the file and read its header; declared
-    sizes are checked against the memory budget ``limit`` (bytes)."""
+def check_file(path: str, fmt: str) -> int:
+    """The file exists, is not a directory, may be read by this process and
+    is not empty: one line naming it otherwise. Returns its size."""
     p = Path(path)
-    if fmt != "planetoid":
-        if not p.exists():
-            raise UserError(f"{path}: file not found")
-        if p.is_dir():
-            raise UserError(f"{path}: is a directory, expected a {fmt} file")
-        readable(path)
-        if p.stat().st_size == 0:
-            raise located(path, "empty file")
-    if fmt in ("npz", "planetoid"):
-        return Probe(path, fmt, p.stat().st_size if p.exists() else 0, kind="whole")
+    if not p.exists():
+        raise UserError(f"{path}: file not found")
+    if p.is_dir():
+        raise UserError(f"{path}: is a directory, expected a {fmt} file")
+    readable(path)
     size = p.stat().st_size
+    if size == 0:
+        raise located(path, "empty file")
+    return size
+
+
+def probe(path: str, fmt: str, limit: int | None = None) -> Probe:
+    """``ingest-probe`` task of a text file: :func:`check_file`, then its
+    size and compression (gzip, and the members of a BGZF file). A format
+    with a header reads it from :func:`head_lines` (:mod:`.mtx`,
+    :mod:`.metis`); ``limit`` is the memory budget its declared sizes are
+    checked against there."""
+    size = check_file(path, fmt)
     gz = parsing.is_gzip(path)
     members = tuple(m) if gz and (m := parsing.bgzf_members(path, size)) else None
-    base = Probe(path, fmt, size, gz, members)
-    if fmt == "edgelist":
-        return base
-    lines = _head_lines(path, gz)
-    return _probe_mtx(base, lines, limit) if fmt == "mtx" else _probe_metis(base, lines, limit)
+    return Probe(path, fmt, size, gz, members)
 
 
 def readable(path: str | Path) -> None:
@@ -103,7 +117,8 @@ def readable(path: str | Path) -> None:
         raise located(path, f"cannot read ({e.strerror or e})") from None
 
 
-def _head_lines(path: str, gz: bool) -> list[bytes]:
+def head_lines(path: str, gz: bool) -> list[bytes]:
+    """The first lines of the (decompressed) file: where a header is."""
     import gzip
 
     try:
@@ -116,7 +131,8 @@ def _head_lines(path: str, gz: bool) -> list[bytes]:
     return head.splitlines(keepends=True)
 
 
-def _int_words(line: bytes, path: str, lineno: int, what: str) -> list[int]:
+def int_words(line: bytes, path: str, lineno: int, what: str) -> list[int]:
+    """The integers of a header line; one line naming ``what`` is bad otherwise."""
     try:
         return [int(x) for x in line.split()]
     except ValueError:
@@ -135,87 +151,6 @@ def check_declared(path: str, n: int, lineno: int | None, limit: int | None = No
     budget.check(limit or budget.machine_memory(), budget.graph_bytes(n, edges), what, path, lineno)
 
 
-def _probe_mtx(pb: Probe, lines: list[bytes], limit: int | None = None) -> Probe:
-    """Matrix Market coordinate file; banner and size line optional.
-
-    Without a banner, the first data line is a size line only if it has three
-    integers and the third equals the number of entries that follow; the
-    symmetry is then decided after parsing (all entries in one triangle:
-    symmetric)."""
-    path = pb.path
-    symmetric: bool | None = None
-    banner_words: list[str] = []
-    i = 0
-    if lines and lines[0].startswith(b"%%MatrixMarket"):
-        banner_words = lines[0].decode("latin-1").lower().split()
-        if len(banner_words) < 5 or banner_words[1] != "matrix" or banner_words[2] != "coordinate":
-            raise located(path, "only 'matrix coordinate' Matrix Market files are supported", 1)
-        symmetric = banner_words[4] in ("symmetric", "skew-symmetric", "hermitian")
-        i = 1
-    while i < len(lines) and (lines[i].startswith(b"%") or not lines[i].strip()):
-        i += 1
-    header_bytes = sum(len(x) for x in lines[:i])
-    first_words = lines[i].split() if i < len(lines) else []
-    banner = symmetric is not None
-    n: int | None = None
-    entries: int | None = None
-    if first_words and (banner or len(first_words) == 3):
-        words: list[int] = _int_words(lines[i], path, i + 1, "size line")
-        if len(words) != 3:
-            raise located(path, f"bad size line {lines[i].strip()!r}: expected 'rows columns entries'", i + 1)
-        rows, cols, nnz = words
-        if banner or _count_data_lines(path, pb.gzip, header_bytes + len(lines[i])) == nnz:
-            if rows != cols:
-                raise located(path, f"matrix is {rows} x {cols}; an adjacency matrix must be square", i + 1)
-            check_declared(path, rows, i + 1, limit, nnz)
-            n, entries = rows, nnz
-            header_bytes += len(lines[i])
-            i += 1
-    field = banner_words[3] if banner and len(banner_words) > 3 else None
-    kwargs: dict = {"max_id": n, "base": 1}
-    if field in ("pattern", "real", "integer", "double"):  # scipy's reader parses the entries (complex: the tokenizer)
-        kwargs["mtx_field"] = field
-    return Probe(pb.path, pb.fmt, pb.size, pb.gzip, pb.members, i, header_bytes, n, 1,
-                 None if symmetric is None else not symmetric, entries, "pairs", kwargs)
-
-
-def _count_data_lines(path: str, gz: bool, offset: int) -> int:
-    import gzip
-
-    with (gzip.open(path, "rb") if gz else open(path, "rb")) as f:
-        f.read(offset)
-        count, last = 0, b"\n"
-        while block := f.read(1 << 24):
-            count += block.count(b"\n")
-            last = block[-1:]
-    return count + (last != b"\n")
-
-
-def _probe_metis(pb: Probe, lines: list[bytes], limit: int | None = None) -> Probe:
-    """METIS ``.graph``: header ``n m [fmt [ncon]]``, then one 1-based
-    adjacency line per vertex; ``%`` lines are comments."""
-    path = pb.path
-    i = 0
-    while i < len(lines) and (lines[i].startswith(b"%") or not lines[i].strip()):
-        i += 1
-    if i == len(lines):
-        raise located(path, "no METIS header line")
-    head = _int_words(lines[i], path, i + 1, "METIS header")
-    if len(head) < 2:
-        raise located(path, "METIS header needs 'n m'", i + 1)
-    n, m = head[0], head[1]
-    check_declared(path, n, i + 1, limit, 2 * m)
-    fmt = f"{head[2]:03d}" if len(head) > 2 else "000"
-    ncon = head[3] if len(head) > 3 else (1 if fmt[1] == "1" else 0)
-    if fmt[0] == "1":
-        raise located(path, "METIS vertex sizes (fmt 1xx) are not supported", i + 1)
-    return Probe(pb.path, pb.fmt, pb.size, pb.gzip, pb.members, i + 1, sum(len(x) for x in lines[: i + 1]), n, 1,
-                 False, m, "adjacency", {"max_id": n, "base": 1, "stride": 2 if fmt[2] == "1" else 1,
-                                         "skip": ncon if fmt[1] == "1" else 0})
-
-
 def bgzf_members_of(path: str | Path) -> list[int] | None:
     """Member offsets of a BGZF file, or None (for tests and diagnostics)."""
     return parsing.bgzf_members(str(path), Path(path).stat().st_size)
-
-

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .tokens import ChunkError
+
+if TYPE_CHECKING:  # an annotation only: reading the records needs no scipy (``pipeline build --help`` lists formats)
+    import scipy.sparse as sp
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""A build's ``SOURCE`` to a :class:`~.readers.RawSource`: a dataset name, a
+"""A build's ``SOURCE`` to a :class:`~.base.RawSource`: a dataset name, a
 generator spec (``rmat:...``, ``sbm:...``), a file path, or an in-memory
 graph (the Python API)."""
 
@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from . import datasets, synthetic
+from . import datasets, registry, synthetic
+from .base import RawSource, ReadOptions
 from .memory import submit_memory
-from .readers import RawSource, ReadOptions, submit_read
+from .probe import readable
+from .readers import submit_read
 
 
 @dataclass
@@ -38,8 +40,6 @@ def preflight(source: Any, data_dir: str | None, files: tuple[str, ...] = (), lo
     failure is one line and leaves no empty cache directory), and, when the
     workers share this machine's files (``local``), a file source and the
     other input ``files`` exist and may be read."""
-    from .probe import detect_format, readable
-
     if not isinstance(source, str) or synthetic.parse_spec_kind(source) is not None:
         paths = list(files)
     elif source.lower() in datasets.REGISTRY:
@@ -51,7 +51,7 @@ def preflight(source: Any, data_dir: str | None, files: tuple[str, ...] = (), lo
         return
     for p in paths:
         if not Path(p).exists():
-            if p == source and not _planetoid_prefix(p, detect_format):
+            if p == source and not _planetoid_prefix(p):
                 known = ", ".join(sorted(datasets.REGISTRY))
                 raise UserError(f"{p}: no such file, and not a known dataset ({known}) or rmat:/sbm: spec")
             if p != source:
@@ -61,9 +61,10 @@ def preflight(source: Any, data_dir: str | None, files: tuple[str, ...] = (), lo
             readable(p)
 
 
-def _planetoid_prefix(path: str, detect) -> bool:
+def _planetoid_prefix(path: str) -> bool:
+    """A path that need not exist: a Planetoid prefix (``DIR/ind.cora``) names its files."""
     try:
-        return detect(path) == "planetoid"
+        return registry.detect(path) == "planetoid"
     except UserError:
         return False
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError, located
+from .base import RawSource, ReadOptions, Recognizes
+from .chunks import checked_metas
 from .nodefiles import csr_chunk, mask_of, row_cuts, scratch
-from .ogb import checked_metas
 from .parsing import DEFAULT_CHUNK_BYTES
-from .readers import RawSource, ReadOptions
 from .records import NodeSource
 from .rowfiles import RowFile, materialize, member, npy_view
 from .tokens import tokenize
@@ -34,10 +34,6 @@ from .tokens import tokenize
 FILES = ("adj_full.npz", "feats.npy", "class_map.json", "role.json")
 ROLES = (("tr", "train"), ("va", "val"), ("te", "test"))
 _SEPARATORS = bytes.maketrans(b'{}[]":,', b"       ")
-
-
-def is_saint_dir(path: str | Path) -> bool:
-    return (Path(path) / "adj_full.npz").exists() and (Path(path) / "role.json").exists()
 
 
 @dataclass(frozen=True)
@@ -175,3 +171,18 @@ def submit_saint(tasks, path: str, opts: ReadOptions) -> RawSource:
         raise UserError(f"{adj}: no edges found")
     nodes = tasks.submit("ingest-nodes", saint_nodes, lay, opts.work_dir, opts.chunk_bytes)
     return RawSource(path, chunks, metas, lay.n, 0, False, nodes, ["GraphSAINT directory (adjacency in both directions)"])
+
+
+@dataclass(frozen=True)
+class Saint:
+    """The GraphSAINT directory reader (:func:`submit_saint`)."""
+
+    name: str = "saint"
+    # either file names a GraphSAINT directory (its reader names any other that is missing)
+    recognizes: Recognizes = Recognizes(files=("adj_full.npz", "role.json"))
+
+    def submit(self, tasks, path: str, opts: ReadOptions) -> RawSource:
+        return submit_saint(tasks, path, opts)
+
+
+READER = Saint()

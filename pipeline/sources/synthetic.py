@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import UserError
+from . import budget
+from . import chunks as chunk_tasks
+from .base import RawSource
 from .records import NodeSource, ParsedChunk, RawGraph
+from .whole import Whole, submit_whole
 
 
 def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19,
@@ -29,12 +34,25 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
     _check_rmat(scale, edge_factor, a, b, c)
     perm = rmat_labels(scale, seed)
     m = edge_factor << scale
-    parts = [rmat_chunk(scale, a, b, c, seed, k, lo, hi, perm) for k, (lo, hi) in enumerate(_edge_ranges(m, RMAT_CHUNK))]
+    stream = Rmat(scale, a, b, c, seed)
+    parts = [rmat_chunk(stream, k, lo, hi, perm) for k, (lo, hi) in enumerate(_edge_ranges(m, RMAT_CHUNK))]
     return RawGraph(src=np.concatenate([p.a for p in parts]), dst=np.concatenate([p.b for p in parts]), n=None,
                     directed=True, source=f"rmat(scale={scale}, edge_factor={edge_factor}, seed={seed})", lines=m)
 
 
 RMAT_CHUNK = 1 << 20  # edges per generator task
+
+
+@dataclass(frozen=True)
+class Rmat:
+    """An R-MAT edge stream: ``2**scale`` vertex slots, the quadrant
+    probabilities ``a, b, c`` (``d = 1-a-b-c``) and the seed of its chunks."""
+
+    scale: int
+    a: float
+    b: float
+    c: float
+    seed: int
 
 
 def _check_rmat(scale: int, edge_factor: int, a: float, b: float, c: float) -> None:
@@ -53,11 +71,12 @@ def rmat_labels(scale: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, 0x9E37]).permutation(1 << scale)
 
 
-def rmat_chunk(scale: int, a: float, b: float, c: float, seed: int, k: int, lo: int, hi: int,
-               perm: np.ndarray) -> ParsedChunk:
-    """Edges lo..hi-1 of the R-MAT stream (the ``ingest-rmat`` task): drawn
-    from their own seed, so the graph does not depend on how it is split."""
-    rng = np.random.default_rng([seed, k])
+def rmat_chunk(stream: Rmat, k: int, lo: int, hi: int, perm: np.ndarray) -> ParsedChunk:
+    """Edges lo..hi-1 of the R-MAT stream (the ``ingest-rmat`` task, chunk
+    ``k``): drawn from their own seed, so the graph does not depend on how it
+    is split; ``perm`` relabels the vertex slots."""
+    scale, a, b, c = stream.scale, stream.a, stream.b, stream.c
+    rng = np.random.default_rng([stream.seed, k])
     m = hi - lo
     src = np.zeros(m, np.int64)
     dst = np.zeros(m, np.int64)
@@ -68,7 +87,7 @@ def rmat_chunk(scale: int, a: float, b: float, c: float, seed: int, k: int, lo: 
     return ParsedChunk(perm[src], perm[dst], m)
 
 
-def sbm(n: int = 2000, classes: int = 5, degree: float = 10.0, p_in: float = 0.8, features: int = 32,
+def sbm(*, n: int = 2000, classes: int = 5, degree: float = 10.0, p_in: float = 0.8, features: int = 32,
         noise: float = 1.0, seed: int = 0) -> RawGraph:
     """Undirected stochastic block model with features and labels.
 
@@ -142,9 +161,7 @@ def parse_spec(spec: str) -> RawGraph | None:
         raise UserError(f"{spec}: {e}") from None
 
 
-def _sbm_whole(kwargs: dict):
-    from .readers import Whole
-
+def _sbm_whole(kwargs: dict) -> Whole:
     g = sbm(**kwargs)
     return Whole(ParsedChunk(g.src, g.dst, g.lines), int(g.n or 0), False, 0, NodeSource(g.features, g.labels), [])
 
@@ -154,10 +171,6 @@ def submit(tasks, spec: str, limit: int | None = None):
     tasks), the SBM in one task. Returns a RawSource, or None if ``spec``
     is not a generator. The graph's size is checked against the memory
     budget ``limit`` (bytes) first."""
-    from . import budget
-    from . import chunks as chunk_tasks
-    from .readers import RawSource, whole_chunk, whole_info, whole_nodes
-
     parsed = parse_params(spec)
     if parsed is None:
         return None
@@ -168,11 +181,7 @@ def submit(tasks, spec: str, limit: int | None = None):
         a = sig.arguments
         budget.check(limit, budget.graph_bytes(int(a["n"]), int(a["n"] * a["degree"]), int(a["features"])),
                      f"{spec}: {int(a['n']):,} vertices of degree {a['degree']} with {a['features']} features")
-        whole = tasks.submit("ingest-sbm", _sbm_whole, dict(sig.arguments))
-        n, directed, lines, notes, _ = tasks.submit("ingest-info", whole_info, whole).result()
-        return RawSource(spec, [tasks.submit("ingest-chunk", whole_chunk, whole)],
-                         [chunk_tasks.ChunkMeta(lines, 0, lines, None)], n, 0, directed,
-                         tasks.submit("ingest-nodes", whole_nodes, whole), notes)
+        return submit_whole(tasks, "ingest-sbm", spec, _sbm_whole, dict(sig.arguments))
     args = inspect.signature(rmat).bind(**kw)
     args.apply_defaults()
     p = dict(args.arguments)
@@ -180,7 +189,8 @@ def submit(tasks, spec: str, limit: int | None = None):
     m = p["edge_factor"] << p["scale"]
     budget.check(limit, budget.graph_bytes(1 << p["scale"], m), f"{spec}: {1 << p['scale']:,} vertices, {m:,} edges")
     perm = tasks.submit("ingest-rmat-labels", rmat_labels, p["scale"], p["seed"])
-    chunks = [tasks.submit("ingest-rmat", rmat_chunk, p["scale"], p["a"], p["b"], p["c"], p["seed"], k, lo, hi, perm)
+    stream = Rmat(p["scale"], p["a"], p["b"], p["c"], p["seed"])
+    chunks = [tasks.submit("ingest-rmat", rmat_chunk, stream, k, lo, hi, perm)
               for k, (lo, hi) in enumerate(_edge_ranges(m, RMAT_CHUNK))]
     metas = tasks.gather([tasks.submit("ingest-meta", chunk_tasks.meta, c) for c in chunks])
     return RawSource(spec, chunks, metas, None, 0, True)

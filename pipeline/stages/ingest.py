@@ -23,7 +23,7 @@ from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
 from ..sources import budget
 from ..sources import chunks as chunk_tasks
-from ..sources.readers import RawSource, ReadOptions
+from ..sources.base import RawSource, ReadOptions
 from ..sources.records import Graph, RawGraph
 from ..sources.resolve import Source, read_source
 
@@ -88,7 +88,7 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
              "directed" if directed else "undirected", loops)
     nodes_source = node_source if node_source is not None else raw.nodes
     spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed, src.feature_norm, cfg.feature_dtype)
-    node_plan, node_blocks = _node_blocks(tasks, spec, n, bounds, nodes_source, src.name, raw.notes, mon)
+    node_plan, node_blocks = _node_blocks(tasks, spec, bounds, src, nodes_source, mon)
     return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, tuple(node_blocks), node_plan,
                     src.feature_norm, stats, tuple(raw.notes))
 
@@ -164,8 +164,12 @@ def _reciprocal(ab: blocks.RowBlock, tb: blocks.RowBlock) -> int:
     return int(np.intersect1d(ka, kt, assume_unique=True).size)
 
 
-def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, n: int, bounds: np.ndarray, source, name: str,
-                 notes: list[str], mon: Monitor) -> tuple[nodes.NodePlan, list]:
+def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, bounds: np.ndarray, src: Source, source,
+                 mon: Monitor) -> tuple[nodes.NodePlan, list]:
+    """The node data of every row block (``bounds``, the last bound being n):
+    from ``source`` (a future of the graph's :class:`NodeSource`, or None)
+    and ``spec``; ``src`` names the graph and carries its reader's notes."""
+    n, name, notes = int(bounds[-1]), src.name, src.raw.notes
     facts = tasks.submit("nodes-facts", nodes.source_facts, source).result() if source is not None \
         else (None, None, False, None, "single")
     npy = tasks.submit("nodes-probe", nodes.npy_shape, spec.features).result() \

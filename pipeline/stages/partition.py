@@ -7,7 +7,7 @@ checked and used as they are. The stage asks each model what it needs
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,26 @@ class Partitioned:
     results: dict[str, PartitionResult]
 
 
+@dataclass(frozen=True)
+class PendingInputs:
+    """A model's :class:`~..models.base.Inputs` as the client holds them:
+    futures for what lives on the workers (Â, the graph's pattern, the
+    vertex weights, the starts' results), so that the partition task
+    receives them resolved, worker to worker (:meth:`by_name`)."""
+
+    n: int
+    a: Any = None  # future of Â, or None
+    graph: Any = None  # future of the pattern, or None
+    starts: dict[str, Any] = field(default_factory=dict)  # futures of the starts' PartitionResults, by model
+    seconds: dict[str, float] = field(default_factory=dict)
+    weights: Any = None  # future of the (n,) vertex weights
+    graph_file: str | None = None
+
+    def by_name(self) -> dict[str, Any]:
+        """The fields by name, in a dict: Dask resolves the futures in a dict argument (not in a dataclass)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, mon: Monitor,
                     tmp_root: str) -> Partitioned:
     """Partition with every model of ``cfg`` (each after the models it starts from)."""
@@ -53,8 +73,8 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
         if GRAPH_FILE in needs and graph_file is None:  # written once, by the workers, into the partial store
             os.makedirs(tmp_root, exist_ok=True)
             graph_file = write_graph_file(tasks, ing, weights, os.path.join(tmp_root, "graph.parhip")).path
-        inputs = (ing.n, a, graph, starts, seconds, weights, graph_file if GRAPH_FILE in needs else None)
-        f = tasks.submit(f"partition-{m}", _partition, m, inputs, pcfg, tmp_root)
+        inputs = PendingInputs(ing.n, a, graph, starts, seconds, weights, graph_file if GRAPH_FILE in needs else None)
+        f = tasks.submit(f"partition-{m}", _partition, m, inputs.by_name(), pcfg, tmp_root)
         mon.bar([f], f"partition: {m}")
         futures[m] = f
         results[m] = f.result()
@@ -66,14 +86,13 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
     return Partitioned({m: futures[m] for m in order}, {m: results[m] for m in order})
 
 
-def _partition(model: str, inputs: tuple, cfg: PartitionConfig, tmp_root: str) -> PartitionResult:
-    """The ``partition-<model>`` task: ``inputs`` are :class:`Inputs`'s
-    fields, with futures that arrive resolved (the starts as results)."""
+def _partition(model: str, inputs: dict[str, Any], cfg: PartitionConfig, tmp_root: str) -> PartitionResult:
+    """The ``partition-<model>`` task: ``inputs``, :meth:`PendingInputs.by_name`
+    with its futures resolved (the starts as results, of which the model gets the parts)."""
     from ..models.run import run
 
-    n, a, graph, starts, seconds, weights, graph_file = inputs
-    return run(model, Inputs(n, a, graph, {k: v.part for k, v in starts.items()}, seconds, weights, graph_file),
-               cfg, tmp_root)
+    starts = {k: v.part for k, v in inputs["starts"].items()}
+    return run(model, Inputs(**{**inputs, "starts": starts}), cfg, tmp_root)
 
 
 def _imported(model: str, path: str, n: int, parts: int) -> PartitionResult:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -26,13 +26,25 @@ from .partition import Partitioned
 from .quality import Measured
 
 
-def write_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nnz: int, parts: Partitioned,
-                meas: Measured, laid: Laid, writer: store.StoreWriter, mon: Monitor) -> dict:
+@dataclass(frozen=True)
+class Built:
+    """What the write stage writes: the earlier stages' results (``ing``
+    without its A^T blocks, which only the layout needed), and Â's nonzeros."""
+
+    ing: Ingested
+    nnz: int
+    parts: Partitioned
+    meas: Measured
+    laid: Laid
+
+
+def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.StoreWriter, mon: Monitor) -> dict:
     """Rank blocks, graph blocks and node rows written by the workers, in
     parallel; then the O(n) arrays, the tables and the root attributes by the
     client; the store appears only at the final swap."""
     import distributed
 
+    ing, parts, meas, laid = built.ing, built.parts, built.meas, built.laid
     root = writer.root
     layout_part = parts.results[cfg.layout].part
     file_ids = ing.file_ids.result()
@@ -65,7 +77,7 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nnz: int, parts: 
     if meas.minibatch is not None:
         writer.write_minibatch(meas.minibatch)
     mon.snapshot()  # the write stage's time and memory so far, for the attributes
-    attrs = _attrs(cfg, ing, nnz, parts, sums, mon)
+    attrs = _attrs(cfg, built, sums, mon)
     writer.commit(attrs)
     return attrs
 
@@ -97,8 +109,8 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _attrs(cfg: BuildConfig, ing: Ingested, nnz: int, parts: Partitioned, sums: list[str],
-           mon: Monitor) -> dict:
+def _attrs(cfg: BuildConfig, built: Built, sums: list[str], mon: Monitor) -> dict:
+    ing, nnz, parts = built.ing, built.nnz, built.parts
     config = {k: v for k, v in asdict(cfg).items() if k not in ("out", "command", "progress", "source")}
     config["options"] = dict(cfg.partition_config().options)
     attrs = {

@@ -9,7 +9,7 @@ from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the 
 
 from shgcn.core import sample
 from shgcn.pipeline.models import PartitionConfig, default_options
-from shgcn.pipeline.models.shp import SHPConfig
+from shgcn.pipeline.models.shp_config import SHPConfig
 
 SMALL = {"batch_size": 40, "eval_batches": 10, "shp_max_rounds": 1}
 
@@ -26,12 +26,16 @@ class TestStochasticHypergraphVb(PartitionerTests):
     bad_options = {"sampler": "nope"}
 
 
-def test_options_make_the_config_and_the_time_budget():
-    cfg = PartitionConfig(parts=4, options={**default_options(), "sampler": "edge", "shp_time_factor": 2.0})
-    scfg = SHPConfig.of(cfg, {"hp": 3.0})
-    assert scfg.sampler == "edge" and scfg.time_budget == 6.0 and scfg.preset == "deterministic"
-    assert SHPConfig.of(cfg).time_budget is None  # no hp in the build: no budget
-    assert scfg.resolved_construction() == "batches"
+def test_the_model_reads_its_options_and_asks_for_the_minibatch_report():
+    from shgcn.pipeline.models import get
+
+    cfg = PartitionConfig(parts=4, seed=7, options={**default_options(), "sampler": "edge", "eval_batches": 30})
+    report = get("shp").extra_quality(cfg, 500)
+    assert (report.sampler.kind, report.sampler.size, report.sampler.seed) == ("edge", 50, 7)
+    assert (report.eval_batches, report.theta, report.delta, report.convergence_model) == (30, 0.1, 0.5, "shp")
+    from shgcn.pipeline.models import shp
+
+    assert shp.SHPConfig is SHPConfig  # the options live in .shp_config; shp names them for its callers
 
 
 def _store_files(root) -> dict[str, bytes]:

@@ -94,7 +94,7 @@ def test_shp_is_never_worse_than_its_start_on_heldout(sbm_graph):
 
 def _bad_partitioner(parts: int):
     """A stand-in for Mt-KaHyPar that returns a random partition: worse than any start."""
-    def partition(hg, k, eps, seed, threads=0, preset="deterministic", initial=None, vcycles=1):
+    def partition(hg, k, eps, seed, threads=0, preset="deterministic", *, initial=None, vcycles=1):
         return np.random.default_rng(7).integers(0, parts, hg.n_vertices).astype(np.int32)
     return partition
 

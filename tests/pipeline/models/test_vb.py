@@ -81,3 +81,14 @@ def test_bad_input():
         volume_balance(no_diag, np.array([0, 1, 1]), 2)
     with pytest.raises(UserError, match="eps"):
         volume_balance(a, FIG2_PART, 3, eps=0)
+
+
+def test_a_vb_model_holds_its_base_and_needs_no_registry():
+    from shgcn.pipeline.models import REGISTRY, PartitionConfig
+    from shgcn.pipeline.models.vb import VolumeBalanced, refined
+
+    for name in ("hp", "gp", "shp"):
+        vb = REGISTRY[f"{name}-vb"]
+        assert vb.base is REGISTRY[name] and vb == refined(REGISTRY[name]) and vb.starts_from == (name,)
+    with pytest.raises(ValueError, match="no base model"):
+        VolumeBalanced("x-vb", "no base").check(PartitionConfig(parts=2))

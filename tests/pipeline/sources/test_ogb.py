@@ -7,10 +7,43 @@ import numpy as np
 import pytest
 from helpers import build_cli, one_line
 from helpers import datasets as fx
+from helpers.reader_conformance import ReaderTests
 
 from shgcn.pipeline.errors import UserError
-from shgcn.pipeline.sources import readers
+from shgcn.pipeline.sources import readers, registry
 from shgcn.pipeline.stages.ingest import to_graph
+
+
+class TestOgbReader(ReaderTests):
+    fmt = "ogb"
+    edges = fx.EDGES  # each undirected pair once, as OGB stores it
+    n, directed = fx.N, None
+
+    def write(self, tmp_path):
+        return fx.ogb_csv(tmp_path / "ogbn_thing")
+
+    def write_malformed(self, tmp_path):
+        d = fx.ogb_csv(tmp_path / "bad")
+        (d / "raw" / "edge.csv.gz").write_bytes(gzip.compress(b"0,1\n0,7\n"))
+        return d, "beyond the declared size 7"
+
+
+@pytest.mark.parametrize("layout, expected", [
+    (("raw/edge.csv.gz",), "ogb"), (("raw/data.npz",), "ogb"),
+    (("raw/",), "ogb"), (("split/random/",), "ogb"),  # a directory that lacks its edges: the reader names them
+    (("raw/", "adj_full.npz"), "saint"),  # files name a format before folders do
+    (("raw/edge.csv", "role.json"), "ogb"),
+    (("ind.cora.x",), "planetoid"),  # any other directory
+])
+def test_what_makes_a_directory_an_ogb_one(tmp_path, layout, expected):
+    for f in layout:
+        p = tmp_path / "d" / f
+        if f.endswith("/"):
+            p.mkdir(parents=True)
+        else:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(b"")
+    assert registry.detect(tmp_path / "d") == expected
 
 
 def expected_adj():

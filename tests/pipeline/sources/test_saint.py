@@ -9,10 +9,34 @@ import scipy.sparse as sp
 from helpers import build_cli, one_line
 from helpers import datasets as fx
 from helpers.graphs import graph
+from helpers.reader_conformance import ReaderTests
 
 from shgcn.pipeline.errors import UserError
 from shgcn.pipeline.sources import readers
 from shgcn.pipeline.stages.ingest import to_graph
+
+
+class TestSaintReader(ReaderTests):
+    fmt = "saint"
+    edges = [*fx.EDGES, *((b, a) for a, b in fx.EDGES)]  # adj_full.npz holds both directions
+    n, directed = fx.N, False
+
+    def write(self, tmp_path):
+        return fx.saint(tmp_path / "flickr")
+
+    def write_malformed(self, tmp_path):
+        d = fx.saint(tmp_path / "bad")
+        (d / "role.json").write_text(json.dumps({"tr": fx.TRAIN, "va": fx.VALID}))
+        return d, "no 'te' list"
+
+
+def test_either_file_names_a_saint_directory(tmp_path):
+    from shgcn.pipeline.sources import registry
+
+    for f in ("adj_full.npz", "role.json"):
+        (tmp_path / f[:3]).mkdir()
+        (tmp_path / f[:3] / f).write_bytes(b"")
+        assert registry.detect(tmp_path / f[:3]) == "saint"  # the reader then names any file that is missing
 
 
 @pytest.mark.parametrize("multi", [False, True])

@@ -1,4 +1,4 @@
-"""The scale-out build: row blocks equal one block, imported assignments,
+"""The build (pipeline/builder.py): row blocks equal one block, imported assignments,
 volume-balanced models in the store."""
 
 import numpy as np
@@ -62,3 +62,15 @@ def test_volume_balanced_models_in_the_store_and_simulate(tmp_path, client):
     for m in ("rp", "hp", "hp-vb", "gp-vb"):
         assert f" {m} " in out.stdout
     assert "vs rp" in out.stdout and "bcast" in out.stdout
+
+
+def test_the_files_the_workers_must_read(tmp_path):
+    from shgcn.pipeline.builder import _inputs
+    from shgcn.pipeline.config import BuildConfig
+
+    f = tmp_path / "g.txt"
+    cfg = BuildConfig(source=str(f), out="o.zarr", parts=2, features=str(tmp_path / "x.npy"),
+                      partition_files=(str(tmp_path / "p.txt"),))
+    assert _inputs(cfg) == [str(tmp_path / "p.txt"), str(tmp_path / "x.npy"), str(f)]
+    assert _inputs(BuildConfig(source="cora", out="o.zarr", parts=2)) == []  # a dataset: found by its registry
+    assert _inputs(BuildConfig(source=str(tmp_path / "ind.cora"), out="o.zarr", parts=2)) == []  # a prefix, no file

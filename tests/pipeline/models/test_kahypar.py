@@ -1,0 +1,43 @@
+"""Mt-KaHyPar in this process (pipeline/models/kahypar.py): connectivity-1 on a hand-built hypergraph, the same
+partition for a seed, a start improved by V-cycles, presets checked."""
+
+import numpy as np
+import pytest
+
+from shgcn.pipeline.errors import UserError
+from shgcn.pipeline.metrics.hypergraph import Hypergraph
+from shgcn.pipeline.models.kahypar import PRESETS, kahypar_partition
+
+
+def two_groups() -> Hypergraph:
+    """Vertices 0-3 and 4-7, each group joined by heavy nets, one light net between them."""
+    nets = [[0, 1, 2, 3], [0, 1], [2, 3], [4, 5, 6, 7], [4, 5], [6, 7], [3, 4]]
+    ptr = np.cumsum([0] + [len(p) for p in nets]).astype(np.int64)
+    return Hypergraph(8, ptr, np.concatenate(nets).astype(np.int64), np.ones(8, np.int64),
+                      np.array([5, 5, 5, 5, 5, 5, 1], np.int64), np.arange(len(nets), dtype=np.int64))
+
+
+def km1(hg: Hypergraph, part: np.ndarray) -> int:
+    return sum(int(hg.net_weights[j]) * (np.unique(part[hg.pins[hg.net_ptr[j]:hg.net_ptr[j + 1]]]).size - 1)
+               for j in range(hg.n_nets))
+
+
+def test_the_cheapest_cut_is_found_and_is_reproducible():
+    hg = two_groups()
+    part = kahypar_partition(hg, 2, 0.0, seed=3, threads=1)
+    assert part.dtype == np.int32 and km1(hg, part) == 1  # only the light net is cut
+    assert len(set(part[:4])) == 1 and len(set(part[4:])) == 1 and part[0] != part[4]
+    assert np.array_equal(part, kahypar_partition(hg, 2, 0.0, seed=3, threads=1))
+
+
+def test_a_start_is_improved_never_worsened():
+    hg = two_groups()
+    start = np.array([0, 1, 0, 1, 0, 1, 0, 1], np.int32)  # every heavy net cut
+    better = kahypar_partition(hg, 2, 0.0, 1, threads=1, initial=start, vcycles=1)
+    assert km1(hg, better) < km1(hg, start)
+
+
+def test_an_unknown_preset_is_a_user_error():
+    assert PRESETS[0] == "deterministic"
+    with pytest.raises(UserError, match=r"^--hp-preset 'fast': choose one of deterministic, default"):
+        kahypar_partition(two_groups(), 2, 0.03, 0, preset="fast")

@@ -1,0 +1,73 @@
+"""A build's clock and memory (pipeline/runtime/monitor.py): stage times and peaks, partitioner children, the
+heartbeat while a stage runs, the tasks it counts."""
+
+import logging
+import threading
+
+from shgcn.pipeline.runtime import monitor
+from shgcn.pipeline.runtime.monitor import Monitor
+
+
+def test_peak_memory_of_this_process():
+    assert monitor.reset_peak() is True  # Linux: the kernel's high-water mark can be reset
+    before = monitor.peak_rss_mib()
+    block = bytearray(64 << 20)  # touch 64 MiB
+    block[::4096] = b"x" * len(block[::4096])
+    assert monitor.peak_rss_mib() >= before + 60
+    del block
+
+
+def test_a_stage_records_its_time_memory_and_children(client):
+    mon = Monitor(client, heartbeat=3600)
+    assert mon.embedded  # the test cluster runs in this process
+    with mon.stage("partition"):
+        mon.record_child("hp", 120.0)
+        mon.record_child("hp", 80.0)  # the larger peak stays
+        mon.record_child("gp", 0.0)  # a model that ran in the worker: no child
+        mon.snapshot()
+        assert "partition" in mon.times
+    assert list(mon.times) == ["partition"] and mon.times["partition"] >= 0
+    peaks = mon.peaks["partition"]
+    assert list(peaks) == ["client+scheduler+worker (one process)", "child hp"] and peaks["child hp"] == 120.0
+    assert mon.peak_overall() == max(peaks.values())
+    with mon.stage("write"):
+        pass
+    assert "child hp" not in mon.peaks["write"]  # children are the stage's own
+
+
+def test_the_heartbeat_counts_the_stages_tasks(client, caplog, tmp_path):
+    mon = Monitor(client, heartbeat=0.01)
+    gate = tmp_path / "go"
+
+    def wait_for_the_gate(path):  # a task that runs until the test lets it end
+        import os
+        import time
+
+        for _ in range(60000):
+            if os.path.exists(path):
+                return True
+            time.sleep(0.01)
+        return False
+
+    with caplog.at_level(logging.INFO, logger=monitor.log.name), mon.stage("quality"):
+        futures = [client.submit(wait_for_the_gate, str(gate), pure=False), client.submit(int, 1)]
+        mon.bar(futures, "mini-batch volumes")
+        futures[1].result()
+        for _ in range(6000):  # until a heartbeat line has seen the two tasks (a log, not a clock, is checked)
+            if any("(1 of 2 tasks done)" in r.getMessage() for r in caplog.records):
+                break
+            threading.Event().wait(0.01)
+        gate.write_text("")
+        assert futures[0].result()
+    beats = [r.getMessage() for r in caplog.records if "running for" in r.getMessage()]
+    assert any(m.startswith("stage quality: mini-batch volumes: running for") and m.endswith("(1 of 2 tasks done)")
+               for m in beats), beats
+
+
+def test_a_client_that_cannot_say_is_not_embedded():
+    class Broken:
+        def scheduler_info(self):
+            raise OSError("gone")
+
+    assert monitor._embedded(Broken()) is False
+    assert Monitor(Broken()).embedded is False  # then every process is asked for its peak

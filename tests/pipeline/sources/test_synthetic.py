@@ -1,0 +1,69 @@
+"""Seeded generators (pipeline/sources/synthetic.py): R-MAT in chunks that do not depend on the split, the SBM,
+and their specs."""
+
+import numpy as np
+import pytest
+
+from shgcn.pipeline.errors import UserError
+from shgcn.pipeline.runtime.client import Tasks
+from shgcn.pipeline.sources import synthetic
+from shgcn.pipeline.sources.synthetic import Rmat
+
+
+def test_an_rmat_chunk_is_its_own_stream():
+    stream, perm = Rmat(5, 0.57, 0.19, 0.19, 3), synthetic.rmat_labels(5, 3)
+    whole = synthetic.rmat_chunk(stream, 0, 0, 40, perm)
+    again = synthetic.rmat_chunk(stream, 0, 0, 40, perm)
+    assert whole.n_lines == 40 and np.array_equal(whole.a, again.a) and np.array_equal(whole.b, again.b)
+    assert whole.a.max() < 32 and sorted(perm.tolist()) == list(range(32))
+    other = synthetic.rmat_chunk(stream, 1, 40, 80, perm)  # chunk 1 draws from its own seed
+    assert not np.array_equal(other.a, whole.a)
+
+
+def test_rmat_in_memory_equals_its_chunks():
+    g = synthetic.rmat(6, edge_factor=2, seed=4)
+    chunk = synthetic.rmat_chunk(Rmat(6, 0.57, 0.19, 0.19, 4), 0, 0, 128, synthetic.rmat_labels(6, 4))
+    assert (g.lines, g.directed, g.n) == (128, True, None)
+    assert g.src.tolist() == chunk.a.tolist() and g.dst.tolist() == chunk.b.tolist()
+    a_only = synthetic.rmat(4, edge_factor=4, a=1.0, b=0.0, c=0.0, seed=0)  # every edge in the first quadrant
+    label0 = synthetic.rmat_labels(4, 0)[0]
+    assert set(a_only.src.tolist()) == {label0} and set(a_only.dst.tolist()) == {label0}
+
+
+def test_sbm_is_seeded_with_class_labels():
+    g = synthetic.sbm(n=30, classes=3, degree=4, p_in=1.0, features=5, seed=1)
+    assert (g.n, g.lines, g.features.shape, g.labels.tolist()[:4]) == (30, 60, (30, 5), [0, 1, 2, 0])
+    assert np.array_equal(g.src % 3, g.dst % 3)  # p_in = 1: every edge inside a class
+    again = synthetic.sbm(n=30, classes=3, degree=4, p_in=1.0, features=5, seed=1)
+    assert np.array_equal(g.src, again.src) and np.array_equal(g.features, again.features)
+    with pytest.raises(UserError, match="sbm: need n >= 2"):
+        synthetic.sbm(n=1)
+
+
+def test_specs():
+    assert synthetic.parse_spec_kind("rmat:scale=3") == "rmat" and synthetic.parse_spec_kind("g.txt") is None
+    assert synthetic.parse_spec_kind("rmat") is None  # no colon: a file named rmat
+    assert synthetic.parse_params("sbm:n=20,degree=2.5") == ("sbm", {"n": 20, "degree": 2.5})
+    assert synthetic.parse_spec("g.txt") is None and synthetic.parse_spec("sbm:n=20,features=2").n == 20
+    for spec, message in (("rmat:scale=3,x=1", "unknown parameter 'x' for rmat; known: scale, edge_factor, a, b, "
+                                               "c, seed"),
+                          ("sbm:n", "expected key=value, got 'n'"), ("sbm:n=inf", "n='inf' is not a finite number"),
+                          ("rmat:scale=40", "need 1 <= scale <= 31"), ("rmat:", "missing 1 required")):
+        with pytest.raises(UserError, match=message.replace("(", r"\(")):
+            synthetic.parse_spec(spec)
+
+
+def test_submit_generates_on_the_workers(client):
+    tasks = Tasks(client)
+    try:
+        raw = synthetic.submit(tasks, "rmat:scale=5,edge_factor=3,seed=2")
+        assert (raw.n, raw.directed, raw.lines, len(raw.chunks)) == (None, True, 96, 1)
+        (c,) = tasks.gather(raw.chunks)
+        assert c.a.tolist() == synthetic.rmat(5, edge_factor=3, seed=2).src.tolist()
+        sbm = synthetic.submit(tasks, "sbm:n=40,classes=2,degree=2,features=3,seed=5")
+        assert (sbm.n, sbm.directed, sbm.lines) == (40, False, 40) and sbm.nodes.result().features.shape == (40, 3)
+        assert synthetic.submit(tasks, "cora") is None
+        with pytest.raises(UserError, match="needs about"):
+            synthetic.submit(tasks, "rmat:scale=20", limit=1 << 20)
+    finally:
+        tasks.release()

@@ -1,0 +1,65 @@
+"""Row blocks (pipeline/blocks.py): edges cut by block, blocks assembled, normalized, sliced and joined; the
+whole matrix from its blocks."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from shgcn.pipeline import blocks
+from shgcn.pipeline.blocks import RowBlock
+from shgcn.pipeline.sources.records import ParsedChunk
+
+EDGES = ParsedChunk(np.array([0, 1, 3, 3, 4, 2]), np.array([1, 1, 0, 4, 2, 3]), 6)  # (1, 1) a self loop
+
+
+def test_block_bounds_are_equal_ranges():
+    assert blocks.block_bounds(10, 3).tolist() == [0, 4, 8, 10]
+    assert blocks.block_bounds(3, 10).tolist() == [0, 1, 2, 3]  # at least one row each
+    assert blocks.block_bounds(5, 1).tolist() == [0, 5]
+
+
+def test_split_edges_by_the_block_of_their_row():
+    bounds = np.array([0, 3, 5])
+    p = blocks.split_edges(EDGES, bounds, symmetrize=False)
+    assert p.loops == 1
+    assert [r.tolist() for r in p.rows] == [[0, 2], [3, 3, 4]] and [c.tolist() for c in p.cols] == [[1, 3], [0, 4, 2]]
+    t = blocks.split_edges(EDGES, bounds, symmetrize=False, transpose=True)  # the rows of A^T
+    assert [r.tolist() for r in t.rows] == [[1, 0, 2], [4, 3]] and [c.tolist() for c in t.cols] == [[0, 3, 4], [3, 2]]
+    s = blocks.split_edges(EDGES, bounds, symmetrize=True)
+    assert sum(r.size for r in s.rows) == 10 and blocks.piece(s, 0)[0].tolist() == [0, 2, 1, 0, 2]  # both ways
+    assert blocks.pieces_loops(s) == 1
+
+
+def test_assemble_merges_duplicates_and_sorts_columns():
+    b = blocks.assemble(3, 5, 6, (np.array([4, 3]), np.array([2, 5])), (np.array([3, 4, 3]), np.array([0, 2, 5])))
+    assert (b.lo, b.hi, b.n, b.indptr.tolist(), b.indices.tolist()) == (3, 5, 6, [0, 2, 3], [0, 5, 2])
+    assert blocks.row_counts(b).tolist() == [2, 1] and b.row_ids().tolist() == [3, 3, 4] and b.rows == 2
+    empty = blocks.assemble(0, 2, 2)
+    assert empty.nnz == 0 and empty.indptr.tolist() == [0, 0, 0]
+
+
+def test_normalize_adds_the_diagonal_and_scales_by_degrees():
+    b = RowBlock(0, 2, 2, np.array([0, 1, 1]), np.array([1]))  # 0 -> 1, directed
+    row_deg, col_deg = np.array([2, 1]), np.array([1, 2])  # degrees of A + I: out (rows), in (columns)
+    nb = blocks.normalize(b, row_deg, col_deg)
+    np.testing.assert_allclose(nb.csr().toarray(), [[2 ** -0.5 * 1, 2 ** -0.5 * 2 ** -0.5], [0, 1 * 2 ** -0.5]],
+                               rtol=1e-6)
+    assert nb.data.dtype == np.float32 and nb.indices.tolist() == [0, 1, 1]
+
+
+def test_slices_join_back_and_the_full_matrix():
+    m = sp.random(7, 7, density=0.4, format="csr", random_state=np.random.default_rng(2), dtype=np.float32)
+    m.sort_indices()
+    whole = RowBlock(0, 7, 7, m.indptr.astype(np.int64), m.indices, m.data)
+    parts = [blocks.slice_rows(whole, lo, hi) for lo, hi in ((0, 2), (2, 3), (3, 7))]
+    assert parts[1].lo == 2 and parts[1].csr().toarray().tolist() == m[2:3].toarray().tolist()
+    joined = blocks.join_rows(*parts)
+    assert joined.indptr.tolist() == m.indptr.tolist() and joined.data.tolist() == m.data.tolist()
+    assert (blocks.full_matrix(*parts) != m).nnz == 0
+    pattern = blocks.full_matrix(RowBlock(0, 2, 2, np.array([0, 1, 2]), np.array([1, 0])))
+    assert pattern.toarray().tolist() == [[0, 1], [1, 0]] and pattern.dtype == np.float32
+
+
+def test_pieces_of_a_range():
+    bounds = np.array([0, 4, 8, 10])
+    assert blocks.pieces_of_range(bounds, 2, 9) == [(0, 2, 4), (1, 4, 8), (2, 8, 9)]
+    assert blocks.pieces_of_range(bounds, 4, 8) == [(1, 4, 8)]
