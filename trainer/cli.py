@@ -79,19 +79,8 @@ def _grid_options(p: argparse.ArgumentParser) -> None:
                         "auto: gather for gat (its softmax is not a sum of partial products), reduce otherwise")
 
 
-def parser() -> argparse.ArgumentParser:
-    fmt = argparse.ArgumentDefaultsHelpFormatter
-    p = argparse.ArgumentParser(prog="shgcn-train", formatter_class=fmt,
-                                description="Distributed GCN training (full-batch or mini-batch) on a shgcn store. "
-                                            "Run with 'mpirun -n P' where P is the store's number of parts (times --replication "
-                                            "with --algorithm 1.5d; its square with --algorithm 2d).")
-    p.add_argument("--version", action="version", version=f"shgcn {_version()}")
-    p.add_argument("store", metavar="STORE", help="store built by 'pipeline build' with --parts equal to the ranks")
-    p.add_argument("--epochs", type=int, default=200, help="epochs to train")
-    p.add_argument("--lr", type=float, default=0.01, help="Adam learning rate")
-    p.add_argument("--weight-decay", type=float, default=5e-4, help="L2 on the first layer's weights")
-    p.add_argument("--hidden", type=_hidden, default=(16,), help="hidden widths, e.g. 16 or 128,128")
-    p.add_argument("--dropout", type=float, default=0.5, help="dropout rate of every layer's input")
+def _model_options(p: argparse.ArgumentParser) -> None:
+    """The registered parts (--arch, --exchange, --backend) and their options."""
     from shgcn.core.archs import ARCHS
     from shgcn.core.exchanges import EXCHANGES
 
@@ -111,6 +100,40 @@ def parser() -> argparse.ArgumentParser:
                    help="gat: dropout on the attention coefficients (default: --dropout)")
     p.add_argument("--exchange-dtype", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="the rows' type on the wire (16 bits: half the bytes; computation stays float32)")
+
+
+def _minibatch_options(p: argparse.ArgumentParser) -> None:
+    mb = p.add_argument_group("mini-batch training (--mode minibatch)")
+    mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
+    mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
+                    help="the pipeline's samplers; every rank re-draws batch (seed, epoch, step) itself")
+    mb.add_argument("--batch-size", type=int, default=0,
+                    help="vertices per batch (target for edge and rw); 0: 10%% of the vertices, as the pipeline")
+    mb.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk")
+    mb.add_argument("--batches-per-epoch", type=int, default=0,
+                    help="0: n / batch size, which covers the training vertices once on average")
+    mb.add_argument("--saint", choices=("auto", "on", "off"), default="auto",
+                    help="GraphSAINT aggregator and loss normalization (auto: on for edge and rw, off for node)")
+    mb.add_argument("--plan-ahead", choices=("inline", "thread"), default="inline",
+                    help="build the next batch's plan while the step's allreduce completes (inline), or in a helper "
+                         "thread while the step computes and waits (pays when a core is free for it)")
+    mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
+
+
+def parser() -> argparse.ArgumentParser:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    p = argparse.ArgumentParser(prog="shgcn-train", formatter_class=fmt,
+                                description="Distributed GCN training (full-batch or mini-batch) on a shgcn store. "
+                                            "Run with 'mpirun -n P' where P is the store's number of parts (times --replication "
+                                            "with --algorithm 1.5d; its square with --algorithm 2d).")
+    p.add_argument("--version", action="version", version=f"shgcn {_version()}")
+    p.add_argument("store", metavar="STORE", help="store built by 'pipeline build' with --parts equal to the ranks")
+    p.add_argument("--epochs", type=int, default=200, help="epochs to train")
+    p.add_argument("--lr", type=float, default=0.01, help="Adam learning rate")
+    p.add_argument("--weight-decay", type=float, default=5e-4, help="L2 on the first layer's weights")
+    p.add_argument("--hidden", type=_hidden, default=(16,), help="hidden widths, e.g. 16 or 128,128")
+    p.add_argument("--dropout", type=float, default=0.5, help="dropout rate of every layer's input")
+    _model_options(p)
     p.add_argument("--seed", type=int, default=0, help="seed of weights, dropout and batches")
     p.add_argument("--log", help="write the JSON-lines run log here (rank 0)")
     p.add_argument("--checkpoint", metavar="DIR", help="save weights and optimizer state in DIR")
@@ -128,21 +151,7 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds without progress on any rank (a stopped or hung rank) before every rank stops "
                         "with a line naming it; 0: never")
     _grid_options(p)
-    mb = p.add_argument_group("mini-batch training (--mode minibatch)")
-    mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
-    mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
-                    help="the pipeline's samplers; every rank re-draws batch (seed, epoch, step) itself")
-    mb.add_argument("--batch-size", type=int, default=0,
-                    help="vertices per batch (target for edge and rw); 0: 10%% of the vertices, as the pipeline")
-    mb.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk")
-    mb.add_argument("--batches-per-epoch", type=int, default=0,
-                    help="0: n / batch size, which covers the training vertices once on average")
-    mb.add_argument("--saint", choices=("auto", "on", "off"), default="auto",
-                    help="GraphSAINT aggregator and loss normalization (auto: on for edge and rw, off for node)")
-    mb.add_argument("--plan-ahead", choices=("inline", "thread"), default="inline",
-                    help="build the next batch's plan while the step's allreduce completes (inline), or in a helper "
-                         "thread while the step computes and waits (pays when a core is free for it)")
-    mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
+    _minibatch_options(p)
     p.add_argument("--fail-at", type=_fail_at, default=None, help=argparse.SUPPRESS)  # RANK:EPOCH, for tests
     return p
 
