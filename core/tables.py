@@ -14,6 +14,11 @@ MINIBATCH_REFERENCES = (BASELINE, "hp")
 METRICS = ("total_volume", "avg_send", "max_send", "max_recv", "max_avg_send", "max_avg_recv", "avg_msgs",
            "max_msgs", "imbalance", "rows_imbalance", "work_imbalance", "edge_cut", "km1", "seconds")
 # imbalance: of the nonzeros (the load); rows_imbalance: of the rows; work_imbalance: of the modelled compute
+NODE_METRICS = ("ranks_per_node", "nodes", "inter_volume", "inter_volume_block", "inter_volume_flat", "max_node_send",
+                "max_node_recv", "max_node_msgs", "avg_node_msgs")
+# between nodes (a store built with --ranks-per-node): rows of H per SpMM that cross the network with the node-aware
+# exchange (inter_volume; with the parts in the partitioner's order: inter_volume_block) and with a flat one
+# (inter_volume_flat); per node: rows sent and received across, nodes sent to (the node-aware exchange's messages)
 
 
 def table_from_dataset(ds) -> list[dict]:
@@ -24,6 +29,9 @@ def table_from_dataset(ds) -> list[dict]:
         row: dict = {"model": m}
         for key in METRICS:  # a store built before a metric existed: NaN
             row[key] = ds[key].values[i].item() if key in ds else float("nan")
+        for key in NODE_METRICS:  # only a store placed on nodes has them
+            if key in ds:
+                row[key] = ds[key].values[i].item()
         rows.append(row)
     if BASELINE in models:
         ref = rows[models.index(BASELINE)]
@@ -46,6 +54,10 @@ def format_table(rows: list[dict]) -> str:
         cols += [("total_volume_vs_rp", "vol/rp", "{:.3f}"), ("max_send_vs_rp", "max/rp", "{:.3f}"),
                  ("max_recv_vs_rp", "maxrecv/rp", "{:.3f}"),
                  ("avg_msgs_vs_rp", "msgs/rp", "{:.3f}")]
+    if rows and "inter_volume" in rows[0]:
+        cols += [("inter_volume", "inter-node", "{:,}"), ("inter_volume_block", "block", "{:,}"),
+                 ("inter_volume_flat", "flat", "{:,}"), ("max_node_send", "node send", "{:,}"),
+                 ("max_node_msgs", "node msgs", "{}")]
     cells = [[h for _, h, _ in cols]] + [[f.format(r[k]) for k, _, f in cols] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)

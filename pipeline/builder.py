@@ -4,7 +4,7 @@ The build is a composition of stages (:mod:`.stages`), each a function from
 the previous stages' typed results (frozen dataclasses of futures and small
 numbers) to its own::
 
-    source -> Ingested -> Normalized -> Partitioned -> Measured -> Laid -> store
+    source -> Ingested -> Normalized -> Partitioned -> Placed -> Measured -> Laid -> store
 
 The graph lives on the workers as row blocks (:mod:`.blocks`); the client
 only receives what it shows or decides on: counts, partition vectors and the
@@ -33,6 +33,7 @@ from .stages.ingest import ingest_stage
 from .stages.layout import layout_stage
 from .stages.normalize import normalize_stage
 from .stages.partition import partition_stage
+from .stages.place import place_stage
 from .stages.quality import quality_stage
 from .stages.write import Built, write_stage
 
@@ -63,12 +64,15 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
                 nrm = normalize_stage(tasks, ing, mon)
             with mon.stage("partition"):
                 parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir)
+            with mon.stage("place"):
+                placed = place_stage(tasks, cfg, nrm, parts, mon)
+                parts = placed.parts
             with mon.stage("quality"):
-                meas = quality_stage(tasks, cfg, ing, nrm, parts, mon)
+                meas = quality_stage(tasks, cfg, ing, nrm, placed, mon)
             with mon.stage("layout"):
                 laid = layout_stage(tasks, cfg, ing, nrm, parts, mon)
             # what the write no longer needs is freed on the workers as soon as the layout has used it
-            built = Built(replace(ing, at=()), nrm.nnz, parts, meas, laid)
+            built = Built(replace(ing, at=()), nrm.nnz, parts, meas, laid, placed.placements)
             del nrm, ing
             with mon.stage("write"):
                 attrs = write_stage(tasks, cfg, built, writer, mon)

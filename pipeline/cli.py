@@ -154,6 +154,14 @@ def _model_arguments(b) -> None:
                    help="--balance work: hidden widths of the GCN that will train on the store (shgcn-train --hidden)")
     b.add_argument("--seed", type=int, default=0, help="seed of every random choice")
     b.add_argument("--threads", type=int, default=0, help="partitioner threads (0: all cores)")
+    b.add_argument("--ranks-per-node", type=int, default=0, metavar="K",
+                   help="place every model's parts on nodes of K ranks so that the fewest rows cross between nodes "
+                        "(rank r on node r // K, as shgcn-train --ranks-per-node K and mpirun's block placement); "
+                        "0: the partitioner's order")
+    b.add_argument("--placement", choices=PLACEMENTS, default="hypergraph",
+                   help="with --ranks-per-node: hypergraph (the rows' part sets into nodes with Mt-KaHyPar: the "
+                        "node-aware exchange's inter-node rows), graph (the parts' quotient graph: the flat exchange's), "
+                        "or block (the partitioner's order); a placement is kept only if it beats block's")
     seen: set[str] = set()
     for m, model in REGISTRY.items():
         new = [o for o in model.options if o.dest not in seen]
@@ -164,6 +172,9 @@ def _model_arguments(b) -> None:
             seen.add(o.dest)
             g.add_argument(o.flag, dest=o.dest, type=o.type, default=o.default, choices=o.choices, help=o.help,
                            metavar=o.metavar)
+
+
+PLACEMENTS = ("hypergraph", "graph", "block")  # shgcn.pipeline.models.placement.PLACEMENTS (tested equal)
 
 
 def _dask_arguments(b) -> None:

@@ -46,7 +46,7 @@ def build_config(args):
         split=args.split, split_scheme=args.split_scheme, feature_dtype=args.feature_dtype,
         overwrite=args.overwrite, chunk_bytes=args.chunk_bytes, max_line=args.max_line,
         header=args.header, block_nnz=args.block_nnz, partition_files=tuple(args.partition_file),
-        balance=args.balance, hidden=tuple(args.hidden),
+        balance=args.balance, hidden=tuple(args.hidden), ranks_per_node=args.ranks_per_node, placement=args.placement,
         options={o.dest: getattr(args, o.dest) for o in options()},
         command="pipeline " + shlex.join(sys.argv[1:]), memory_limit=args.memory_limit,
         progress=not (args.quiet or args.json) and sys.stderr.isatty(), heartbeat=args.heartbeat)

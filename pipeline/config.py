@@ -65,6 +65,8 @@ class BuildConfig:
     heartbeat: float = 30.0  # seconds between "still running" log lines
     command: str = ""
     memory_limit: int | None = None  # bytes the build may use (None: this machine's memory)
+    ranks_per_node: int = 0  # place the parts on nodes of this many ranks (0: no nodes, the partitioner's order)
+    placement: str = "hypergraph"  # how (shgcn.pipeline.models.placement.PLACEMENTS)
 
     @property
     def limit(self) -> int:
@@ -121,6 +123,7 @@ class BuildConfig:
         """Raise :class:`UserError` for values no build can use."""
         if self.parts < 1:
             raise UserError(f"--parts {self.parts}: must be at least 1")
+        self._check_nodes()
         if not (math.isfinite(self.eps) and 0 < self.eps < 100):
             raise UserError(f"--eps {self.eps}: must be a finite number above 0 (e.g. 0.01)")
         self._check_models()
@@ -142,6 +145,14 @@ class BuildConfig:
             raise UserError(f"--balance {self.balance!r}: choose from {', '.join(BALANCES)}")
         if not self.hidden or min(self.hidden) < 1:
             raise UserError(f"--hidden {','.join(map(str, self.hidden))}: positive layer widths, e.g. 16 or 128,128")
+
+    def _check_nodes(self) -> None:
+        from .models.placement import PLACEMENTS
+
+        if self.ranks_per_node < 0:
+            raise UserError(f"--ranks-per-node {self.ranks_per_node}: must be at least 1 (or 0: no nodes)")
+        if self.placement not in PLACEMENTS:
+            raise UserError(f"--placement {self.placement!r}: choose from {', '.join(PLACEMENTS)}")
 
     def _check_models(self) -> None:
         from .models import default_options, get, model_names

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.core.tables import METRICS
+from shgcn.core.tables import METRICS, NODE_METRICS
 from shgcn.core.work import modelled_compute
 
 from ..arrays import sorted_unique
 from ..blocks import RowBlock
 from .hypergraph import column_net, connectivity_minus_one
+from .internode import NodeQuality
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Quality:
     seconds: float = float("nan")
     rows: np.ndarray | None = None
     work: np.ndarray | None = None
+    nodes: NodeQuality | None = None  # between nodes, when the parts are placed on them
 
     @property
     def parts(self) -> int:
@@ -212,6 +214,12 @@ def to_dataset(qs: list[Quality]):
     }
     for key in METRICS:
         data[key] = (("model",), np.array([q.metrics()[key] for q in qs]))
+    node = [q.nodes for q in qs]
+    if all(nq is not None for q, nq in zip(qs, node)) and node:
+        for key in NODE_METRICS:
+            data[key] = (("model",), np.array([nq.metrics()[key] for nq in node if nq is not None]))
+        data["node_volume"] = (("model", "src_node", "dst_node"), np.stack([nq.node_volume for nq in node
+                                                                             if nq is not None]))
     ds = xr.Dataset(data, coords={"model": models, "part": np.arange(qs[0].parts)})
     ds.attrs["description"] = ("Per-SpMM communication (rows of H) and load of each row partition of Â: "
                                "nonzeros (load), rows and modelled compute per training step in seconds (work)")

@@ -3,7 +3,6 @@ use it run in a child process: the binding holds the GIL for its whole run)."""
 
 from __future__ import annotations
 
-import functools
 import os
 
 import numpy as np
@@ -14,11 +13,17 @@ from ..metrics.hypergraph import Hypergraph
 PRESETS = ("deterministic", "default", "quality", "deterministic_quality", "highest_quality", "large_k")  # PresetType
 
 
-@functools.cache
+_INIT: list = []
+
+
 def _kahypar(threads: int):
+    """Mt-KaHyPar's initialized library: its thread pool can be set up once per process, so the first
+    caller's thread count stays (the deterministic preset gives the same partition for any)."""
     import mtkahypar
 
-    return mtkahypar.initialize(threads)  # its thread pool can be set up once per process
+    if not _INIT:
+        _INIT.append(mtkahypar.initialize(threads))
+    return _INIT[0]
 
 
 def kahypar_partition(hg: Hypergraph, parts: int, eps: float, seed: int, threads: int = 0,

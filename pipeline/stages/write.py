@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from .. import blocks, nodes
 from .._version import __version__
 from ..config import BuildConfig
 from ..models import get
+from ..models.placement import Placement
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
 from . import layout
@@ -36,6 +37,7 @@ class Built:
     parts: Partitioned
     meas: Measured
     laid: Laid
+    placements: dict[str, Placement] = field(default_factory=dict)  # each model's parts on nodes (--ranks-per-node)
 
 
 def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.StoreWriter, mon: Monitor) -> dict:
@@ -144,6 +146,10 @@ def _attrs(cfg: BuildConfig, built: Built, sums: list[str], mon: Monitor) -> dic
         "peak_rss_mib": mon.peak_overall(),
         "partitions": {m: _partition_record(m, r) for m, r in parts.results.items()},
     }
+    if built.placements:  # the rank order: rank of every part the partitioner made, by model
+        attrs["ranks_per_node"] = int(cfg.ranks_per_node)
+        attrs["placement"] = {m: {"how": p.how, "rank_of_part": p.rank_of_part.tolist(), "inter_rows": p.inter_rows,
+                                  "block_rows": p.block_rows} for m, p in built.placements.items()}
     for m, r in parts.results.items():
         if m in cfg.models and get(m).record == "attribute":  # a long record: its own attribute
             attrs[m] = r.info
