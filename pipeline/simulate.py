@@ -49,8 +49,28 @@ def predict_ranks(store, ranks: Iterable[int] | None, job: Job, machine: str | M
     s = as_store(store)
     rows = []
     for p in [s.parts] if ranks is None else [int(r) for r in ranks]:
-        rows += epoch.predict(_costs_at(s, p, partitioner), job, machine, exchanges)
+        rows += epoch.predict(placed(_costs_at(s, p, partitioner), job.ranks_per_node, s), job, machine, exchanges)
     return rows
+
+
+def placed(costs: list[PartitionCost], k: int, s: Store | None = None, how: str = "hypergraph") -> list[PartitionCost]:
+    """``costs`` with their parts placed on nodes of ``k`` ranks (:mod:`.models.placement`), as a build with
+    ``--ranks-per-node k`` places them; a store already placed for k, or k of 1, is left as it is."""
+    if k <= 1 or (s is not None and costs and costs[0].parts == s.parts and s.attrs.get("ranks_per_node") == k):
+        return costs
+    from .metrics.internode import part_nets
+    from .models.placement import place
+
+    out = []
+    for c in costs:
+        if c.graph is None or c.part is None or k >= c.parts:
+            out.append(c)
+            continue
+        coo = sp.coo_matrix(c.graph)
+        nets = part_nets(np.r_[coo.col, np.arange(c.graph.shape[0])], np.r_[c.part[coo.row], c.part], c.parts)
+        p = place(nets, c.volume, k, how, int(s.attrs.get("seed", 0)) if s is not None else 0)
+        out.append(cost_of_partition(c.graph, p.rank_of_part[c.part], c.parts, c.model, c.directed))
+    return out
 
 
 def grid_plans(ranks: int, algorithms: Iterable[str], replications: Iterable[int]) -> list[tuple[str, int, int]]:
