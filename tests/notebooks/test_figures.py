@@ -65,6 +65,7 @@ def integer_axes(fig):
     return out
 
 
+@pytest.mark.mpi  # the report's stores come with a real run (mpirun)
 def test_part_and_rank_ticks_are_integers(opened):
     s, runs = opened
     found = []
@@ -89,6 +90,7 @@ def test_ticks_stay_integers_for_many_parts():
     plt.close(fig)
 
 
+@pytest.mark.mpi  # the report's stores come with a real run (mpirun)
 def test_legends_sit_outside_every_axes(opened):
     s, runs = opened
     legends = 0
@@ -101,6 +103,7 @@ def test_legends_sit_outside_every_axes(opened):
     assert legends >= 8  # every figure but the degree plot and the heat map has one
 
 
+@pytest.mark.mpi  # the report's stores come with a real run (mpirun)
 def test_loss_plot_has_a_legend_naming_every_run(opened, stores):
     s, runs = opened
     full, _, log = stores
@@ -114,6 +117,7 @@ def test_loss_plot_has_a_legend_naming_every_run(opened, stores):
     assert "test accuracy (solid line)" in texts and "validation accuracy (dotted line)" in texts
 
 
+@pytest.mark.mpi  # the report's stores come with a real run (mpirun)
 def test_degree_name_log_axes_and_parts_against_metis(opened, tmp_path, client):
     s, _ = opened
     assert not s.attrs["directed"] and report.fig_degrees(s).axes[0].get_xlabel() == "degree"

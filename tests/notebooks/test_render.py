@@ -27,6 +27,7 @@ def test_unknown_extension_is_one_line(out):
     assert "\n" not in str(e.value) and str(e.value).startswith(f"{out}: unknown report format")
 
 
+@pytest.mark.mpi  # the report's stores come with a real run (mpirun)
 @pytest.mark.slow
 def test_render_writes_the_format_its_extension_names_without_kernel_warnings(stores, tmp_path):
     full, _, log = stores

@@ -18,6 +18,7 @@ from shgcn.notebooks.tables import count, pct3, sig3
 pytest.importorskip("matplotlib")
 
 
+@pytest.mark.mpi  # the report's stores come with a real run (mpirun)
 def test_three_significant_digits(opened):
     import re
 
@@ -42,6 +43,7 @@ def test_three_significant_digits(opened):
     assert note and all(f"**{m}** is predicted" in note for m in [m for m in s.models if f"**{m}**" in note])
 
 
+@pytest.mark.mpi  # the report's stores come with a real run (mpirun)
 def test_quality_table_has_human_names_and_fits_a_1400px_page(opened):
     s, _ = opened
     t = report.quality_display(s)
@@ -57,6 +59,7 @@ def test_quality_table_has_human_names_and_fits_a_1400px_page(opened):
     assert not any("_" in name for col in mb.columns for name in col)
 
 
+@pytest.mark.mpi  # the report's stores come with a real run (mpirun)
 def test_a_run_of_another_store_is_refused(opened):
     s, runs = opened
     h = runs[0].header
