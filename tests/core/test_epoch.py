@@ -5,12 +5,14 @@ against the trainer's counters on real MPI runs."""
 import numpy as np
 import pytest
 from helpers import run_cli
+from helpers.costs import path_cost
 from helpers.mpi import read_log, train
 
 from shgcn import store
 from shgcn.core import costs, epoch
 from shgcn.core.archs import ARCHS
 from shgcn.core.costs import Job
+from shgcn.core.epoch import predict_algorithm, recommend
 from shgcn.core.errors import UserError
 from shgcn.core.machine import Channel, Machine
 from shgcn.core.tables import format_epochs
@@ -128,6 +130,15 @@ def test_fit_compute_recovers_coefficients():
     fit = epoch.fit_compute(np.array(feats), np.array(secs))
     np.testing.assert_allclose([fit.spmm, fit.dense, fit.elem, fit.const], [2e-9, 3e-10, 4e-9, 1e-3], rtol=1e-6)
 
+
+
+def test_times_and_recommendation():
+    cost = path_cost()
+    rows = predict_algorithm([cost], Job((3, 4, 2), algorithm="1.5d", replication=2), "infiniband", ["p2p", "bcast"])
+    assert [(r["ranks"], r["parts"], r["exchange"]) for r in rows] == [(4, 2, "p2p"), (4, 2, "bcast")]
+    assert all(r["epoch"] > r["comm"] > 0 and r["memory"] > 0 for r in rows)
+    fake = [{"ranks": 4, "epoch": 2.0, "n": 1}, {"ranks": 4, "epoch": 1.0, "n": 2}, {"ranks": 8, "epoch": 3.0, "n": 3}]
+    assert [r["n"] for r in recommend(fake)] == [2, 3]
 
 GRAPHS = {"undirected": ("sbm:n=400,classes=4,degree=6,features=24,seed=3", []),
           "directed": ("rmat:scale=9,edge_factor=6,seed=4", ["--features", "random:12", "--labels", "random:5"])}

@@ -8,37 +8,16 @@ import sys
 import time
 import urllib.request
 
-import numpy as np
 import pytest
 from helpers import run_cli
-from helpers.mpi import train
 
-from shgcn import store
 from shgcn.core import runlog
-from shgcn.core.errors import UserError
-from shgcn.notebooks import figures, render, report
 from shgcn.notebooks.report import SECTIONS
-from shgcn.pipeline.builder import build
-from shgcn.pipeline.config import BuildConfig
 
 pytest.importorskip("nbclient")
 pytest.importorskip("matplotlib")
 
 SBM = "sbm:n=400,classes=4,degree=6,features=8,seed=2"
-
-
-@pytest.fixture(scope="module")
-def stores(tmp_path_factory, client):
-    root = tmp_path_factory.mktemp("report")
-    full = root / "full.zarr"
-    build(BuildConfig(source=SBM, out=str(full), parts=2, models=("rp", "gp", "hp", "shp")), client,
-          echo=lambda *a: None)
-    bare = root / "bare.zarr"
-    build(BuildConfig(source=SBM, out=str(bare), parts=2, models=("hp",)), client, echo=lambda *a: None)
-    log = root / "run.jsonl"
-    res = train(2, full, "--epochs", 5, log=log)
-    assert res.returncode == 0, res.stderr
-    return full, bare, log
 
 
 def sections(html: str) -> dict[str, str]:
@@ -168,196 +147,6 @@ def test_quiet_and_json_logs(tmp_path):
     res = run_cli("--log-format", "json", "build", SBM, "--parts", "2", "--out", str(tmp_path / "j.zarr"))
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert lines and all(json.loads(line)["logger"] for line in lines)
-
-
-# ------------------------------------------------ how the report reads (issue 15)
-
-def all_figures(s, runs):
-    """Every figure of the report for a store and its runs."""
-    figs = [report.fig_degrees(s), report.fig_quality(s), report.fig_parts(s), report.fig_parts_vs_metis(s),
-            report.fig_volume_matrix(s),
-            report.fig_convergence(s), report.fig_minibatch(s), report.fig_training(runs), report.fig_time_split(runs),
-            report.fig_bytes(s, runs)]
-    assert all(f is not None for f in figs)
-    for f in figs:
-        f.canvas.draw()
-    return figs
-
-
-def integer_axes(fig):
-    """(axis, tick labels) of every part / rank / sender / receiver axis."""
-    out = []
-    for ax in fig.axes:
-        for axis, label in ((ax.xaxis, ax.get_xlabel()), (ax.yaxis, ax.get_ylabel())):
-            if label in ("part", "rank", "sender", "receiver"):
-                lo, hi = sorted(axis.get_view_interval())
-                out.append((label, [t.get_text() for t, v in zip(axis.get_ticklabels(), axis.get_ticklocs())
-                                    if lo <= v <= hi]))
-    return out
-
-
-@pytest.fixture(scope="module")
-def opened(stores):
-    full, _, log = stores
-    return store.open_store(full), report.load_runs([str(log)])
-
-
-def test_part_and_rank_ticks_are_integers(opened):
-    s, runs = opened
-    found = []
-    for fig in (report.fig_parts(s), report.fig_volume_matrix(s), report.fig_time_split(runs)):
-        fig.canvas.draw()
-        found += integer_axes(fig)
-    assert {name for name, _ in found} == {"part", "rank", "sender", "receiver"}
-    for name, labels in found:  # P = 2: the ticks are 0 and 1, nothing in between
-        assert [lab.replace("\u2212", "-") for lab in labels] == ["0", "1"], (name, labels)
-
-
-def test_ticks_stay_integers_for_many_parts():
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots()
-    ax.bar(np.arange(64), np.ones(64))
-    figures._integer_ticks(ax.xaxis, 64)
-    fig.canvas.draw()
-    lo, hi = ax.get_xlim()
-    locs = [v for v in ax.get_xticks() if lo <= v <= hi]
-    assert 2 <= len(locs) <= 8 and all(float(v).is_integer() for v in locs)
-    plt.close(fig)
-
-
-def test_legends_sit_outside_every_axes(opened):
-    s, runs = opened
-    legends = 0
-    for fig in all_figures(s, runs):
-        for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]:
-            legends += 1
-            box = leg.get_window_extent()
-            for ax in fig.axes:
-                assert not box.overlaps(ax.get_window_extent()), (fig.axes[0].get_title(), leg)
-    assert legends >= 8  # every figure but the degree plot and the heat map has one
-
-
-def test_loss_plot_has_a_legend_naming_every_run(opened, stores):
-    s, runs = opened
-    full, _, log = stores
-    twin = report.load_runs([str(log), str(log)])  # the same run twice: told apart by the log's name
-    fig = report.fig_training(twin)
-    loss = fig.axes[0]
-    assert loss.get_ylabel() == "training loss"
-    texts = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
-    labels = [line.get_label() for line in loss.get_lines()]
-    assert labels == [f"{runs[0].header.label} [{log.name}]"] * 2 and labels[0] in texts
-    assert "test accuracy (solid line)" in texts and "validation accuracy (dotted line)" in texts
-
-
-def test_degree_name_log_axes_and_parts_against_metis(opened, tmp_path, client):
-    s, _ = opened
-    assert not s.attrs["directed"] and report.fig_degrees(s).axes[0].get_xlabel() == "degree"
-    assert all(ax.get_yscale() in ("log", "symlog") for ax in report.fig_parts(s).axes)
-    fig = report.fig_parts_vs_metis(s)
-    texts = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
-    assert texts == ["rp", "gp (kaminpar; --gp-backend metis for METIS)", "hp", "shp"]
-    assert [ax.get_xlabel() for ax in fig.axes] == ["parts, busiest first"] * 2
-    directed = tmp_path / "d.zarr"
-    build(BuildConfig(source="rmat:scale=7,edge_factor=4,seed=1", out=str(directed), parts=2, models=("rp", "gp"),
-                      options={"gp_backend": "metis"}), client, echo=lambda *a: None)
-    d = store.open_store(directed)
-    assert report.fig_degrees(d).axes[0].get_xlabel() == "out-degree"
-    assert "gp (METIS)" in [t.get_text() for leg in report.fig_parts_vs_metis(d).legends for t in leg.get_texts()]
-    bare = store.open_store(stores_bare(opened))
-    assert report.fig_parts_vs_metis(bare) is None
-
-
-def stores_bare(opened):
-    s, _ = opened
-    return s.path.parent / "bare.zarr"
-
-
-def test_three_significant_digits(opened):
-    import re
-
-    from shgcn.notebooks.tables import pct3, sig3
-
-    assert [sig3(v) for v in (0.9996, 0.00195, 12345.6, 1, 0.536, 0.0000830, 99.96, 0)] == \
-        ["1.00", "0.00195", "12,346", "1.00", "0.536", "0.0000830", "100", "0"]
-    assert pct3(0.00672) == "0.672%"
-    s, _ = opened
-    t = report.quality_display(s)
-    exact = {("rows per SpMM", "total"), ("rows per SpMM", "max send"), ("rows per SpMM", "max receive"),
-             ("messages per part", "max"), ("graph", "edge cut"), ("graph", "connectivity − 1")}
-    for col in t.columns:
-        for v in t[col]:
-            if col in exact:
-                assert re.fullmatch(r"[\d,]+", v), (col, v)
-            else:  # three significant digits: the digits after the leading zeros, without separators
-                digits = re.sub(r"^0*", "", v.rstrip("%").replace(",", "").replace(".", ""))
-                assert len(digits) == 3 or float(v.rstrip("%").replace(",", "")) in (0, ) or \
-                    float(v.rstrip("%").replace(",", "")) >= 1000, (col, v)
-    note = report.simulation_note(s)
-    assert note and all(f"**{m}** is predicted" in note for m in [m for m in s.models if f"**{m}**" in note])
-
-
-def test_run_labels_name_mode_and_sampler():
-    base = dict(store="s", dataset="d", parts=4, exchange="p2p", model="hp", dims=[8, 16, 4], w_first=[False, True],
-                train_count=10)
-    full = runlog.Header(mode="full", config={}, **base)
-    mini = runlog.Header(mode="minibatch", config={}, sampler="rw", batch_size=1200, **base)
-    old = runlog.Header(mode="minibatch", config={"sampler": "edge", "batch_size": 0}, **base)  # older log
-    assert full.label == "P=4 p2p hp, full-batch"
-    assert mini.label == "P=4 p2p hp, mini-batch, rw sampler, B=1,200"
-    assert old.label == "P=4 p2p hp, mini-batch, edge sampler"
-
-
-def test_quality_table_has_human_names_and_fits_a_1400px_page(opened):
-    s, _ = opened
-    t = report.quality_display(s)
-    names = [name for col in t.columns for name in col]
-    assert not any("_" in name for name in names), names
-    assert ("rows per SpMM", "total") in t.columns and ("relative to rp", "total volume") in t.columns
-    assert list(t.index) == ["rp", "gp", "hp", "shp"]
-    # width at 13 px text (7.5 px a character), 12 px padding a cell; a header wraps at its spaces
-    width = 60 + sum(12 + 7.5 * max(*(len(w) for w in col[1].split()), *(len(str(v)) for v in t[col]))
-                     for col in t.columns)
-    assert width <= 1400 - 2 * 40, width
-    mb = report.minibatch_table(s)
-    assert not any("_" in name for col in mb.columns for name in col)
-
-
-def test_a_run_of_another_store_is_refused(opened):
-    s, runs = opened
-    h = runs[0].header
-    other = runlog.RunLog("/x/p4.jsonl", runlog.Header(**{**h.__dict__, "parts": 4}), runs[0].epochs, [])
-    alien = runlog.RunLog("/x/cora.jsonl", runlog.Header(**{**h.__dict__, "dataset": "cora"}), runs[0].epochs, [])
-    kept, refused = report.check_runs(s, [runs[0], other, alien])
-    assert kept == [runs[0]]
-    assert refused == ["p4.jsonl: run on 4 parts, but this store has 2 parts; left out of the report.",
-                       f"cora.jsonl: run on dataset 'cora', but this store holds {s.attrs['dataset']!r}; "
-                       "left out of the report."]
-    assert "p4.jsonl: run on 4 parts" in report.warning_html(refused) and report.warning_html([]) == ""
-
-
-@pytest.mark.parametrize("out, fmt, want", [("r.html", None, "html"), ("R.HTML", None, "html"), ("r.ipynb", None, "ipynb"),
-                                            ("r.html", "ipynb", "ipynb"), ("r.txt", "html", "html")])
-def test_format_follows_the_extension(out, fmt, want):
-    assert render.output_format(out, fmt) == want
-
-
-@pytest.mark.parametrize("out", ["report.pdf", "report"])
-def test_unknown_extension_is_one_line(out):
-    with pytest.raises(UserError) as e:
-        render.output_format(out)
-    assert "\n" not in str(e.value) and str(e.value).startswith(f"{out}: unknown report format")
-
-
-@pytest.mark.slow
-def test_render_writes_the_format_its_extension_names_without_kernel_warnings(stores, tmp_path):
-    full, _, log = stores
-    nb = render.render(str(full), [str(log)], str(tmp_path / "r.ipynb"))
-    assert json.loads(nb.read_text())["cells"]  # a notebook, not HTML
-    res = run_cli("report", str(full), "--run", str(log), "--out", str(tmp_path / "r.html"))
-    assert res.returncode == 0 and (tmp_path / "r.html").read_text().lstrip().startswith("<!DOCTYPE html>")
-    assert "IPKernelApp" not in res.stderr and "WARNING" not in res.stderr, res.stderr
 
 
 @pytest.mark.slow
