@@ -67,7 +67,7 @@ def placed(costs: list[PartitionCost], k: int, s: Store | None = None, how: str 
             out.append(c)
             continue
         coo = sp.coo_matrix(c.graph)
-        nets = part_nets(np.r_[coo.col, np.arange(c.graph.shape[0])], np.r_[c.part[coo.row], c.part], c.parts)
+        nets = part_nets(np.r_[coo.col, np.arange(c.graph.shape[0])], np.r_[c.part[coo.row], c.part], c.parts, c.part)
         p = place(nets, c.volume, k, how, int(s.attrs.get("seed", 0)) if s is not None else 0)
         out.append(cost_of_partition(c.graph, p.rank_of_part[c.part], c.parts, c.model, c.directed))
     return out

@@ -94,6 +94,11 @@ QUESTIONS = (
               "Predicted epochs per algorithm on soc-slashdot0902 (issue 26)",
               "Predicted epoch against k = P / c (issue 26)"),
              (_T + "algo_bench",)),
+    Question("nodes", "Nodes: does node-aware training show and deliver the partitions' gain at scale?",
+             ("Nodes at the paper's scale: soc-slashdot0902, P = 512 on the paper's machine (issue 30)",
+              "Placement of parts on nodes (issue 30)",
+              "Nodes on this machine: measured against predicted, P = 1 to 8 (issue 30)"),
+             (_T + "node_bench",)),
     Question("model", "Epoch model: does the predicted epoch match the measured one on this machine?",
              ("Epoch model: fit and validation on this machine (P = 1, 2)",
               "Ping-pong: MPI latency and bandwidth on this machine"),
@@ -110,7 +115,7 @@ MODULES = {m.rsplit(".", 1)[1]: m for m in (
     *(_P + n for n in ("quality_table", "vb_quality", "hp_speed", "hp_start", "balance_sim", "partition_scale")),
     *(_B + n for n in ("build_stages", "scale_build", "dataset_dirs", "compare_stores")),
     *(_T + n for n in ("trainer_bench", "arch_bench", "accuracy", "minibatch_bench", "algo_bench", "pingpong",
-                       "simulate_bench", "_phases", "_pyg_epoch", "_reference_epoch")),
+                       "simulate_bench", "node_bench", "_phases", "_pyg_epoch", "_reference_epoch")),
     "benchmarks.minibatch_partitioning.shp_bench", "benchmarks.minibatch_partitioning.shp_batches",
     "benchmarks.interop.dgl_roundtrip")}
 MODULES["_graphs"] = "benchmarks.common.graphs"

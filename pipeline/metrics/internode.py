@@ -28,19 +28,22 @@ _HASH_SEED = 0x5EED  # the random weights that name a part set (two 64-bit sums:
 
 @dataclass(frozen=True)
 class Nets:
-    """Distinct part sets of the rows that travel (each of at least two parts), with their counts.
+    """Distinct (owner, part set) of the rows that travel (each set of at least two parts), with their counts.
 
     Attributes: ptr (m+1,) int64; pins (ptr[-1],) int64 sorted part ids per set; weights (m,) int64 rows
-    with that set; keys (m, 2) uint64 the sets' hashes (to merge blocks' nets)."""
+    with that owner and set; owner (m,) int64 the part that owns those rows; keys (m, 2) uint64 the hashes
+    (to merge blocks' nets)."""
 
     ptr: np.ndarray
     pins: np.ndarray
     weights: np.ndarray
     keys: np.ndarray
+    owner: np.ndarray
 
     @classmethod
     def empty(cls) -> Nets:
-        return cls(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 2), np.uint64))
+        return cls(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 2), np.uint64),
+                   np.zeros(0, np.int64))
 
     @property
     def count(self) -> int:
@@ -48,46 +51,69 @@ class Nets:
 
 
 def _hash_weights(parts: int) -> np.ndarray:
-    return np.random.default_rng(_HASH_SEED).integers(0, 2**63, (parts, 2), dtype=np.uint64)
+    """(parts, 4) random words: two name a part as a pin, two as an owner."""
+    return np.random.default_rng(_HASH_SEED).integers(0, 2**63, (parts, 4), dtype=np.uint64)
 
 
-def part_nets(row_of_pin: np.ndarray, part_of_pin: np.ndarray, parts: int) -> Nets:
-    """The distinct part sets of rows from (row, part) pins (a row's owner among them; any order, duplicates
-    allowed), keeping the sets of at least two parts."""
+def part_nets(row_of_pin: np.ndarray, part_of_pin: np.ndarray, parts: int, owner_of_row: np.ndarray) -> Nets:
+    """The distinct (owner, part set) of rows from (row, part) pins (a row's owner among them; any order,
+    duplicates allowed; ``owner_of_row`` indexed by row), keeping the sets of at least two parts."""
     key = np.unique(np.asarray(row_of_pin, np.int64) * parts + np.asarray(part_of_pin, np.int64))
     rows, pins = key // parts, key % parts
     starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if rows.size else np.zeros(0, np.int64)
     sizes = np.diff(np.r_[starts, rows.size])
     keep = np.repeat(sizes >= 2, sizes)
+    owner = np.asarray(owner_of_row, np.int64)[rows[starts][sizes >= 2]] if rows.size else np.zeros(0, np.int64)
     rows, pins = rows[keep], pins[keep]
     sizes = sizes[sizes >= 2]
     if not sizes.size:
         return Nets.empty()
-    w = _hash_weights(parts)[pins]
+    hw = _hash_weights(parts)
+    w = hw[pins]
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    h = np.stack([np.add.reduceat(w[:, 0], starts), np.add.reduceat(w[:, 1], starts)], axis=1)  # wraps mod 2^64
-    return _dedupe(np.r_[0, np.cumsum(sizes)].astype(np.int64), pins, np.ones(sizes.size, np.int64), h)
+    h = np.stack([np.add.reduceat(w[:, 0], starts) + hw[owner, 2],  # wraps mod 2^64
+                  np.add.reduceat(w[:, 1], starts) + hw[owner, 3]], axis=1)
+    return _dedupe(np.r_[0, np.cumsum(sizes)].astype(np.int64), pins, np.ones(sizes.size, np.int64), h, owner)
 
 
-def _dedupe(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, keys: np.ndarray) -> Nets:
-    """Identical sets (equal keys) merged, their weights summed; sets in key order."""
+def _dedupe(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, keys: np.ndarray, owner: np.ndarray) -> Nets:
+    """Identical (owner, set) (equal keys) merged, their weights summed; in key order."""
     uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     w = np.bincount(inverse.ravel(), weights=weights, minlength=uniq.shape[0]).astype(np.int64)
     sizes = np.diff(ptr)[first]
     starts = ptr[first]
     out_ptr = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     idx = np.repeat(starts - out_ptr[:-1], sizes) + np.arange(int(out_ptr[-1]))
-    return Nets(out_ptr, pins[idx].astype(np.int64), w, uniq.astype(np.uint64))
+    return Nets(out_ptr, pins[idx].astype(np.int64), w, uniq.astype(np.uint64), np.asarray(owner, np.int64)[first])
 
 
 def merge_nets(*nets: Nets) -> Nets:
-    """Several blocks' nets as one (identical sets merged)."""
+    """Several blocks' nets as one (identical ones merged)."""
     nets = tuple(n for n in nets if n.count)
     if not nets:
         return Nets.empty()
     sizes = np.concatenate([np.diff(n.ptr) for n in nets])
     return _dedupe(np.r_[0, np.cumsum(sizes)].astype(np.int64), np.concatenate([n.pins for n in nets]),
-                   np.concatenate([n.weights for n in nets]), np.concatenate([n.keys for n in nets]))
+                   np.concatenate([n.weights for n in nets]), np.concatenate([n.keys for n in nets]),
+                   np.concatenate([n.owner for n in nets]))
+
+
+def node_loads(nets: Nets, node_of_part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N,) rows each node sends across and receives across in one node-aware expand."""
+    node_of_part = np.asarray(node_of_part, np.int64)
+    nodes = int(node_of_part.max()) + 1 if node_of_part.size else 0
+    if not nets.count:
+        return np.zeros(nodes, np.int64), np.zeros(nodes, np.int64)
+    node = node_of_part[nets.pins]
+    net = np.repeat(np.arange(nets.count), np.diff(nets.ptr))
+    key = np.unique(net * nodes + node)
+    n_of, b = key // nodes, key % nodes
+    home = node_of_part[nets.owner]
+    away = b != home[n_of]
+    recv = np.bincount(b[away], weights=nets.weights[n_of[away]], minlength=nodes).astype(np.int64)
+    spans = np.bincount(n_of, minlength=nets.count)
+    send = np.bincount(home, weights=(spans - 1) * nets.weights, minlength=nodes).astype(np.int64)
+    return send, recv
 
 
 def inter_rows(nets: Nets, node_of_part: np.ndarray) -> int:
@@ -109,7 +135,7 @@ def flat_inter_rows(volume: np.ndarray, node_of_part: np.ndarray) -> int:
 def block_nets(at_block: RowBlock, part: np.ndarray, parts: int) -> Nets:
     """The part sets of one block's columns of Â (rows of Âᵀ: column j's pins and j's own part)."""
     j = at_block.row_ids()
-    return part_nets(np.concatenate([j, j]), np.concatenate([part[at_block.indices], part[j]]), parts)
+    return part_nets(np.concatenate([j, j]), np.concatenate([part[at_block.indices], part[j]]), parts, part)
 
 
 def block_node_volume(at_block: RowBlock, part: np.ndarray, k: int, nodes: int) -> np.ndarray:

@@ -19,8 +19,10 @@ What crosses the network depends on the exchange:
   V[m, q] + V[q, m]) into nodes of k parts, minimizing the cut;
 - ``block``: the parts in their partitioner's order.
 
-A placement is kept only if it is no worse than block placement on the
-node-aware rows (the tie goes to block). Same seed, same placement.
+A placement is kept only if it sends fewer node-aware rows across than
+block placement and its busiest node sends and receives no more (the epoch
+waits for the busiest node's link); the tie goes to block. Same seed, same
+placement.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..metrics.internode import Nets, inter_rows
+from ..metrics.internode import Nets, inter_rows, node_loads
 
 PLACEMENTS = ("hypergraph", "graph", "block")
 
@@ -106,6 +108,12 @@ def place(nets: Nets, volume: np.ndarray, k: int, how: str = "hypergraph", seed:
     else:
         raise ValueError(f"placement {how!r}: one of {', '.join(PLACEMENTS)}")
     rows = inter_rows(nets, node)
-    if rows >= base:
+    if rows >= base or _busiest(nets, node) > _busiest(nets, block):
         return Placement(np.arange(parts, dtype=np.int64), k, "block", base, base)
     return Placement(_ranks_from_nodes(node), k, how, rows, base)
+
+
+def _busiest(nets: Nets, node: np.ndarray) -> int:
+    """The most rows a node sends or receives across in one node-aware expand."""
+    send, recv = node_loads(nets, node)
+    return int(max(send.max(initial=0), recv.max(initial=0)))

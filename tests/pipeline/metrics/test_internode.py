@@ -13,24 +13,28 @@ from shgcn.pipeline.metrics.internode import (
     flat_inter_rows,
     inter_rows,
     merge_nets,
+    node_loads,
     part_nets,
 )
 
 
 def test_part_sets_are_merged_and_single_part_rows_dropped():
     # rows 0 and 2 travel to the same parts {0, 1}; row 1 stays in part 2; row 3 spans {1, 2, 3}
-    nets = part_nets([0, 0, 0, 1, 2, 2, 3, 3, 3], [0, 1, 1, 2, 1, 0, 3, 1, 2], 4)
+    nets = part_nets([0, 0, 0, 1, 2, 2, 3, 3, 3], [0, 1, 1, 2, 1, 0, 3, 1, 2], 4, [0, 2, 0, 3])
     sets = sorted((tuple(nets.pins[nets.ptr[i]:nets.ptr[i + 1]]), int(nets.weights[i])) for i in range(nets.count))
     assert sets == [((0, 1), 2), ((1, 2, 3), 1)]
-    both = merge_nets(nets, part_nets([5, 5], [1, 0], 4))
-    assert sorted(both.weights.tolist()) == [1, 3] and merge_nets().count == 0 and part_nets([], [], 3).count == 0
+    both = merge_nets(nets, part_nets([5, 5], [1, 0], 4, [0, 0, 0, 0, 0, 0]))
+    assert sorted(both.weights.tolist()) == [1, 3] and merge_nets().count == 0 and part_nets([], [], 3, []).count == 0
 
 
 def test_inter_rows_by_hand():
-    nets = part_nets([0, 0, 1, 1, 1, 2, 2], [0, 3, 0, 1, 2, 2, 3], 4)  # sets {0,3}, {0,1,2}, {2,3}
+    nets = part_nets([0, 0, 1, 1, 1, 2, 2], [0, 3, 0, 1, 2, 2, 3], 4, [0, 0, 2])  # sets {0,3}, {0,1,2}, {2,3}
     assert inter_rows(nets, [0, 0, 1, 1]) == 1 + 1 + 0  # {0,3}: nodes 0, 1; {0,1,2}: 0, 1; {2,3}: node 1
     assert inter_rows(nets, [0, 1, 1, 0]) == 0 + 1 + 1
     assert inter_rows(Nets.empty(), [0, 1]) == 0
+    # owners 0, 0, 2 on nodes [0, 0, 1, 1]: node 0 sends rows 0 and 1 across, node 1 sends none; node 1 receives both
+    send, recv = node_loads(nets, [0, 0, 1, 1])
+    assert send.tolist() == [2, 0] and recv.tolist() == [0, 2]
     v = np.array([[0, 2, 0, 1], [0, 0, 3, 0], [4, 0, 0, 0], [0, 0, 5, 0]])
     assert flat_inter_rows(v, [0, 0, 1, 1]) == 1 + 3 + 4 == 8
 

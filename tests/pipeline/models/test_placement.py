@@ -15,7 +15,7 @@ def interleaved(parts: int, k: int, rows: int = 400, seed: int = 0):
     group = rng.integers(0, stride, rows)
     members = group[:, None] + stride * rng.integers(0, k, (rows, 3))
     r = np.repeat(np.arange(rows), 3)
-    nets = part_nets(r, members.ravel(), parts)
+    nets = part_nets(r, members.ravel(), parts, members[:, 0])
     v = np.zeros((parts, parts), np.int64)
     for i in range(nets.count):  # a small loop over sets: the test's own reference volume
         pins = nets.pins[nets.ptr[i]:nets.ptr[i + 1]]
@@ -44,6 +44,6 @@ def test_a_short_last_node_and_the_trivial_cases():
 
 
 def test_a_good_order_is_kept():
-    nets = part_nets(np.repeat(np.arange(6), 2), [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5], 6)  # pairs (0,1), (2,3), (4,5)
+    nets = part_nets(np.repeat(np.arange(6), 2), [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5], 6, [0, 2, 4, 0, 2, 4])  # pairs
     p = place(nets, np.eye(6, k=1, dtype=np.int64), 2)
     assert p.how == "block" and p.inter_rows == p.block_rows == 0

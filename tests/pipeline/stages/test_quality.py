@@ -10,12 +10,13 @@ from shgcn.pipeline.metrics.volume import partition_quality
 from shgcn.pipeline.models import PartitionResult
 from shgcn.pipeline.stages import quality
 from shgcn.pipeline.stages.partition import Partitioned
+from shgcn.pipeline.stages.place import Placed
 
 
 def given(s, part):
-    """A Partitioned of one model, ``fig``, with the partition ``part``."""
+    """One model, ``fig``, with the partition ``part``, not placed on nodes."""
     res = PartitionResult("fig", np.asarray(part, np.int32), 0.5)
-    return Partitioned({"fig": s.tasks.submit("p", lambda r: r, res)}, {"fig": res})
+    return Placed(Partitioned({"fig": s.tasks.submit("p", lambda r: r, res)}, {"fig": res}), {})
 
 
 def test_the_blocks_measure_what_the_whole_matrix_does(fig2):

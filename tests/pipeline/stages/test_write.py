@@ -12,6 +12,7 @@ from shgcn.pipeline.models import PartitionResult
 from shgcn.pipeline.stages import write
 from shgcn.pipeline.stages.layout import layout_stage
 from shgcn.pipeline.stages.partition import partition_stage
+from shgcn.pipeline.stages.place import Placed
 from shgcn.pipeline.stages.quality import quality_stage
 
 
@@ -29,7 +30,7 @@ def test_the_partitions_record_of_a_model():
 def test_the_stage_writes_a_store_of_the_earlier_stages(fig2, tmp_path):
     cfg = replace(fig2.cfg, models=("rp",), out=str(tmp_path / "s.zarr"), command="pipeline build fig2.txt")
     parts = partition_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, fig2.mon, fig2.work)
-    meas = quality_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, parts, fig2.mon)
+    meas = quality_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, Placed(parts, {}), fig2.mon)
     laid = layout_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, parts, fig2.mon)
     built = write.Built(replace(fig2.ing, at=()), fig2.nrm.nnz, parts, meas, laid)
     with pytest.raises(FrozenInstanceError):
