@@ -155,7 +155,8 @@ def predict_algorithm(costs: list[PartitionCost], job: Job, machine: str | Machi
     out = []
     for cost in costs:
         shape = alg.shape_for(cost.parts, job.replication)
-        for ex in (list(exchanges) if exchanges is not None else [job.exchange]):
+        for ex in ([alg.own_exchange] if alg.own_exchange else list(exchanges) if exchanges is not None
+                   else [job.exchange]):
             j = job.with_(exchange=ex)
             t = alg.times(cost, j, m)
             tr = alg.traffic(cost, j)

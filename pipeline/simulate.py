@@ -99,7 +99,8 @@ def predict_algorithms(store, ranks: Iterable[int] | None, algorithms: Iterable[
                 by_parts[k] = _costs_at(s, k, partitioner)
             run = job.with_(algorithm=alg, replication=c)
             exs = [x for x in (exchanges or [job.exchange]) if _runs(run.with_(exchange=x))]
-            rows += epoch.predict_algorithm(by_parts[k], run, machine, exs)
+            if exs:
+                rows += epoch.predict_algorithm(by_parts[k], run, machine, exs)
     return rows
 
 

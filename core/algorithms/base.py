@@ -74,6 +74,7 @@ class AlgorithmCost(ABC):
     minibatch : runs mini-batch training
     wire_16bit : may send 16-bit rows
     replicates : takes ``--replication``
+    own_exchange : the name of its own communication, when it uses no ``--exchange`` (SUMMA's broadcasts)
     """
 
     name: str = ""
@@ -83,6 +84,7 @@ class AlgorithmCost(ABC):
     minibatch: bool = False
     wire_16bit: bool = False
     replicates: bool = False
+    own_exchange: str | None = None
 
     @abstractmethod
     def shape(self, ranks: int, parts: int, replication: int = 1) -> GridShape:

@@ -77,6 +77,7 @@ class TwoD(AlgorithmCost):
     description = "SUMMA on an s x s grid over an s-part store (mpirun -n s*s; sparsity-oblivious, CAGNET's 2D)"
     impl = "shgcn.trainer.algorithms.twod:connect"
     kinds = KINDS
+    own_exchange = "summa"
 
     def shape(self, ranks: int, parts: int, replication: int = 1) -> GridShape:
         self.no_replication(replication)

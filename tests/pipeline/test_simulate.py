@@ -7,6 +7,8 @@ from helpers import run_cli
 from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat
 
 from shgcn import store
+from shgcn.core import epoch
+from shgcn.core.costs import Job
 from shgcn.pipeline import simulate
 from shgcn.pipeline.errors import UserError
 
@@ -32,25 +34,54 @@ def test_cost_of_partition_matches_figure2():
 def test_predict_at_other_rank_counts(store4):
     s = store.open_store(store4)
     with pytest.raises(UserError, match="partitioner"):
-        simulate.predict_ranks(s, ranks=[2])
+        simulate.predict_ranks(s, [2], Job((24, 16, 4)))
     calls = []
 
     def round_robin(a, model, parts):
         calls.append((model, parts))
         return np.arange(a.shape[0]) % parts
 
-    rows = simulate.predict_ranks(s, ranks=[2, 4], partitioner=round_robin, exchange=["p2p", "bcast"])
+    job = Job((24, 16, 4))
+    rows = simulate.predict_ranks(s, [2, 4], job, "infiniband", ["p2p", "bcast"], partitioner=round_robin)
     assert sorted(calls) == [("hp", 2), ("rp", 2)]
     assert [(r["parts"], r["exchange"]) for r in rows[:2]] == [(2, "p2p"), (2, "bcast")]
     assert {r["parts"] for r in rows} == {2, 4} and len(rows) == 8
 
 
+def test_nodes_place_the_re_partitioned_models(store4):
+    """On nodes of 2, a round-robin partition into 4 parts (parts 0 and 2 talk most) is placed so that fewer rows
+    cross; the node-aware exchange sends at most nodes - 1 inter-node messages a node and exchange."""
+    s = store.open_store(store4)
+    a, directed = simulate.store_ahat(s)
+    part = np.arange(a.shape[0]) % 4
+    cost = simulate.cost_of_partition(a, part, 4, "x", directed)
+    placed = simulate.placed([cost], 2)[0]
+    job = Job((24, 16, 4), exchange="node", ranks_per_node=2)
+    before, after = epoch.rank_traffic(cost, job), epoch.rank_traffic(placed, job)
+    assert after["inter_bytes"].sum() <= before["inter_bytes"].sum()
+    calls = len(job.calls(directed))
+    for t in (before, after):
+        per_node = np.bincount(np.arange(4) // 2, weights=t["inter_msgs"])
+        assert (per_node <= calls).all()
+    assert simulate.placed([cost], 1) == [cost]
+
+
 def test_the_command_re_partitions_with_the_stores_models(store4):
-    out = run_cli("simulate", str(store4), "--ranks", "2,4", "--network", "shm")
+    out = run_cli("simulate", str(store4), "--ranks", "2,4", "--machine", "shm", "--exchange", "p2p,alltoallv,bcast")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].split()[:3] == ["P", "model", "exchange"] and len(lines) == 1 + 2 * 2 * 3
-    assert {ln.split()[0] for ln in lines[1:]} == {"2", "4"}
+    assert lines[0].startswith("machine shm:") and lines[1].split()[:3] == ["P", "model", "exchange"]
+    table = lines[2:2 + 2 * 2 * 3]
+    assert {ln.split()[0] for ln in table} == {"2", "4"} and lines[-2].startswith("P=2: fastest ")
+
+
+def test_the_command_names_the_fastest_model_exchange_and_ranks_per_node(store4):
+    out = run_cli("simulate", str(store4), "--machine", "paper", "--ranks-per-node", "1,2", "--exchange", "p2p,node")
+    assert out.returncode == 0, out.stderr
+    last = out.stdout.splitlines()[-1]
+    assert last.startswith("P=4: fastest ") and "ranks per node" in last
+    bad = run_cli("simulate", str(store4), "--machine", "ranks=4,inter=fast")
+    assert bad.returncode == 2 and "machine spec" in bad.stderr
 
 
 def test_grid_plans_per_rank_count():
@@ -69,8 +100,8 @@ def test_predict_every_algorithm_partitions_each_part_count_once(store4):
         calls.append((model, parts))
         return np.arange(a.shape[0]) % parts
 
-    rows = simulate.predict_algorithms(s, [4, 8], ["1d", "1.5d", "2d"], [2, 4], exchange=["p2p", "bcast"],
-                                       partitioner=round_robin)
+    rows = simulate.predict_algorithms(s, [4, 8], ["1d", "1.5d", "2d"], [2, 4], Job((24, 16, 4)),
+                                       exchanges=["p2p", "bcast"], partitioner=round_robin)
     assert sorted(calls) == [(m, k) for m in ("hp", "rp") for k in (1, 2, 8)]  # 4 parts: the store's own
     got = {(r["ranks"], r["algorithm"], r["replication"], r["parts"], r["model"], r["exchange"]) for r in rows}
     assert (4, "2d", 1, 2, "hp", "summa") in got and (8, "1.5d", 4, 2, "rp", "bcast") in got
