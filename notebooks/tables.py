@@ -12,6 +12,7 @@ import numpy as np
 
 from shgcn import store as store_mod
 from shgcn.core import epoch, runlog
+from shgcn.core.exchanges import EXCHANGES
 from shgcn.core.tables import minibatch_rows, table_from_dataset
 
 
@@ -138,6 +139,11 @@ QUALITY_COLUMNS = (
     ("graph", "connectivity − 1", "km1", count), ("relative to rp", "total volume", "total_volume_vs_rp", sig3),
     ("relative to rp", "max send", "max_send_vs_rp", sig3), ("relative to rp", "avg messages", "avg_msgs_vs_rp", sig3),
     ("time", "partitioning (s)", "seconds", sig3),
+    ("between nodes (placed)", "node-aware rows", "inter_volume", count),
+    ("between nodes (placed)", "in block order", "inter_volume_block", count),
+    ("between nodes (placed)", "flat rows", "inter_volume_flat", count),
+    ("between nodes (placed)", "max node send", "max_node_send", count),
+    ("between nodes (placed)", "max node messages", "max_node_msgs", count),
 )
 
 
@@ -164,8 +170,10 @@ def _simulation(s: store_mod.Store, network: str, hidden: tuple[int, ...]):
     import pandas as pd
 
     dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
-    job = epoch.Job(tuple(dims), ranks_per_node=int(s.attrs.get("ranks_per_node") or 1))
-    return pd.DataFrame(epoch.predict(s.partition_costs(), job, network, exchanges=["p2p", "alltoallv", "bcast"]))
+    k = int(s.attrs.get("ranks_per_node") or 1)
+    exchanges = [x for x, spec in EXCHANGES.items() if k > 1 or not spec.node_aware]  # placed: node-aware too
+    return pd.DataFrame(epoch.predict(s.partition_costs(), epoch.Job(tuple(dims), ranks_per_node=k), network,
+                                      exchanges=exchanges))
 
 
 def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
