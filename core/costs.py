@@ -18,6 +18,8 @@ import numpy as np
 from .archs import ArchSpec, Call, arch_spec
 
 WIRE_DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}  # bytes per value on the wire
+SPARSE_INPUT = 0.1  # the trainer keeps features as CSR at this density or less (trainer/archs/base.as_input)
+ADAM_PASSES = 14  # elementwise passes of one Adam step over a weight (trainer/backends/numpy.adam_step)
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Job:
     algorithm, replication, combine : ``--algorithm`` (:data:`shgcn.core.algorithms.ALGORITHMS`), its c, and
         how a 1.5D row combines (``reduce`` or ``gather``)
     ranks_per_node : consecutive ranks that share a node (0: every rank on a node of its own)
+    input_density : the fraction of the features that are nonzero (the first layer's work; 1: dense)
     """
 
     dims: tuple[int, ...]
@@ -45,6 +48,7 @@ class Job:
     replication: int = 1
     combine: str = "reduce"
     ranks_per_node: int = 0
+    input_density: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))
@@ -103,14 +107,35 @@ def spmm_widths(dims: list[int], w_first: list[bool]) -> tuple[list[int], list[i
     return fwd, bwd
 
 
-def work_terms(dims: list[int]) -> tuple[int, int, int]:
+def sparse_input(input_density: float) -> bool:
+    """Whether the trainer keeps features of this density as CSR (:data:`SPARSE_INPUT`)."""
+    return input_density <= SPARSE_INPUT
+
+
+def work_terms(dims: list[int], input_density: float = 1.0) -> tuple[float, float, float]:
     """What one row of a rank costs in one GCN training step, by kind:
     (SpMM columns per nonzero, forward and backward; dense multiply-adds per
     row: X W forward, Gᵀ X and G Wᵀ backward, the latter not for the first
     layer; elementwise columns per row: dropout on layer inputs, activation
     and its gradient on outputs). The regressors of the epoch model
-    (:mod:`shgcn.core.epoch`)."""
+    (:mod:`shgcn.core.epoch`). ``input_density``: the fraction of nonzero
+    features; when the trainer keeps them sparse (CSR at 10% or less) the
+    first layer's products are sparse ones (:func:`input_terms`, not counted
+    here) and its input's dropout touches only the nonzeros."""
     fwd, bwd = spmm_widths(dims, [dims[k + 1] < dims[k] for k in range(len(dims) - 1)])
-    flops = sum(a * b * (2 if k == 0 else 3) for k, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
-    elem = sum(dims[:-1]) + 2 * sum(dims[1:])
+    sparse = sparse_input(input_density)
+    flops = sum(a * b * (3 if k else 0 if sparse else 2) for k, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
+    elem = dims[0] * (input_density if sparse else 1) + sum(dims[1:-1]) + 2 * sum(dims[1:])
     return sum(fwd) + sum(bwd), flops, elem
+
+
+def input_terms(dims: list[int], input_density: float = 1.0) -> float:
+    """Nonzeros x columns per row of the first layer's sparse products (X W forward, Xᵀ G backward) when the
+    features are kept sparse, else 0: a sparse product costs what an SpMM does per nonzero and column."""
+    return 2.0 * input_density * dims[0] * dims[1] if sparse_input(input_density) else 0.0
+
+
+def optimizer_terms(dims: list[int]) -> float:
+    """Elementwise operations of one optimizer step on every rank: :data:`ADAM_PASSES` over each weight
+    (every rank updates the whole model, whatever its rows)."""
+    return float(ADAM_PASSES * sum(a * b for a, b in zip(dims[:-1], dims[1:])))

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .algorithms import ALGORITHMS
-from .costs import Job, work_terms
+from .costs import Job, optimizer_terms, work_terms
 from .exchanges import EXCHANGES
 from .machine import ComputeModel, Machine, machine_of
 from .partition import PartitionCost, dims_of, own_nonzeros
@@ -72,11 +72,12 @@ def compute_features(cost: PartitionCost, dims: list[int]) -> np.ndarray:
     """(P, 4) work of each rank in one training step, the regressors of
     :class:`ComputeModel` in its order: nonzeros x SpMM columns (forward and
     backward), rows x dense multiply-adds (X W forward; G^T X and G W^T
-    backward, the latter not for the first layer), rows x elementwise columns,
-    and 1."""
+    backward, the latter not for the first layer), rows x elementwise columns
+    and the optimizer's elementwise operations, and 1 (dense features)."""
     nnz_cols, flops, elem = work_terms(dims)
     rows = cost.rows.astype(float)
-    return np.stack([cost.load * float(nnz_cols), rows * flops, rows * elem, np.ones_like(rows)], axis=1)
+    return np.stack([cost.load * float(nnz_cols), rows * flops, rows * elem + optimizer_terms(dims),
+                     np.ones_like(rows)], axis=1)
 
 
 def fit_compute(features: np.ndarray, seconds: np.ndarray, source: str = "") -> ComputeModel:

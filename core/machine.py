@@ -91,6 +91,9 @@ class Machine:
     cores_per_node : cores of one node (ranks x threads beyond them share cores)
     compute : one rank's compute model (one thread)
     source : where the machine's figures come from
+    oversubscribed_sync : seconds a synchronization costs per unit of oversubscription (ranks x threads over a
+        node's cores): a waiting MPI rank busy-polls, so the rank it waits for gets its core a scheduling slice
+        later (measured here by ``benchmarks.training.pingpong --oversubscribed``; 0: not modelled)
     """
 
     name: str
@@ -102,6 +105,7 @@ class Machine:
     compute: ComputeModel
     description: str = ""
     source: str = ""
+    oversubscribed_sync: float = 0.0
 
     def nodes(self, ranks: int) -> int:
         """Nodes a job of ``ranks`` ranks spans."""
@@ -122,6 +126,11 @@ class Machine:
         """How much slower compute runs when a node's ranks x threads exceed its cores (1 when they fit)."""
         busy = self.node_size(ranks) * max(1, threads)
         return max(1.0, busy / max(1, self.cores_per_node))
+
+    def sync_delay(self, ranks: int) -> float:
+        """Seconds one synchronization (an exchange's stage, the allreduce) costs on an oversubscribed node."""
+        os_ = self.oversubscription(ranks)
+        return self.oversubscribed_sync * os_ if os_ > 1 else 0.0
 
 
 def _log2(p: int) -> int:
@@ -184,7 +193,8 @@ def machine_from_json(d: dict) -> Machine:
                        inter=_path_of(d["inter"]),
                        link_rate=float(d["link"]["rate"]) if d.get("link") else None,
                        cores_per_node=int(d["cores_per_node"]), compute=_compute_of(d["compute"]),
-                       description=d.get("description", ""), source=d.get("source", ""))
+                       description=d.get("description", ""), source=d.get("source", ""),
+                       oversubscribed_sync=float(d.get("oversubscribed_sync", {}).get("seconds", 0.0)))
     except (KeyError, TypeError, ValueError) as e:
         raise UserError(f"machine {d.get('name', '?')!r}: not a machine description ({type(e).__name__}: {e})") from None
 
@@ -227,7 +237,8 @@ def machine_from_spec(text: str, base: Machine | None = None) -> Machine:
     """A machine from ``key=value`` pairs over ``base`` (default: the ``this`` preset).
 
     Keys: ``ranks`` (ranks per node), ``intra`` and ``inter`` (``LATENCY:RATE``, e.g. ``1.5us:12GB/s``),
-    ``link`` (a rate, or ``none``), ``cores``, ``compute`` (``NAME*FACTOR``: a fitted model scaled), ``name``.
+    ``link`` (a rate, or ``none``), ``cores``, ``compute`` (``NAME*FACTOR``: a fitted model scaled), ``sync``
+    (a time: one synchronization's cost per unit of oversubscription), ``name``.
     """
     m = base or presets()["this"]
     fields: dict = {"name": "custom", "source": f"spec {text!r} over the {m.name} preset"}
@@ -246,10 +257,13 @@ def machine_from_spec(text: str, base: Machine | None = None) -> Machine:
         elif key == "compute":
             name, _, factor = value.partition("*")
             fields["compute"] = load_compute(name).scaled(float(factor or 1), f"{name} scaled by {factor or 1}")
+        elif key == "sync":
+            fields["oversubscribed_sync"] = _time(value)
         elif key == "name":
             fields["name"] = value
         else:
-            raise UserError(f"machine spec: unknown key {key!r} (ranks, intra, inter, link, cores, compute, name)")
+            raise UserError(f"machine spec: unknown key {key!r} (ranks, intra, inter, link, cores, compute, sync, "
+                            "name)")
     out = replace(m, **fields)
     if out.ranks_per_node < 1 or out.cores_per_node < 1:
         raise UserError(f"machine spec {text!r}: ranks and cores per node must be >= 1")

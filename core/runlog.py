@@ -48,6 +48,7 @@ class Header:
     memory: list[int] | None = None  # per rank, the modelled bytes it holds (shgcn.core.memory.rank_bytes)
     ranks_per_node: int | None = None  # the job's nodes: consecutive ranks sharing one (intra / inter bytes)
     nodes: list[int] | None = None  # the node of every rank
+    input_density: float = 1.0  # the fraction of the features that are nonzero (the first layer's work)
     type: ClassVar[str] = "header"
 
     def job(self) -> Job:
@@ -55,7 +56,7 @@ class Header:
         return Job(tuple(self.dims), arch=self.arch, heads=tuple(self.heads) if self.heads else None,
                    exchange=self.exchange, itemsize=WIRE_DTYPES.get(self.exchange_dtype, 4),
                    algorithm=self.algorithm, replication=self.replication, combine=self.combine or "reduce",
-                   ranks_per_node=self.ranks_per_node or _blocks(self.nodes))
+                   ranks_per_node=self.ranks_per_node or _blocks(self.nodes), input_density=self.input_density)
 
     @property
     def mode_label(self) -> str:

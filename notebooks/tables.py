@@ -172,7 +172,8 @@ def _simulation(s: store_mod.Store, network: str, hidden: tuple[int, ...]):
     dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
     k = int(s.attrs.get("ranks_per_node") or 1)
     exchanges = [x for x, spec in EXCHANGES.items() if k > 1 or not spec.node_aware]  # placed: node-aware too
-    return pd.DataFrame(epoch.predict(s.partition_costs(), epoch.Job(tuple(dims), ranks_per_node=k), network,
+    return pd.DataFrame(epoch.predict(s.partition_costs(), epoch.Job(tuple(dims), ranks_per_node=k,
+                                                                          input_density=s.feature_density()), network,
                                       exchanges=exchanges))
 
 

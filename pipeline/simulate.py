@@ -149,7 +149,8 @@ def simulation_jobs(s: Store, hidden: Iterable[int], arch: str, machine: Machine
     for k in ks:
         if k < 1:
             raise UserError(f"--ranks-per-node {k}: must be >= 1")
-    return [Job(tuple(dims), arch=arch, ranks_per_node=k) for k in ks]
+    density = s.feature_density()  # the trainer's first layer is sparse for sparse features (Cora's 1.3%)
+    return [Job(tuple(dims), arch=arch, ranks_per_node=k, input_density=density) for k in ks]
 
 
 def as_store(store) -> Store:

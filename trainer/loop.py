@@ -56,7 +56,8 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
     cfg = ctx.cfg
     totals = _global_counts(ctx, comm)
     root = comm.rank == 0
-    log = _open_log(ctx, comm, totals["train"]) if root and cfg.log else None
+    density = totals["feature_nnz"] / max(1, totals["feature_values"])
+    log = _open_log(ctx, comm, totals["train"], density) if root and cfg.log else None
     if ctx.start and root and not cfg.quiet:
         print(f"resumed at epoch {ctx.start} from {checkpoint.path(cfg)}", flush=True)
     records = []
@@ -291,13 +292,15 @@ def _global_counts(ctx: Context, comm) -> dict[str, int]:
     from mpi4py import MPI
 
     d = ctx.data
-    local = np.array([d.train.sum(), d.val.sum(), d.test.sum()], np.int64) * ctx.primary
+    x = d.x
+    nnz = x.nnz if hasattr(x, "nnz") else np.count_nonzero(np.asarray(x))
+    local = np.array([d.train.sum(), d.val.sum(), d.test.sum(), nnz, np.prod(x.shape)], np.int64) * ctx.primary
     total = np.zeros_like(local)
     comm.Allreduce(local, total, op=MPI.SUM)
-    return dict(zip(("train", "val", "test"), total.tolist()))
+    return dict(zip(("train", "val", "test", "feature_nnz", "feature_values"), total.tolist()))
 
 
-def _open_log(ctx: Context, comm, train_count: int) -> runlog.RunLogWriter:
+def _open_log(ctx: Context, comm, train_count: int, input_density: float) -> runlog.RunLogWriter:
     cfg, s = ctx.cfg, ctx.s
     mb = ctx.batches
     header = runlog.Header(
@@ -310,7 +313,7 @@ def _open_log(ctx: Context, comm, train_count: int) -> runlog.RunLogWriter:
         algorithm=cfg.algorithm, replication=cfg.replication, grid=[ctx.shape.rows, ctx.shape.cols],
         combine=ctx.job.combine if ctx.shape.cols > 1 else None, memory=list(ctx.memory_all),
         ranks_per_node=cfg.ranks_per_node or None,
-        nodes=ctx.peers.node.tolist() if ctx.peers is not None else None)
+        nodes=ctx.peers.node.tolist() if ctx.peers is not None else None, input_density=round(input_density, 6))
     return runlog.RunLogWriter(cfg.log or "", header, resume_from=ctx.start if cfg.resume else None)
 
 

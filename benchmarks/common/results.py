@@ -101,7 +101,8 @@ QUESTIONS = (
              (_T + "node_bench",)),
     Question("model", "Epoch model: does the predicted epoch match the measured one on this machine?",
              ("Epoch model: fit and validation on this machine (P = 1, 2)",
-              "Ping-pong: MPI latency and bandwidth on this machine"),
+              "Ping-pong: MPI latency and bandwidth on this machine",
+              "Oversubscribed synchronization: 8 ranks on 2 cores"),
              (_T + "simulate_bench", _T + "pingpong")),
     Question("interop", "Interop: does DGL's own loader read the DistDGL export?",
              ("DistDGL round trip with DGL's own loader",),
@@ -154,7 +155,9 @@ def command() -> str:
     """This process's command line, as run from the repository root."""
     module = running_module()
     prog = ["-m", module] if module else [os.path.relpath(sys.argv[0], REPO)]
-    return "python " + shlex.join([*prog, *sys.argv[1:]])
+    ranks = os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE")  # started by mpirun
+    launcher = f"mpirun -n {ranks} " if ranks else ""
+    return launcher + "python " + shlex.join([*prog, *sys.argv[1:]])
 
 
 def header(title: str) -> str:

@@ -60,7 +60,7 @@ def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int)
         res = run("shp", Inputs(a.shape[0], a, adj, starts, {"hp": hp_s}), pcfg, tmp)
     parts_by = {**starts, "shp": res.part}
     ds = batch_quality.minibatch_dataset(a, Sampler(adj, scfg.sampler_config(a.shape[0], 0)), parts_by, parts,
-                                         eval_batches, scfg.theta, scfg.delta)
+                                         eval_batches=eval_batches, theta=scfg.theta, delta=scfg.delta)
     per = {m: ds["heldout_volume"].sel(model=m).values.astype(float) for m in parts_by}
     best = min(("gp", "hp"), key=lambda m: per[m].mean())
     diff = per["shp"] - per[best]

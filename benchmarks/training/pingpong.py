@@ -7,6 +7,16 @@ The fit gives the paths of the ``shm`` and ``this`` machine presets
 
 Rank 0 writes the JSON (sizes, median one-way seconds per size and repeat, the
 fit) and the RESULTS.md section.
+
+With more ranks than cores, ``--oversubscribed`` measures what one
+synchronization costs when ranks share cores (the ``oversubscribed_sync`` of
+the ``this`` preset): every rank runs the same fixed compute, first with no
+synchronization at all (time T0 per iteration: the ranks share the cores), then
+followed by one exchange of 256 bytes with every other rank (time T1). A waiting rank
+busy-polls, so the rank it waits for gets its core only a scheduling slice
+later; s = (T1 - T0) / (ranks / cores) per synchronization.
+
+    mpirun -n 8 python -m benchmarks.training.pingpong --oversubscribed [--update-machine]
 """
 
 from __future__ import annotations
@@ -47,12 +57,81 @@ def fit(sizes: np.ndarray, seconds: np.ndarray) -> tuple[float, float]:
     return float(coef[0]), float(coef[1])
 
 
+def _work(a: np.ndarray, reps: int) -> None:
+    for _ in range(reps):
+        a @ a
+
+
+def per_iteration(comm, a: np.ndarray, reps: int, iters: int, nbytes: int) -> float:
+    """Seconds per iteration of fixed compute, followed by one exchange of ``nbytes`` with every other rank
+    (0: none; the trainer's exchanges at P = 8 reach most ranks)."""
+    peers = [q for q in range(comm.size) if q != comm.rank] if nbytes > 0 else []
+    bufs = [np.zeros(nbytes, np.uint8) for _ in range(2 * len(peers))]
+    comm.Barrier()
+    t0 = MPI.Wtime()
+    for _ in range(iters):
+        _work(a, reps)
+        if peers:
+            reqs = [comm.Irecv(bufs[i], source=q, tag=3) for i, q in enumerate(peers)]
+            reqs += [comm.Isend(bufs[len(peers) + i], dest=q, tag=3) for i, q in enumerate(peers)]
+            MPI.Request.Waitall(reqs)
+    t = (MPI.Wtime() - t0) / iters
+    return float(comm.allreduce(t, op=MPI.MAX))
+
+
+def oversubscribed(comm, args: argparse.Namespace) -> None:
+    """Measure the cost of one synchronization on an oversubscribed machine (see the module docstring)."""
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    over = comm.size / cores
+    if over <= 1:
+        raise SystemExit(f"--oversubscribed needs more ranks than cores ({cores}): run with mpirun -n {4 * cores}")
+    a = np.random.default_rng(0).random((96, 96)).astype(np.float32)
+    per_iteration(comm, a, args.reps, 5, 256)  # warm-up
+    runs = [(per_iteration(comm, a, args.reps, args.iters, 0), per_iteration(comm, a, args.reps, args.iters, 256))
+            for _ in range(args.repeats)]
+    if comm.rank != 0:
+        return
+    t0, t1 = (np.array(x) for x in zip(*runs))
+    s = float(np.median(t1 - t0)) / over
+    rows = [{"run": str(i + 1), "t0": f"{a_ * 1e6:.1f}", "t1": f"{b * 1e6:.1f}", "d": f"{(b - a_) * 1e6:.1f}",
+             "s": f"{(b - a_) / over * 1e6:.1f}"} for i, (a_, b) in enumerate(zip(t0, t1))]
+    body = table(rows, [("run", "repeat"), ("t0", "compute only µs"), ("t1", "compute + exchange with every rank µs"),
+                        ("d", "difference µs"), ("s", "per unit of oversubscription µs")])
+    body += (f"\n{comm.size} ranks on {cores} cores (oversubscription {over:g}); each iteration {args.reps} products "
+             f"of 96 x 96 float32 matrices, {args.iters} iterations per repeat. One synchronization costs "
+             f"s = {s * 1e6:.1f} µs per unit of oversubscription (the median over repeats): the "
+             "`oversubscribed_sync` of the `this` machine preset, added to every synchronization of the epoch model "
+             "(an exchange's stage, the gradient allreduce) when a node runs more ranks than it has cores.\n")
+    write_section(f"Oversubscribed synchronization: {comm.size} ranks on {cores} cores", body)
+    if args.update_machine:
+        path = REPO / "core" / "machines" / "this.json"
+        d = json.loads(path.read_text())
+        d["oversubscribed_sync"] = {
+            "seconds": round(s, 7),
+            "source": f"`mpirun -n {comm.size} python -m benchmarks.training.pingpong --oversubscribed` "
+                      f"(benchmarks/RESULTS.md, {__import__('datetime').date.today()}; the cores were shared with "
+                      "other jobs)"}
+        path.write_text(json.dumps(d, indent=2) + "\n")
+    print(f"oversubscribed_sync = {s:.3g} s per unit of oversubscription")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=str(REPO / "build" / "pingpong.json"))
+    ap.add_argument("--oversubscribed", action="store_true",
+                    help="measure one synchronization's cost with more ranks than cores")
+    ap.add_argument("--reps", type=int, default=2, help="--oversubscribed: products per iteration")
+    ap.add_argument("--iters", type=int, default=1000, help="--oversubscribed: iterations per repeat")
+    ap.add_argument("--update-machine", action="store_true",
+                    help="--oversubscribed: write the measured cost into core/machines/this.json")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
+    if args.oversubscribed:
+        oversubscribed(comm, args)
+        return
     if comm.size != 2:
         raise SystemExit("run with mpirun -n 2")
     for s in SIZES:  # warm-up: first touch of buffers, shared-memory setup

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..costs import Job, work_terms
+from ..costs import Job, input_terms, optimizer_terms, work_terms
 from ..errors import UserError
 from ..machine import Machine, allreduce_time
 from ..partition import PartitionCost
@@ -49,18 +49,23 @@ def sum_calls(calls: list[Call], kinds: tuple[str, ...]) -> dict[str, np.ndarray
     return out
 
 
-def dense_seconds(rows: np.ndarray, dims: tuple[int, ...] | list[int], machine: Machine, ranks: int) -> np.ndarray:
+def dense_seconds(rows: np.ndarray, job: Job, machine: Machine, ranks: int) -> np.ndarray:
     """Seconds of a rank's dense and elementwise work per step for its ``rows`` (on ``ranks`` ranks:
-    ranks beyond a node's cores share them)."""
-    _, flops, elem = work_terms(list(dims))
+    ranks beyond a node's cores share them): the rows' dense products and elementwise columns, sparse
+    features' products at the SpMM rate, and the optimizer step over the whole model."""
+    dims = list(job.dims)
+    _, flops, elem = work_terms(dims, job.input_density)
     c = machine.compute
-    return (c.dense * rows * flops + c.elem * rows * elem + c.const) * machine.oversubscription(ranks)
+    per_row = c.dense * flops + c.elem * elem + c.spmm * input_terms(dims, job.input_density)
+    once = c.elem * optimizer_terms(dims) + c.const  # every rank, whatever its rows
+    return (rows * per_row + once) * machine.oversubscription(ranks)
 
 
 def gradient_allreduce(dims: tuple[int, ...] | list[int], machine: Machine, ranks: int, itemsize: int = 4) -> float:
-    """Seconds of the step's one allreduce of the weight gradients (a GCN's: Σ_k d_k d_{k+1} values)."""
+    """Seconds of the step's one allreduce of the weight gradients (a GCN's: Σ_k d_k d_{k+1} values), and the
+    scheduling delay of its synchronization on an oversubscribed node."""
     nbytes = itemsize * sum(a * b for a, b in zip(dims[:-1], dims[1:]))
-    return allreduce_time(nbytes, ranks, machine.flat_path(ranks))
+    return allreduce_time(nbytes, ranks, machine.flat_path(ranks)) + machine.sync_delay(ranks)
 
 
 class AlgorithmCost(ABC):

@@ -87,7 +87,7 @@ class OneD(AlgorithmCost):
             step = np.maximum(t_comm, t_own) + t_rest  # own = 0 without overlap: comm + the whole SpMM
             spmm += t_own + t_rest
             comm += step - t_own - t_rest
-        dense = dense_seconds(cost.rows.astype(float), job.dims, machine, P)
+        dense = dense_seconds(cost.rows.astype(float), job, machine, P)
         comm += gradient_allreduce(job.dims, machine, P)
         total = spmm + dense + comm
         return {"compute": spmm + dense, "comm": comm, "total": total, "epoch": float(total.max())}

@@ -228,7 +228,7 @@ class OneHalfD(AlgorithmCost):
             comm += np.maximum(col, t_own) - t_own + self._inrow_time(g, w, fold, ch)
             spmm += machine.compute.spmm * nnz * w * slow
         rows = np.broadcast_to(g.n[:, None].astype(float), nnz.shape)
-        dense = dense_seconds(rows, job.dims, machine, shape.ranks)
+        dense = dense_seconds(rows, job, machine, shape.ranks)
         comm += gradient_allreduce(job.dims, machine, shape.ranks)
         total = (spmm + dense + comm).ravel()
         return {"compute": (spmm + dense).ravel(), "comm": comm.ravel(), "total": total, "epoch": float(total.max())}

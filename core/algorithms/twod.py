@@ -118,7 +118,7 @@ class TwoD(AlgorithmCost):
             comm += g.time(w, tr, job.spec.operator, ch)
             spmm += machine.compute.spmm * nnz * w * slow
         rows = np.broadcast_to(g.n[:, None].astype(float), (s, s))
-        dense = dense_seconds(rows, job.dims, machine, P)
+        dense = dense_seconds(rows, job, machine, P)
         comm += gradient_allreduce(job.dims, machine, P)
         total = (spmm + dense + comm).ravel()
         return {"compute": (spmm + dense).ravel(), "comm": comm.ravel(), "total": total, "epoch": float(total.max())}

@@ -183,8 +183,9 @@ class ExchangeCost(ABC):
         its stages one after another, a stage of a staged exchange as long as the slowest rank of the
         job's node (the relays wait for their node's ranks)."""
         P = layout.ranks
+        delay = machine.sync_delay(P)  # an oversubscribed node: each stage waits a scheduling slice
         if msgs.stages == 1:
-            return stage_time(msgs, row_bytes, machine, P)
+            return stage_time(msgs, row_bytes, machine, P) + delay
         node = layout.node_of()
         total = np.zeros(P)
         for s in range(msgs.stages):
@@ -193,5 +194,5 @@ class ExchangeCost(ABC):
                            machine, P)
             slowest = np.zeros(layout.nodes)
             np.maximum.at(slowest, node, t)
-            total += slowest[node]
+            total += slowest[node] + delay
         return total

@@ -33,4 +33,4 @@ class Bcast(ExchangeCost):
         if P == 1:
             return np.zeros(1)
         t = float(np.sum(bcast_time(np.asarray(cost.rows, float) * row_bytes, P, machine.flat_path(P))))
-        return np.full(P, t)
+        return np.full(P, t + P * machine.sync_delay(P))  # a broadcast per root

@@ -44,4 +44,4 @@ class AllToAllV(ExchangeCost):
              ) -> np.ndarray:
         P = layout.ranks
         steps = np.full(P, P - 1) if P > 1 else np.zeros(P)
-        return stage_time(msgs, row_bytes, machine, P, latency_msgs=steps)
+        return stage_time(msgs, row_bytes, machine, P, latency_msgs=steps) + machine.sync_delay(P)

@@ -3,7 +3,18 @@
 import numpy as np
 import pytest
 
-from shgcn.core.costs import WIRE_DTYPES, Job, call_bytes, split_calls, spmm_widths, step_bytes, work_terms
+from shgcn.core.costs import (
+    WIRE_DTYPES,
+    Job,
+    call_bytes,
+    input_terms,
+    optimizer_terms,
+    sparse_input,
+    split_calls,
+    spmm_widths,
+    step_bytes,
+    work_terms,
+)
 from shgcn.core.errors import UserError
 
 
@@ -74,3 +85,14 @@ def test_work_terms_by_hand():
     assert work_terms([8, 4, 2]) == (12, 88, 24)
     # [2, 4, 3]: widths 2 + 3 forward, 3 backward = 8; 2*4*2 + 4*3*3 = 52; 2 + 4 + 2 * (4 + 3) = 20
     assert work_terms([2, 4, 3]) == (8, 52, 20)
+
+
+def test_sparse_features_and_the_optimizer_by_hand():
+    # 5% nonzero features (kept as CSR): the first layer's 8 x 4 x 2 multiply-adds leave the dense term (24 left)
+    # and become 2 x 0.05 x 8 x 4 = 3.2 nonzero-columns a row of sparse products; its dropout touches 0.4 columns
+    assert work_terms([8, 4, 2], 0.05) == pytest.approx((12, 24, 16.4))
+    assert input_terms([8, 4, 2], 0.05) == pytest.approx(3.2)
+    assert input_terms([8, 4, 2], 0.5) == 0.0 and work_terms([8, 4, 2], 0.5) == work_terms([8, 4, 2])  # dense
+    assert sparse_input(0.1) and not sparse_input(0.11)
+    # Adam: 14 passes over 8 x 4 + 4 x 2 weights
+    assert optimizer_terms([8, 4, 2]) == 14 * 40

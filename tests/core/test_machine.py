@@ -78,6 +78,9 @@ def test_machine_of_a_name_a_file_a_spec_or_itself(tmp_path):
     assert lab == Machine("lab", 4, Channel(1e-6, 1e-10), Channel(2e-6, 2e-10, "osu"), 5e9, 8,
                           ComputeModel(1.0, 2.0, 3.0, 4.0))
     assert machine_from_json({**d, "link": None}).link_rate is None
+    assert machine_from_json({**d, "oversubscribed_sync": {"seconds": 2e-5}}).oversubscribed_sync == 2e-5
+    assert machine_of("ranks=8").oversubscribed_sync == machine_of("this").oversubscribed_sync  # over `this`
+    assert machine_of("ranks=8,sync=20us").oversubscribed_sync == pytest.approx(2e-5)
     spec = machine_of("ranks=8,cores=16")
     assert (spec.name, spec.ranks_per_node, spec.cores_per_node) == ("custom", 8, 16)
 
@@ -157,6 +160,14 @@ def test_oversubscription():
     assert m.oversubscription(4, threads=2) == 4.0 and m.oversubscription(1, threads=0) == 1.0
     nodes = machine(ranks_per_node=48, cores=48)
     assert nodes.oversubscription(480) == 1.0  # ten full nodes, each within its cores
+
+
+def test_sync_delay_grows_with_oversubscription():
+    m = replace(machine(ranks_per_node=4096, cores=2), oversubscribed_sync=1e-5)
+    assert [m.sync_delay(p) for p in (1, 2, 4, 8)] == pytest.approx([0.0, 0.0, 2e-5, 4e-5])
+    assert machine(ranks_per_node=4096, cores=2).sync_delay(8) == 0.0  # not measured: not modelled
+    assert machine_of("this").oversubscribed_sync > 0  # measured here (benchmarks.training.pingpong)
+    assert machine_of("paper").sync_delay(512) == 0.0  # 48 ranks on 48 cores a node
 
 
 def test_bcast_time_by_hand():

@@ -326,6 +326,9 @@ class ExchangeTests:
             header, epochs = run(ranks, mpi_stores[kind, ranks], tmp_path / f"{arch}.jsonl", *args,
                                  "--exchange", self.exchange, "--ranks-per-node", per_node)
             assert header.exchange == self.exchange and header.ranks_per_node == per_node
+            # the features' density (the first layer's modelled work) is the store's, over every rank's rows
+            density = store.open_store(mpi_stores[kind, ranks]).feature_density()
+            assert header.input_density == pytest.approx(density, abs=1e-6) and header.job().input_density > 0
             np.testing.assert_allclose([e.loss for e in epochs], [e.loss for e in ref], rtol=1e-4)
             check_run_bytes(mpi_stores[kind, ranks], header, epochs)
 

@@ -42,6 +42,14 @@ def test_round_trip_equals_in_memory_result(built):
     assert s.attrs["n"] == 600 and s.attrs["nnz"] == a.nnz and s.models == ["rp", "gp", "hp"]
 
 
+def test_feature_density_counts_the_blocks_nonzeros(built):
+    s = store.open_store(built.path)
+    _, x = reassemble(s)
+    assert s.feature_density() == np.count_nonzero(x) / x.size
+    first = np.concatenate([np.asarray(s.rank(r).features[:3]) for r in range(s.parts)])
+    assert s.feature_density(rows_per_rank=3) == np.count_nonzero(first) / first.size  # a bounded read
+
+
 def test_directed_store_has_transpose_plan(tmp_path, client):
     res = make(tmp_path, client, source="rmat:scale=8,edge_factor=4,seed=2", models=("rp",), parts=4)
     s = store.open_store(res.path)

@@ -1,6 +1,8 @@
 """What every algorithm's cost model shares (core/algorithms/base.py): a call's bytes, summing a step, the dense
 work, the gradient allreduce and the checks of a job, by hand."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from helpers.costs import machine
@@ -28,12 +30,19 @@ def test_sum_calls():
 
 
 def test_dense_seconds_by_hand():
-    """GCN [8, 4, 2]: 88 multiply-adds and 24 elementwise columns a row (core/costs.work_terms)."""
-    m = machine(compute=ComputeModel(spmm=5.0, dense=1e-3, elem=1e-2, const=0.5), cores=2, ranks_per_node=4096)
-    # 10 rows: 0.88 + 2.4 + 0.5; 20 rows: 1.76 + 4.8 + 0.5; the SpMM coefficient plays no part
-    assert dense_seconds(np.array([10, 20]), (8, 4, 2), m, 2) == pytest.approx([3.78, 7.06])
+    """GCN [8, 4, 2]: 88 multiply-adds and 24 elementwise columns a row (core/costs.work_terms), and Adam's
+    14 x 40 = 560 elementwise operations once per rank."""
+    m = machine(compute=ComputeModel(spmm=0.1, dense=1e-3, elem=1e-2, const=0.5), cores=2, ranks_per_node=4096)
+    job = Job((8, 4, 2))
+    # 10 rows: 0.88 + 2.4, 20 rows: 1.76 + 4.8; each + 0.5 + 5.6; the SpMM coefficient plays no part
+    assert dense_seconds(np.array([10, 20]), job, m, 2) == pytest.approx([9.38, 12.66])
     # 4 ranks on 2 cores: twice as slow
-    assert dense_seconds(np.array([10, 20]), [8, 4, 2], m, 4) == pytest.approx([7.56, 14.12])
+    assert dense_seconds(np.array([10, 20]), job, m, 4) == pytest.approx([18.76, 25.32])
+    # 5% nonzero features, kept as CSR: 24 multiply-adds, 16.4 columns and 3.2 sparse nonzero-columns a row
+    # at the SpMM rate: 10 rows 0.24 + 1.64 + 3.2, + 6.1
+    assert dense_seconds(np.array([10]), job.with_(input_density=0.05), m, 2) == pytest.approx([11.18])
+    # above the trainer's CSR threshold (10%) the features stay dense: no saving
+    assert dense_seconds(np.array([10]), job.with_(input_density=0.5), m, 2) == pytest.approx([9.38])
 
 
 def test_gradient_allreduce_by_hand():
@@ -43,6 +52,10 @@ def test_gradient_allreduce_by_hand():
     assert gradient_allreduce((8, 4, 2), m, 2, itemsize=2) == pytest.approx(20 + 8)
     assert gradient_allreduce((8, 4, 2), machine(ranks_per_node=2), 2) == pytest.approx(2 + 1.6)  # one node: intra
     assert gradient_allreduce((8, 4, 2), m, 1) == 0.0
+    # 4 ranks on one node of 2 cores, a synchronization 3 s per unit of oversubscription: + 3 x 2
+    over = replace(machine(ranks_per_node=4, cores=2), oversubscribed_sync=3.0)
+    assert gradient_allreduce((8, 4, 2), over, 4) == pytest.approx(2 * 2 + 2 * 0.01 * 160 * 3 / 4 + 6)
+    assert gradient_allreduce((8, 4, 2), replace(over, cores_per_node=4), 4) == pytest.approx(4 + 2.4)
 
 
 class Plain(AlgorithmCost):
