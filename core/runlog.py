@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .archs import arch_spec
 from .costs import WIRE_DTYPES, Job
 from .errors import UserError
 
@@ -53,9 +54,12 @@ class Header:
 
     def job(self) -> Job:
         """The run's job, as the epoch model takes it (:class:`shgcn.core.costs.Job`)."""
+        # no combine recorded (one rank per block row): the architecture's own (a product's partial sums reduce;
+        # attention gathers)
+        combine = self.combine or ("reduce" if arch_spec(self.arch).by_product else "gather")
         return Job(tuple(self.dims), arch=self.arch, heads=tuple(self.heads) if self.heads else None,
                    exchange=self.exchange, itemsize=WIRE_DTYPES.get(self.exchange_dtype, 4),
-                   algorithm=self.algorithm, replication=self.replication, combine=self.combine or "reduce",
+                   algorithm=self.algorithm, replication=self.replication, combine=combine,
                    ranks_per_node=self.ranks_per_node or _blocks(self.nodes), input_density=self.input_density)
 
     @property

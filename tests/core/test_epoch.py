@@ -160,7 +160,9 @@ def sim_stores(tmp_path_factory):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("kind", GRAPHS)
-@pytest.mark.parametrize("ranks,exchange", [(2, "p2p"), (4, "p2p"), (4, "bcast"), (2, "alltoallv")])
+@pytest.mark.parametrize("ranks,exchange", [(2, "p2p"), pytest.param(4, "p2p", marks=pytest.mark.slow),
+                                            pytest.param(4, "bcast", marks=pytest.mark.slow),
+                                            pytest.param(2, "alltoallv", marks=pytest.mark.slow)])
 def test_predicted_bytes_equal_measured(sim_stores, tmp_path, kind, ranks, exchange):
     path = sim_stores[kind, ranks]
     res = train(ranks, path, "--epochs", "3", "--exchange", exchange, log=tmp_path / "run.jsonl")

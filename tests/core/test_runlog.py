@@ -67,6 +67,10 @@ def test_the_job_of_a_header():
                           replication=2, combine="gather", ranks_per_node=2)
     assert header().job() == Job((8, 16, 4), ranks_per_node=1)  # float32, reduce, a node per rank
     assert header(exchange_dtype="float16").job().itemsize == 2 and header(exchange_dtype="float64").job().itemsize == 4
+    # no combine recorded (a 1.5D run with one rank a row): the architecture's own, which 1.5D's model accepts
+    assert header(arch="gat", heads=[2, 1], algorithm="1.5d").job().combine == "gather"
+    assert header(arch="gcn", algorithm="1.5d").job().combine == "reduce"
+    assert header(input_density=0.05).job().input_density == 0.05
 
 
 @pytest.mark.parametrize("nodes, per_node", [([0, 0, 1, 1], 2), ([0, 0, 0, 1, 1], 3), ([0, 0, 1], 2),

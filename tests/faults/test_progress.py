@@ -29,6 +29,7 @@ sys.exit(main(sys.argv[1:]))
 FRAME = re.compile(r"partition: rp\s+0%\|[^|]*\| 0/1 tasks \[(\d\d:\d\d), running (.)\]")
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_the_bar_moves_during_a_long_partitioner_and_logs_print_above_it(tmp_path):
     code, out = run_in_pty([sys.executable, "-c", SLOW_RP, "build", SBM, "--parts", "2", "--model", "rp",
                             "--heartbeat", "1", "--out", str(tmp_path / "s.zarr")], timeout=300)

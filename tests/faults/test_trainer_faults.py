@@ -98,6 +98,7 @@ def _rank_pids(store) -> dict[int, int]:
     return out
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_a_stopped_rank_ends_the_job_with_one_line_and_resume_works(p2, tmp_path):
     """Case 11: a rank stopped with SIGSTOP left the others waiting forever.
     The watchdog (--timeout) ends every rank with one line naming it; the

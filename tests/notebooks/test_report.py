@@ -55,6 +55,7 @@ def test_report_without_shp_or_runs_explains_instead_of_failing(stores, tmp_path
     assert "No run logs were given" in parts["Training runs"]
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_report_as_executed_notebook(stores, tmp_path):
     full, _, log = stores
     out = tmp_path / "report.ipynb"
@@ -199,6 +200,7 @@ def browser() -> str | None:
     return os.environ.get("SHGCN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_report_loads_in_a_headless_browser_with_every_figure_drawn(stores, tmp_path):
     exe = browser()
     if exe is None:

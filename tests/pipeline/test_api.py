@@ -46,7 +46,8 @@ def test_model_options_are_keywords(tmp_path, client):
         pl.build("sbm:n=200", parts=2, out=tmp_path / "p.zarr", client=client, hp_presets="default")
 
 
-@pytest.mark.parametrize("layout", ["ogb-csv", "ogb-npz", "saint"])
+@pytest.mark.parametrize("layout", [pytest.param("ogb-csv", marks=pytest.mark.slow), "ogb-npz",
+                                    pytest.param("saint", marks=pytest.mark.slow)])
 def test_dataset_directories_build_the_store_of_their_arrays(tmp_path, client, layout):
     """An OGB or GraphSAINT directory gives, byte for byte, the store of the same graph and node data given
     as arrays."""

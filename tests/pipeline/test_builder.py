@@ -2,6 +2,7 @@
 volume-balanced models in the store."""
 
 import numpy as np
+import pytest
 from helpers import run_cli
 from helpers.stores import SBM, make, same_store
 
@@ -16,6 +17,7 @@ def test_many_row_blocks_equal_one(tmp_path, client):
     same_store(one.path, many.path)  # the store does not depend on how the build cut its work
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_directed_many_blocks_and_chunks_equal_one(tmp_path, client):
     text = "".join(f"{u} {v}\n" for u, v in np.random.default_rng(3).integers(0, 400, (3000, 2)).tolist())
     src = tmp_path / "g.txt"

@@ -45,6 +45,7 @@ def test_gzip_bomb_is_one_line_with_bounded_memory(tmp_path):
     assert peak_mib < 1024, peak_mib
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_a_declared_size_that_cannot_fit_is_one_line(tmp_path):
     m = tmp_path / "huge.mtx"
     m.write_text("%%MatrixMarket matrix coordinate pattern general\n1000000000000 1000000000000 1\n1 2\n")

@@ -16,7 +16,7 @@ def stores(mpi_stores):
 
 
 @pytest.mark.parametrize("kind", GRAPHS)
-@pytest.mark.parametrize("ranks", [2, 4])
+@pytest.mark.parametrize("ranks", [pytest.param(2, marks=pytest.mark.slow), 4])
 def test_p2p_bytes_equal_predicted_volume(stores, tmp_path, kind, ranks):
     _, directed = GRAPHS[kind]
     path = stores[kind, ranks]

@@ -50,6 +50,7 @@ def test_the_file_read_back_is_the_symmetrized_graph_with_its_weights(tmp_path, 
     np.testing.assert_array_equal(np.asarray(weights), w)
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_a_partition_made_from_the_file_comes_back(tmp_path):
     kaminpar = pytest.importorskip("kaminpar")
     out = tmp_path / "g.parhip"

@@ -24,6 +24,7 @@ def _children(under: Path) -> set[str]:
     return found
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 @pytest.mark.timeout(600)
 def test_partitioner_runs_in_a_child_and_the_client_stays_responsive(tmp_path, client):
     """Round trips through the scheduler's event loop complete while the

@@ -46,6 +46,7 @@ def test_unreachable_scheduler_is_a_user_error(tmp_path):
     assert res.returncode == 2 and "cannot connect to the Dask scheduler" in res.stderr
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_external_cluster_with_relative_paths_equals_embedded(tmp_path, external, client):
     work = tmp_path / "work"
     (work / "in").mkdir(parents=True)

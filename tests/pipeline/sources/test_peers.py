@@ -57,6 +57,7 @@ def test_pyg_loaders_read_our_graphsaint_fixtures_as_we_do(tmp_path, client):
         assert store.open_store(a).attrs["label_kind"] == ("multi" if multi else "single")
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_ogb_loader_reads_our_fixture_and_build_takes_its_dataset(tmp_path, client):
     pytest.importorskip("ogb")
     from ogb.nodeproppred import NodePropPredDataset
