@@ -81,6 +81,18 @@ class Held:
     buffer_nnz: Any = 0
 
 
+PARAM_BYTES = 16  # a float32 weight, its gradient and Adam's two moments
+
+
+def model_bytes(job: Job) -> int:
+    """Modelled bytes of the model every rank holds whole: :data:`PARAM_BYTES`
+    per weight of the layers' ``in_k x out_k`` matrices (the GCN shape; an
+    architecture with a second matrix per layer holds about twice that)."""
+    ins = job.spec.in_widths(list(job.dims), job.layer_heads)
+    outs = [d * h for d, h in zip(job.dims[1:], job.layer_heads)]
+    return PARAM_BYTES * sum(int(i) * int(o) for i, o in zip(ins, outs))
+
+
 def rank_bytes(held: Held, job: Job):
     """Modelled bytes one rank holds while training ``job`` (a scalar, or (P,) for arrays in ``held``):
     the matrix, the features, every layer's activations and gradients, the received rows at the widest

@@ -200,14 +200,21 @@ class RunLogWriter:
             old = read_run_log(self.path)
             kept = [to_json(old.header)] + _in_log_order(old, resume_from)
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        with open(tmp, "w") as f:
-            f.write("\n".join(kept or [to_json(header)]) + "\n")
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w") as f:
+                f.write("\n".join(kept or [to_json(header)]) + "\n")
+            os.replace(tmp, self.path)
+        except OSError as e:  # a full disk, a read-only directory: nothing half-written stays behind
+            tmp.unlink(missing_ok=True)
+            raise UserError(f"{self.path}: cannot write the run log ({e.strerror or e})") from None
         self._f = open(self.path, "a")
 
     def write(self, rec: Record) -> None:
-        self._f.write(to_json(rec) + "\n")
-        self._f.flush()
+        try:
+            self._f.write(to_json(rec) + "\n")
+            self._f.flush()
+        except OSError as e:  # a full disk mid-run: the user's problem, one line (the records so far stay)
+            raise UserError(f"{self.path}: cannot write the run log ({e.strerror or e})") from None
 
     def close(self) -> None:
         self._f.close()

@@ -95,6 +95,32 @@ def _warn_if_symmetric(source: Any) -> None:
         warnings.warn(message, UserWarning, stacklevel=3)
 
 
+def _checked_arguments(parts: Any, out: Any, models: Any, overwrite: Any) -> tuple[str, ...]:
+    """The API's own arguments checked by type, each error naming the
+    parameter (not a command-line flag); returns ``models`` as a tuple (one
+    name as a string is one model, not its letters)."""
+    import os
+
+    if isinstance(parts, bool) or not isinstance(parts, (int, np.integer)) or parts < 1:
+        raise UserError(f"build(): parts={parts!r}: a whole number of parts >= 1")
+    if not isinstance(out, (str, os.PathLike)) or not str(out):
+        raise UserError(f"build(): out={out!r}: the store's path (a str or a path)")
+    if not isinstance(overwrite, bool):
+        raise UserError(f"build(): overwrite={overwrite!r}: True or False")
+    if isinstance(models, str):
+        models = tuple(m.strip() for m in models.split(","))
+    if not isinstance(models, (list, tuple)) or not all(isinstance(m, str) for m in models):
+        raise UserError(f"build(): models={models!r}: model names, e.g. ('gp', 'hp') or 'hp'")
+    from .models import DEFAULT_ALL, model_names
+
+    if tuple(models) == ("all",):
+        return DEFAULT_ALL
+    for m in models:
+        if m not in model_names():
+            raise UserError(f"build(): models: unknown model {m!r}; choose from {', '.join(model_names())} or 'all'")
+    return tuple(models)
+
+
 def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",), client=None,
           features: Any = None, labels: Any = None, masks: dict | None = None, overwrite: bool = False,
           echo=None, **options) -> BuildResult:
@@ -139,6 +165,7 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
     nodes = _node_source(features, labels, masks)
     if nodes is not None and ("features" in options or "labels" in options):
         raise UserError("give features/labels either as arrays or as specs (features='random:D'), not both")
+    models = _checked_arguments(parts, out, models, overwrite)
     fields = {f.name for f in dataclasses.fields(BuildConfig)}
     model_options = {k: options.pop(k) for k in list(options) if k not in fields and k in default_options()}
     unknown = sorted(set(options) - fields)
@@ -146,7 +173,7 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
         raise UserError(f"build(): unknown option {unknown[0]!r}")
     if options.get("directed") is None and not isinstance(source, str):
         _warn_if_symmetric(source)
-    cfg = BuildConfig(source=source, out=str(out), parts=parts, models=tuple(models), overwrite=overwrite,
+    cfg = BuildConfig(source=source, out=str(out), parts=int(parts), models=models, overwrite=overwrite,
                       command=f"shgcn.pipeline.build({type(source).__name__}, parts={parts})",
                       options={**options.pop("options", {}), **model_options}, **options)
     with _client(client) as c:

@@ -12,6 +12,7 @@ Dask, zarr, numba nor the partitioners); each command imports what it needs
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
 import sys
@@ -326,6 +327,12 @@ def fail(args, message: str, code: int = 2) -> int:
     return code
 
 
+USER_ERRNOS = {errno.ENOSPC: "the disk is full: free space or choose another --out",
+               errno.EDQUOT: "the disk quota is exhausted: free space or choose another --out",
+               errno.EROFS: "a read-only filesystem: choose another --out",
+               errno.ENAMETOOLONG: "a name or path too long for the filesystem"}
+
+
 def main(argv: list[str] | None = None) -> int:
     # dependencies' deprecation notices are for their users, not ours (a command's stderr is for its own messages)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -341,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
         return fail(args, str(e), 2)
     except PermissionError as e:  # a file the user may not read or write, wherever it was opened
         return fail(args, f"{e.filename or ''}: permission denied ({e.strerror or e})".lstrip(": "), 2)
+    except OSError as e:
+        if e.errno not in USER_ERRNOS:
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        return fail(args, f"{where}{e.strerror or e} ({USER_ERRNOS[e.errno]})", 2)
     except MemoryError as e:
         return fail(args, f"out of memory ({type(e).__name__}: {' '.join(str(e).split())[:200]}): the graph does "
                           "not fit in this machine's memory; lower --memory-limit to be stopped before the work, or "

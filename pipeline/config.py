@@ -23,6 +23,10 @@ from .sources.parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES
 BLOCK_NNZ = 1 << 22  # nonzeros per row block (the unit of parallel work)
 
 
+OUT_NAME_MAX = 255 - 64  # the build's siblings: ".NAME.partial-<pid>-<id>", ".NAME.lock"
+OUT_PATH_MAX = 4096 - 512  # PATH_MAX, less room for the store's own files
+
+
 @dataclass(frozen=True)
 class BuildConfig:
     """Everything a build depends on.
@@ -106,6 +110,13 @@ class BuildConfig:
         """Paths made absolute, here, before they travel to the workers."""
         if self.out.strip() in ("", ".", "..", "/") or Path(self.out).name in ("", ".", ".."):
             raise UserError(f"--out {self.out!r}: name a new directory for the store, e.g. stores/graph.zarr")
+        name = len(os.fsencode(Path(self.out).name))
+        if name > OUT_NAME_MAX:
+            raise UserError(f"--out: the store's name is {name} bytes long; at most {OUT_NAME_MAX} (the build writes "
+                            "siblings named after it, and a file name holds at most 255 bytes)")
+        full = len(os.fsencode(os.path.abspath(os.path.expanduser(self.out))))
+        if full > OUT_PATH_MAX:
+            raise UserError(f"--out: the store's path is {full} bytes long; at most {OUT_PATH_MAX}")
 
         def absolute(p: str | None) -> str | None:
             return None if p is None else os.path.abspath(os.path.expanduser(p))

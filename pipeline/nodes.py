@@ -154,6 +154,9 @@ def source_facts(src: NodeSource | None) -> Facts:
     (a small task); rows is -1 when the arrays disagree about it."""
     if src is None:
         return None, None, False, None, "single"
+    if src.features is not None and np.dtype(src.features.dtype).kind not in "fiub":
+        raise UserError(f"the node features are {np.dtype(src.features.dtype)}: they must be real numbers "
+                        "(complex values would lose their imaginary part)")
     dim = None if src.features is None else int(src.features.shape[1])
     classes = src.classes
     if classes is None and src.labels is not None:
@@ -203,9 +206,15 @@ def plan(spec: NodeSpec, n: int, name: str, facts: Facts, npy: tuple[tuple[int, 
         log.warning("%s: generating random:%d features (choose with --features random:D)", note, DEFAULT_DIM)
         dim, features_from = DEFAULT_DIM, "random"
     c = parse_generated(spec.labels, "labels")
+    if c is not None and c > max(n, 2):
+        raise UserError(f"--labels {spec.labels}: {c:,} classes for {n:,} vertices (at most one class per vertex)")
     if c is None and classes_src is None:
         log.warning("%s has no labels: generating random:%d (choose with --labels random:C)", name, DEFAULT_CLASSES)
         c = DEFAULT_CLASSES
+    if c is None and kind == "single" and not 0 < int(classes_src or 0) <= max(n, 2):
+        raise UserError(f"{name}: the labels give {int(classes_src or 0):,} classes for {n:,} vertices "
+                        + ("(no vertex has a class)" if not classes_src else "(class ids must be below the number "
+                           "of vertices)"))
     out = NodePlan(dim, c, features_from, "random", "random") if c is not None else \
         NodePlan(dim, int(classes_src or 0), features_from, "source", "source" if masks_src else "random", kind)
     if out.split_from == "random":

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._arrays import array_checksum, block_checksum, write_array, write_graph_block, write_node_rows, write_rank
-    from ._atomic import is_store_dir
+    from ._atomic import enclosing_store, is_store_dir
     from ._reader import Store, memmap_array, open_rank, open_store
     from ._schema import SCHEMA_VERSION, Plan, RankBlock, block_arrays
     from ._writer import StoreWriter, abort_all
@@ -41,14 +41,15 @@ _WHERE = {
     **dict.fromkeys(("SCHEMA_VERSION", "Plan", "RankBlock", "block_arrays"), "._schema"),
     **dict.fromkeys(("array_checksum", "block_checksum", "write_array", "write_graph_block", "write_node_rows",
                      "write_rank"), "._arrays"),
-    "is_store_dir": "._atomic",
+    **dict.fromkeys(("enclosing_store", "is_store_dir"), "._atomic"),
     **dict.fromkeys(("StoreWriter", "abort_all"), "._writer"),
     **dict.fromkeys(("StoreError", "UserError"), ".errors"),
     **dict.fromkeys(("GraphArrays", "graph_arrays", "to_dgl", "to_pyg"), ".interop"),
 }
 __all__ = [
     "SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "UserError",
-    "abort_all", "array_checksum", "block_arrays", "block_checksum", "graph_arrays", "is_store_dir", "memmap_array",
+    "abort_all", "array_checksum", "block_arrays", "block_checksum", "enclosing_store", "graph_arrays", "is_store_dir",
+    "memmap_array",
     "open_rank", "open_store", "to_dgl", "to_pyg", "write_array", "write_graph_block", "write_node_rows",
     "write_rank",
 ]

@@ -103,14 +103,19 @@ NODE_ARRAYS = {"features": ("node", "feature"), "labels": ("node",), "train_mask
                "val_mask": ("node",), "test_mask": ("node",)}
 
 
-def write_node_rows(root: str | Path, lo: int, arrays: dict[str, np.ndarray]) -> None:
+def write_node_rows(root: str | Path, lo: int, arrays: dict[str, np.ndarray]) -> dict[str, str]:
     """Rows ``lo..`` of the node arrays (a ``write-nodes`` task; ``lo`` is a
-    chunk boundary, so parallel tasks never share a chunk)."""
+    chunk boundary, so parallel tasks never share a chunk). Returns the
+    checksum of every piece as stored, by :func:`_layout.node_piece` key."""
     _check_abort()
+    sums = {}
     try:
         g = zarr.open_group(str(root), path=_layout.NODES, mode="r+", zarr_format=3)
         for name, a in arrays.items():
             z = g[name]
-            z[lo:lo + a.shape[0]] = a  # type: ignore[index]
+            stored = np.ascontiguousarray(a, dtype=z.dtype)  # type: ignore[union-attr]
+            z[lo:lo + a.shape[0]] = stored  # type: ignore[index]
+            sums[_layout.node_piece(name, lo, lo + a.shape[0])] = array_checksum(stored)
     except OSError as e:
         raise os_error(Path(root), e) from None
+    return sums

@@ -37,6 +37,20 @@ def partition_array(model: str) -> str:
     return f"partitions/{model}"
 
 
+def node_piece(name: str, lo: int, hi: int) -> str:
+    """The checksum key of rows ``lo:hi`` of the node array ``name``."""
+    return f"{NODES}/{name}/{lo}:{hi}"
+
+
+def parse_node_piece(key: str) -> tuple[str, int, int] | None:
+    """(array name, lo, hi) of a :func:`node_piece` key, None for other keys."""
+    head, _, rows = key.rpartition("/")
+    if not head.startswith(f"{NODES}/") or ":" not in rows:
+        return None
+    lo, _, hi = rows.partition(":")
+    return head[len(NODES) + 1:], int(lo), int(hi)
+
+
 def graph_bounds() -> str:
     return f"{GRAPH}/bounds"
 

@@ -32,7 +32,7 @@ import numpy as np
 import zarr
 
 from . import _layout
-from ._arrays import ABORT, NODE_ARRAYS, _check_abort, os_error, write_array
+from ._arrays import ABORT, NODE_ARRAYS, _check_abort, array_checksum, os_error, write_array
 from ._atomic import RENAME_EXCHANGE, RENAME_NOREPLACE, enclosing_store, foreign_entries, identity, is_store_dir, renameat2
 from ._lock import OutputLock
 from ._schema import SCHEMA_VERSION, StoreError
@@ -195,6 +195,12 @@ class StoreWriter:
             z = g.create_array(name, shape=(n,), chunks=(max(1, chunk_rows),), dtype=values.dtype,
                                dimension_names=("node",), fill_value=0, compressors=None)
             z[...] = values
+            self.sums[_layout.node_piece(name, 0, n)] = array_checksum(values)
+
+    def record_node_sums(self, sums: dict[str, str]) -> None:
+        """The checksums of the node arrays' pieces, as the ``write-nodes``
+        tasks returned them (:func:`write_node_rows`)."""
+        self.sums.update(sums)
 
     def write_quality(self, ds) -> None:
         """Quality of every model (xarray Dataset, dim ``model``)."""

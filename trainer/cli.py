@@ -227,13 +227,26 @@ def _run(cfg, comm) -> int:
 
 
 def _abort(comm, e: BaseException) -> int:
-    """Report this rank's failure and bring the whole job down (exit 1)."""
-    print(f"shgcn-train: rank {comm.rank}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+    """Report this rank's failure and bring the whole job down: exit 130 for
+    an interrupt (Ctrl-C reaches every rank: rank 0 alone says so, one
+    line), 2 for a user error found during training (a full disk under
+    ``--log``), else 1."""
+    from shgcn.core.errors import UserError
+
+    if isinstance(e, KeyboardInterrupt):
+        code, text = 130, "interrupted; the run stopped (a --checkpoint DIR keeps what it last wrote)"
+    elif isinstance(e, UserError):
+        code, text = 2, f"error: {e}"
+    else:
+        code, text = 1, f"{type(e).__name__}: {e}"
+    who = "" if comm.size == 1 or code == 130 else f"rank {comm.rank}: "
+    if code != 130 or comm.rank == 0:
+        print(f"shgcn-train: {who}{text}", file=sys.stderr, flush=True)
     if comm.size > 1:
         from .watchdog import abort_job
 
-        abort_job(1)
-    return 1
+        abort_job(code)
+    return code
 
 
 if __name__ == "__main__":

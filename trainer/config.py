@@ -112,8 +112,8 @@ class TrainConfig:
                 raise TrainError(str(e)) from None
         if self.heads < 1 or self.out_heads < 1:
             raise TrainError("--heads and --out-heads must be >= 1")
-        if not 0 <= self.attention_dropout < 1:
-            raise TrainError(f"--attn-dropout {self.attention_dropout}: must be in [0, 1)")
+        if self.attn_dropout is not None and not 0 <= self.attn_dropout < 1:  # None: --dropout's, checked there
+            raise TrainError(f"--attn-dropout {self.attn_dropout}: must be in [0, 1)")
         if self.exchange_dtype not in DTYPES:
             raise TrainError(f"--exchange-dtype {self.exchange_dtype!r}: choose from {', '.join(DTYPES)}")
         if self.memory_limit is not None and self.memory_limit < 1:

@@ -50,7 +50,7 @@ QUESTIONS = (
               "Notes: volume-balancing variants tried (issue 16)"),
              (_P + "vb_quality", _P + "quality_table")),
     Question("speed", "Partitioner speed: hypergraph quality in graph-partitioner time?",
-             ("hp at graph-partitioner speed (issue 22)",
+             ("hp presets: quality against time (issue 31)", "hp at graph-partitioner speed (issue 22)",
               "hp's start: KaMinPar presets before the connectivity refinement (issue 22)",
               "Partitioning: KaMinPar against METIS"),
              (_P + "hp_speed", _P + "hp_start")),

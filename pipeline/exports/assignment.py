@@ -70,12 +70,20 @@ def check_out(out: Path, overwrite: bool, directory: bool, ours=is_assignment) -
     (``ours(out)``; for a directory: an export of ours, or empty)."""
     if not out.parent.exists():
         raise UserError(f"{out.parent}: directory does not exist")
+    from shgcn.store import enclosing_store
+
+    store = enclosing_store(out)
+    if store is not None:
+        raise UserError(f"{out}: inside the store {store}, which holds only what a build writes (a foreign file "
+                        "there would stop `build --overwrite` of it); write the export elsewhere")
     if out.exists() or out.is_symlink():
         if not overwrite:
             raise UserError(f"{out}: already exists (use --overwrite to replace it)")
         if out.is_symlink() or out.is_dir() != directory:
-            raise UserError(f"{out}: exists and is {'not ' if directory else ''}a directory{' (a link)' * out.is_symlink()}"
-                            "; --overwrite replaces only what this command writes, so it is left as it is")
+            what = (f"a link (to {os.readlink(out)})" if out.is_symlink() else "not a directory" if directory
+                    else "a directory")
+            raise UserError(f"{out}: exists and is {what}; --overwrite replaces only what this command writes, so "
+                            "it is left as it is")
         if directory and any(out.iterdir()) and not is_export(out):
             raise UserError(f"{out}: a directory that is not an export of ours and is not empty; --overwrite replaces "
                             "only those, so it is left as it is")

@@ -1,69 +1,138 @@
 """``hp``: a partition for the column-net hypergraph of Â, whose
 connectivity-1 is the exact communication volume of one SpMM.
 
-``--hp-preset`` chooses how:
+Every preset but the ``mtkahypar-*`` ones starts from other partitions and
+refines them for connectivity-1, so hp's total volume is never above that of
+a partition it started from (the refinements never raise it). Every preset
+but Mt-KaHyPar's non-deterministic ones gives the same partition for the
+same seed and versions, with any thread count. ``--hp-preset`` chooses,
+along a measured curve of quality against time (benchmarks/RESULTS.md, "hp
+presets"):
 
-- ``fast`` (the default): KaMinPar's graph partition (its ``default`` preset,
-  one thread) from the ParHIP file the workers write, brought under the
-  strict load bound (:mod:`.rebalance`), refined for
-  connectivity-1 on the hypergraph (:mod:`.km1`): 0.84x-0.92x METIS's total
-  volume in 2x-5x METIS's CPU time on the shared graphs (benchmarks/RESULTS.md,
-  "hp's start"), and deterministic (the same partition for the same seed and
-  versions).
-- ``deterministic``, ``default``, ``quality``, ``deterministic_quality``,
-  ``highest_quality``, ``large_k``: Mt-KaHyPar with that preset, from
-  scratch (slower: 13x-33x METIS's time here). Only the deterministic ones
-  give the same partition for the same seed with several threads.
+- ``fast``: KaMinPar's partition (its ``default`` preset, one thread,
+  brought under the strict load bound: :mod:`.rebalance`), refined for
+  connectivity-1 on the hypergraph (:mod:`.km1`).
+- ``default``: the same for METIS's partition as well (when Â has at most
+  :data:`METIS_START_NNZ` nonzeros: METIS holds about 220 bytes a nonzero),
+  keeping the refined partition of lower volume: hp's total is then at most
+  both graph partitioners'.
+- ``quality``: ``default``'s result improved by Mt-KaHyPar V-cycles
+  (multilevel FM refinement) with its ``deterministic`` preset (measured
+  better than its ``quality`` preset's V-cycles on soc-slashdot0902, and
+  reproducible).
+- ``highest``: ``quality`` with Mt-KaHyPar's own partition from scratch
+  (``deterministic`` preset) as one more start: the best found here, and
+  the slowest.
+- ``mtkahypar-<preset>``: Mt-KaHyPar with that preset from scratch, as it
+  comes (its ``default``, ``quality``... are not reproducible with several
+  threads).
+
+When the build also computes ``gp``, its partition is one more start (it
+may come from another backend or preset than hp's own starts).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .base import GRAPH_FILE, MATRIX, Assignment, Inputs, Model, Option, PartitionConfig
 
 KAHYPAR_PRESETS = ("deterministic", "default", "quality", "deterministic_quality", "highest_quality", "large_k")
-PRESET = Option("--hp-preset", "fast", "hp: fast (KaMinPar + connectivity refinement, deterministic) or a "
-                "Mt-KaHyPar preset (deterministic is reproducible with threads; default, quality are not)",
-                choices=("fast", *KAHYPAR_PRESETS))
+SCRATCH = tuple(f"mtkahypar-{p}" for p in KAHYPAR_PRESETS)
+VCYCLE_PRESETS = ("quality", "highest")  # improved by Mt-KaHyPar's V-cycles at the end
+PRESETS = ("fast", "default", *VCYCLE_PRESETS, *SCRATCH)
+PRESET = Option("--hp-preset", "default", "hp: fast (KaMinPar refined for connectivity), default (the better of "
+                "KaMinPar and METIS, refined), quality (then Mt-KaHyPar V-cycles), highest (Mt-KaHyPar's own "
+                "partition as one more start) or mtkahypar-<preset> (Mt-KaHyPar from scratch)", choices=PRESETS)
+ENGINE = "deterministic"  # Mt-KaHyPar's preset behind quality and highest
 # KaMinPar's preset for the start: with the work weights of the 2026-11-25 epoch model, "default" starts the
 # refinement as well as "eco" or better, in 55-80% of its time (benchmarks/RESULTS.md, "hp's start")
 START_PRESET = "default"
+METIS_START_NNZ = 20_000_000  # METIS is a start up to this many nonzeros of Â (about 4.4 GB at its peak)
+VCYCLES = 1  # Mt-KaHyPar V-cycles of quality and highest (3 of its quality preset's: 0.5% lower than 1 on soc-slashdot0902 p16)
 
 
 def kahypar_preset(cfg: PartitionConfig) -> str:
-    """The Mt-KaHyPar preset of ``cfg`` (``fast`` is no Mt-KaHyPar preset:
-    models that need Mt-KaHyPar, such as shp, use ``deterministic`` then)."""
+    """The Mt-KaHyPar preset behind ``cfg``'s hp preset (``fast`` and
+    ``default`` use none: models that need Mt-KaHyPar, such as shp, use
+    :data:`ENGINE` then)."""
     preset = cfg.option(PRESET)
-    return preset if preset in KAHYPAR_PRESETS else "deterministic"
+    return preset.removeprefix("mtkahypar-") if preset in SCRATCH else ENGINE
+
+
+def refined_starts(inputs: Inputs, cfg: PartitionConfig, metis: bool, hg=None) -> tuple[np.ndarray, dict]:
+    """The start of lowest total volume after connectivity-1 refinement,
+    among KaMinPar's, METIS's (``metis`` and Â small enough), Mt-KaHyPar's
+    on the hypergraph ``hg`` (when given) and the build's gp partition (if
+    any); ties go to the earlier start.
+
+    Returns
+    -------
+    part : (n,) int32
+    info : dict: per start, its refinement record (``start``/``end`` volume,
+        passes, moves, seconds) and the ``rebalance`` of its graph partition;
+        ``best``: the start kept
+    """
+    from .gp import kaminpar_balanced, metis_balanced
+    from .km1 import refine_km1
+
+    w = inputs.vertex_weights()
+    starts: dict[str, tuple[np.ndarray, dict]] = {f"kaminpar {START_PRESET}": kaminpar_balanced(inputs, cfg,
+                                                                                                START_PRESET)}
+    if metis and inputs.a is not None and inputs.a.nnz <= METIS_START_NNZ and cfg.parts > 1:
+        starts["metis"] = metis_balanced(inputs.a, cfg.parts, cfg.eps, cfg.seed, w)
+    if hg is not None:
+        from .kahypar import kahypar_partition
+
+        starts["mtkahypar"] = (kahypar_partition(hg, cfg.parts, cfg.eps, cfg.seed, cfg.threads, ENGINE), {})
+    if "gp" in inputs.starts and not any(np.array_equal(inputs.starts["gp"], s) for s, _ in starts.values()):
+        starts["gp"] = (np.asarray(inputs.starts["gp"], np.int32), {})
+    info: dict[str, dict] = {}
+    best_name, best = "", np.zeros(0, np.int32)
+    for name, (start, balance) in starts.items():
+        part, record = refine_km1(inputs.a, start, cfg.parts, w, cfg.eps, cfg.seed)
+        info[name] = {**record, "rebalance": balance} if balance else record
+        if not best_name or record["end"] < info[best_name]["end"]:
+            best_name, best = name, part
+    return best, {"best": best_name, "starts": info}
 
 
 @dataclass(frozen=True)
 class HypergraphPartition(Model):
     def needs_for(self, cfg: PartitionConfig) -> frozenset[str]:
-        return frozenset({MATRIX, GRAPH_FILE} if cfg.option(PRESET) == "fast" else {MATRIX})
+        return frozenset({MATRIX} if cfg.option(PRESET) in SCRATCH else {MATRIX, GRAPH_FILE})
 
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
         return True
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
-        if cfg.option(PRESET) != "fast":
-            from ..metrics.hypergraph import column_net
-            from .kahypar import kahypar_partition
+        from ..metrics.hypergraph import column_net
+        from .kahypar import kahypar_partition
 
+        preset = cfg.option(PRESET)
+        if preset in SCRATCH:
             hg = column_net(inputs.a, weights=inputs.vertex_weights())
-            return Assignment(kahypar_partition(hg, cfg.parts, cfg.eps, cfg.seed, cfg.threads, cfg.option(PRESET)))
-        return self._fast(inputs, cfg)
+            part = kahypar_partition(hg, cfg.parts, cfg.eps, cfg.seed, cfg.threads, kahypar_preset(cfg))
+            return Assignment(part, {"preset": preset})
+        if preset not in VCYCLE_PRESETS or cfg.parts < 2:
+            part, info = refined_starts(inputs, cfg, metis=preset != "fast")
+            return Assignment(part, {"preset": preset, **info})
+        import time
 
-    def _fast(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
-        from .gp import kaminpar_balanced
-        from .km1 import refine_km1
+        from .pins import PinCounts
 
-        start, balance = kaminpar_balanced(inputs, cfg, START_PRESET)
-        part, info = refine_km1(inputs.a, start, cfg.parts, inputs.vertex_weights(), cfg.eps, cfg.seed)
-        return Assignment(part, {"preset": "fast", "start": f"kaminpar {START_PRESET}", "rebalance": balance,
-                                 "refine": info})
+        hg = column_net(inputs.a, weights=inputs.vertex_weights())
+        part, info = refined_starts(inputs, cfg, metis=True, hg=hg if preset == "highest" else None)
+        t0 = time.perf_counter()
+        part = kahypar_partition(hg, cfg.parts, cfg.eps, cfg.seed, cfg.threads, ENGINE, initial=part, vcycles=VCYCLES)
+        vc = {"preset": ENGINE, "count": VCYCLES, "seconds": round(time.perf_counter() - t0, 3),
+              "end": int(PinCounts(inputs.a, part, cfg.parts, inputs.vertex_weights()).total)}
+        return Assignment(part, {"preset": preset, **info, "vcycles": vc})
 
-MODEL = HypergraphPartition("hp", "the column-net hypergraph of Â (connectivity-1 = exact volume): KaMinPar refined "
-                                  "for connectivity (--hp-preset fast) or Mt-KaHyPar",
-                            options=(PRESET,), needs=frozenset({MATRIX, GRAPH_FILE}))
+
+MODEL = HypergraphPartition("hp", "the column-net hypergraph of Â (connectivity-1 = exact volume): graph partitions "
+                                  "refined for connectivity (--hp-preset fast, default), then Mt-KaHyPar V-cycles "
+                                  "(quality, highest), or Mt-KaHyPar from scratch",
+                            options=(PRESET,), needs=frozenset({MATRIX, GRAPH_FILE}), starts_from=("gp",))

@@ -11,15 +11,11 @@ lightens its part), never above the load bound; passes stop when one gains
 less than 0.1% of the total. Serial numba: the same partition for the same
 seed, whatever the machine.
 
-This is ``hp``'s default (``--hp-preset fast``): KaMinPar's graph partition
-(fast, lean, deterministic on one thread) refined for the hypergraph's
-objective. Measured (benchmarks/RESULTS.md, "hp's start" and "hp at
-graph-partitioner speed"): 0.84x-0.92x METIS's total volume in 2x-5x
-METIS's CPU time on the shared graphs, where Mt-KaHyPar took 30x-120x.
-Being single-vertex label propagation, it stops in a local optimum; a
-multilevel hypergraph refinement (a V-cycle: Mt-KaHyPar's from this start
-reached 0.68x METIS's on soc-slashdot0902 at p = 16, in 17x its time) is
-what would close the gap to Mt-KaHyPar's quality.
+This is the step every ``hp`` preset (but ``mtkahypar-*``) takes on each start
+(:mod:`.hp`: KaMinPar's graph partition, METIS's, the build's gp, Mt-KaHyPar's).
+Being single-vertex label propagation, it stops in a local optimum; the
+``quality`` preset then runs Mt-KaHyPar's multilevel V-cycles from its
+result (benchmarks/RESULTS.md, "hp presets").
 """
 
 from __future__ import annotations

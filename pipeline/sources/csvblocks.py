@@ -18,7 +18,10 @@ from .parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES, is_gzip
 
 def _open(path: str):
     try:
-        return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+        gz = is_gzip(path)
+        if str(path).endswith(".gz") and not gz:  # OGB's files are gzip: a plain one was renamed or is broken
+            raise located(path, "named .gz but not gzip-compressed (no gzip header)")
+        return gzip.open(path, "rb") if gz else open(path, "rb")
     except FileNotFoundError:
         raise located(path, "file not found") from None
 

@@ -53,12 +53,28 @@ def write_labels(blocks: Iterable[np.ndarray], out: Path, where: str) -> tuple[R
             writer.__exit__()
 
 
-def _single(y: np.ndarray, where: str, done: int) -> np.ndarray:
-    known = np.isfinite(y) & (y >= 0)
-    bad = np.flatnonzero(known & (y != np.round(y)))
+MAX_CLASS = int(np.iinfo(np.int32).max) - 1  # class ids are stored as int32, and the class count id + 1 too
+
+
+def class_ids(y: np.ndarray, where: str, done: int = 0) -> np.ndarray:
+    """(k,) int32 class ids of label values ``y`` (NaN or negative:
+    unlabelled, -1); a fraction, a complex value or an id above
+    :data:`MAX_CLASS` is a :class:`UserError` naming ``where`` and the row
+    (``done``: rows before this block)."""
+    y = np.asarray(y)
+    if y.dtype.kind not in "iufb":
+        raise located(where, f"labels must be real numbers, got {y.dtype}")
+    f = y.astype(np.float64)
+    known = np.isfinite(f) & (f >= 0)
+    bad = np.flatnonzero(known & ((f != np.round(f)) | (f > MAX_CLASS)))
     if bad.size:
-        raise located(where, f"row {done + int(bad[0])}: label {y[bad[0]]} is not a class number")
-    return np.where(known, y, -1).astype(np.int32)
+        raise located(where, f"row {done + int(bad[0])}: label {y[bad[0]]} is not a class number "
+                             f"(whole, at most {MAX_CLASS:,})")
+    return np.where(known, f, -1).astype(np.int32)
+
+
+def _single(y: np.ndarray, where: str, done: int) -> np.ndarray:
+    return class_ids(y, where, done)
 
 
 def _multi(y: np.ndarray, where: str, done: int) -> np.ndarray:
@@ -72,7 +88,14 @@ def _multi(y: np.ndarray, where: str, done: int) -> np.ndarray:
 
 def mask_of(ids: np.ndarray, n: int, where: str) -> np.ndarray:
     """(n,) bool mask of a list of vertex ids (checked: whole numbers in 0..n-1)."""
-    ids = np.asarray(ids)
+    try:
+        ids = np.asarray(ids)
+    except ValueError:  # ragged nested lists
+        raise located(where, "expected a flat list of vertex ids") from None
+    if ids.ndim != 1 or (ids.dtype.kind not in "iuf" and ids.size):
+        what = ("a single value or null" if ids.ndim == 0 else f"{ids.ndim}-D values" if ids.ndim > 1
+                else "true/false values" if ids.dtype.kind == "b" else "values that are not numbers")
+        raise located(where, f"expected a flat list of vertex ids, got {what}")
     if ids.dtype.kind == "f" and (~np.isfinite(ids) | (ids != np.round(ids))).any():
         raise located(where, "vertex ids must be whole numbers")
     ids = ids.astype(np.int64)
@@ -86,8 +109,26 @@ def mask_of(ids: np.ndarray, n: int, where: str) -> np.ndarray:
 
 def pair_chunk(src: RowFile, dst: RowFile, a: int, b: int, n: int, where: str) -> ParsedChunk:
     """``ingest-edges`` task: edges a..b-1 of a (2, E) edge list, checked against n."""
-    s, d = src[a:b].astype(np.int64), dst[a:b].astype(np.int64)
-    return _checked(s, d, n, where, a)
+    s, d = src[a:b], dst[a:b]
+    frac = _fraction(s, d)
+    if frac is not None:
+        return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"{where}: edge {a + frac[0]} has the id {frac[1]}, "
+                                                                "not a whole number"))
+    return _checked(s.astype(np.int64), d.astype(np.int64), n, where, a)
+
+
+def _fraction(*ids: np.ndarray) -> tuple[int, object] | None:
+    """(position, value) of the first id that is not a whole number (NaN,
+    infinite, fractional, complex) in arrays of ids read from a file, or None."""
+    for x in ids:
+        x = np.asarray(x)
+        if x.dtype.kind in "iub":
+            continue
+        bad = np.flatnonzero(~np.isfinite(x) | (x != np.round(x.real))) if x.dtype.kind in "fc" else \
+            np.arange(min(1, x.size))
+        if bad.size:
+            return int(bad[0]), x[bad[0]]
+    return None
 
 
 def csr_chunk(indptr: RowFile, indices: RowFile, lo: int, hi: int, n: int, where: str) -> ParsedChunk:
@@ -96,7 +137,12 @@ def csr_chunk(indptr: RowFile, indices: RowFile, lo: int, hi: int, n: int, where
     if ptr.size and (np.any(np.diff(ptr) < 0) or ptr[0] < 0 or ptr[-1] > indices.shape[0]):
         return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"{where}: indptr is not a CSR row pointer "
                                                                 f"(rows {lo}..{hi - 1})"))
-    cols = indices[int(ptr[0]):int(ptr[-1])].astype(np.int64) if ptr.size else _EMPTY
+    cols = indices[int(ptr[0]):int(ptr[-1])] if ptr.size else _EMPTY
+    frac = _fraction(cols)
+    if frac is not None:
+        return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"{where}: column index {frac[1]} (entry "
+                                                                f"{int(ptr[0]) + frac[0]}) is not a whole number"))
+    cols = cols.astype(np.int64)
     rows = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(ptr))
     return _checked(rows, cols, n, where, int(ptr[0]) if ptr.size else 0)
 

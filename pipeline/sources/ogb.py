@@ -22,6 +22,7 @@ scratch files (:mod:`.rowfiles`): no array is ever whole in memory.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -58,6 +59,12 @@ class OgbLayout:
 
 
 def _csv(raw: Path, stem: str) -> Path | None:
+    """``raw/STEM.csv.gz`` or ``raw/STEM.csv``, None when neither is there; a
+    link to nothing is an error (it would otherwise mean "absent": random
+    features in place of the user's)."""
+    for p in (raw / f"{stem}.csv.gz", raw / f"{stem}.csv"):
+        if p.is_symlink() and not p.exists():
+            raise located(p, f"a link to {os.readlink(p)}, which does not exist")
     return next((p for p in (raw / f"{stem}.csv.gz", raw / f"{stem}.csv") if p.exists()), None)
 
 

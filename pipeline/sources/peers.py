@@ -164,8 +164,6 @@ def labels_of(y: np.ndarray | None) -> tuple[np.ndarray | None, str]:
         return v.astype(bool), "multi"
     if y.ndim != 1 or y.dtype.kind not in "iufb":
         raise UserError(f"labels: expected (n,) class ids or (n, C) 0/1 targets, got shape {y.shape} of {y.dtype}")
-    f = y.astype(np.float64)
-    known = np.isfinite(f) & (f >= 0)
-    if (known & (f != np.round(f))).any():
-        raise UserError("labels: class ids must be whole numbers")
-    return np.where(known, f, -1).astype(np.int32), "single"
+    from .nodefiles import class_ids
+
+    return class_ids(y, "labels"), "single"

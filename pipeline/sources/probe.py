@@ -98,13 +98,34 @@ def probe(path: str, fmt: str, limit: int | None = None) -> Probe:
     checked against there."""
     size = check_file(path, fmt)
     gz = parsing.is_gzip(path)
+    if str(path).endswith(".gz") and not gz:
+        raise located(path, "named .gz but not gzip-compressed (no gzip header)")
     members = tuple(m) if gz and (m := parsing.bgzf_members(path, size)) else None
     return Probe(path, fmt, size, gz, members)
 
 
+def regular(path: str | Path) -> None:
+    """One line naming ``path`` when it is not a regular file (links
+    followed): a FIFO, a process substitution (``<(...)``), a device or a
+    socket would block the reader or never end."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise UserError(f"{path}: file not found") from None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = ("a FIFO or pipe (such as <(...))" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "special")
+    raise located(path, f"is {kind}, not a regular file: write the data to a file first")
+
+
 def readable(path: str | Path) -> None:
     """One line naming ``path`` when this process may not read it (permission
-    denied, an unreadable mount), before any work."""
+    denied, an unreadable mount) or it is no regular file, before any work."""
+    regular(path)
     try:
         with open(path, "rb") as f:
             f.read(1)

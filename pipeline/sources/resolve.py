@@ -57,7 +57,7 @@ def preflight(source: Any, data_dir: str | None, files: tuple[str, ...] = (), lo
             if p != source:
                 raise UserError(f"{p}: file not found")
             continue
-        if Path(p).is_file():
+        if not Path(p).is_dir():
             readable(p)
 
 

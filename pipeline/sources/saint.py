@@ -25,8 +25,9 @@ import numpy as np
 from ..errors import UserError, located
 from .base import RawSource, ReadOptions, Recognizes
 from .chunks import checked_metas
-from .nodefiles import csr_chunk, mask_of, row_cuts, scratch
+from .nodefiles import MAX_CLASS, csr_chunk, mask_of, row_cuts, scratch
 from .parsing import DEFAULT_CHUNK_BYTES
+from .probe import readable
 from .records import NodeSource
 from .rowfiles import RowFile, materialize, member, npy_view
 from .tokens import tokenize
@@ -52,6 +53,7 @@ def probe_saint(path: str) -> SaintLayout:
     for f in FILES:
         if not (root / f).exists():
             raise located(root / f, f"file not found (a GraphSAINT directory holds {', '.join(FILES)})")
+        readable(root / f)
     adj = str(root / "adj_full.npz")
     try:
         shape = tuple(int(s) for s in np.load(adj, allow_pickle=False)["shape"])
@@ -125,13 +127,20 @@ def _scatter(m: np.ndarray, data: bytes, width: int, kind: str, path: str) -> in
     n = m.shape[0]
     if ids.size and (ids.min() < 0 or ids.max() >= n):
         raise located(path, f"vertex {ids[(ids < 0) | (ids >= n)][0]} outside 0..{n - 1}")
+    if (ids != np.round(ids)).any():
+        raise located(path, f"vertex id {ids[ids != np.round(ids)][0]} is not a whole number")
     vals = rows[:, 1:]
     if kind == "multi":
         if vals.size and (vals.min() < 0 or vals.max() > 1):
             raise located(path, "multi-label targets must be 0 or 1")
         m[ids] = vals.astype(bool)
         return -1
-    m[ids] = vals[:, 0].astype(np.int32)
+    y = vals[:, 0]
+    bad = np.flatnonzero((y != np.round(y)) | (y > MAX_CLASS))
+    if bad.size:
+        raise located(path, f"vertex {ids[bad[0]]:.0f}: class {y[bad[0]]} is not a class number (whole, at most "
+                            f"{MAX_CLASS:,})")
+    m[ids.astype(np.int64)] = np.where(y >= 0, y, -1).astype(np.int32)
     return int(vals.max(initial=-1))
 
 
@@ -147,7 +156,9 @@ def roles(path: str, n: int) -> dict[str, np.ndarray]:
     missing = [k for k, _ in ROLES if k not in r]
     if missing:
         raise located(path, f"no {missing[0]!r} list (GraphSAINT's roles are tr, va, te)")
-    return {name: mask_of(np.asarray(r[key]), n, f"{path} ({key})") for key, name in ROLES}
+    if not isinstance(r["tr"], list) or not r["tr"]:
+        raise located(path, "the 'tr' list holds no vertex: nothing to train on")
+    return {name: mask_of(r[key], n, f"{path} ({key})") for key, name in ROLES}
 
 
 def saint_nodes(lay: SaintLayout, work_dir: str | None, chunk_bytes: int) -> NodeSource:

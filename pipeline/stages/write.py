@@ -70,7 +70,7 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.Stor
     distributed.wait(everything)  # all settled, failed or not, before the writer may clean up
     sums = tasks.gather(rank_f)
     graph_sums = tasks.gather(graph_f)
-    tasks.gather(node_f)
+    writer.record_node_sums({k: v for piece in tasks.gather(node_f) for k, v in piece.items()})
     writer.write_permutation(laid.perm, laid.offsets)
     writer.write_graph_bounds(store_bounds, graph_sums)
     for m, res in parts.results.items():
@@ -93,9 +93,9 @@ def _write_graph(root: str, k: int, *parts: blocks.RowBlock) -> str:
     return store.write_graph_block(root, k, blk.indptr, blk.indices)
 
 
-def _write_nodes(root: str, *parts: nodes.NodeBlock) -> None:
+def _write_nodes(root: str, *parts: nodes.NodeBlock) -> dict[str, str]:
     nb = nodes.join_nodes(*parts)
-    store.write_node_rows(root, nb.lo, {"features": nb.features, "labels": nb.labels, "train_mask": nb.train,
+    return store.write_node_rows(root, nb.lo, {"features": nb.features, "labels": nb.labels, "train_mask": nb.train,
                                         "val_mask": nb.val, "test_mask": nb.test})
 
 

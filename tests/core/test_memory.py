@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from shgcn.core.costs import Job
-from shgcn.core.memory import BYTES_PER_NONZERO, Held, gib, machine_memory, parse_size, rank_bytes
+from shgcn.core.memory import BYTES_PER_NONZERO, Held, gib, machine_memory, model_bytes, parse_size, rank_bytes
 
 
 @pytest.mark.parametrize("text, nbytes", [("8G", 8 * 2**30), ("512M", 512 * 2**20), ("1.5T", 3 * 2**39),
@@ -58,3 +58,10 @@ def test_rank_bytes_of_a_gat_by_hand():
 def test_rank_bytes_per_rank():
     out = rank_bytes(Held(rows=np.array([10, 0]), nnz=np.array([30, 0]), halo=np.array([5, 0])), Job((8, 4, 2)))
     assert out.tolist() == [2400, 0]
+
+
+def test_model_bytes_by_hand():
+    # GCN [8, 4, 2]: 8 x 4 + 4 x 2 = 40 weights, 16 B each (weight, gradient, Adam's two moments)
+    assert model_bytes(Job((8, 4, 2))) == 640
+    # GAT heads [2, 1]: inputs 8 and 2 x 4 = 8, outputs 2 x 4 = 8 and 2: 64 + 16 weights
+    assert model_bytes(Job((8, 4, 2), arch="gat", heads=(2, 1))) == 16 * 80

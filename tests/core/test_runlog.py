@@ -149,3 +149,30 @@ def test_blank_lines_are_skipped(tmp_path):
     path = tmp_path / "run.jsonl"
     path.write_text("\n" + to_json(header()) + "\n\n" + to_json(epoch(0)) + "\n  \n")
     assert read_run_log(path).epochs == [epoch(0)]
+
+
+def test_a_log_that_cannot_be_written_is_a_user_error_and_leaves_no_temporary(tmp_path, monkeypatch):
+    # issue 33, case 4: --log on a full filesystem exited 1 and left .run.jsonl.tmp-<pid>
+    import builtins
+    import errno
+
+    real = builtins.open
+
+    def full(path, mode="r", *a, **k):
+        f = real(path, mode, *a, **k)
+        if "w" in mode or "a" in mode:
+            def write(text):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            f.write = write
+        return f
+
+    path = tmp_path / "run.jsonl"
+    monkeypatch.setattr(builtins, "open", full)
+    with pytest.raises(UserError, match="run.jsonl: cannot write the run log \\(No space left on device\\)"):
+        RunLogWriter(path, header())
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []
+    w = RunLogWriter(path, header())
+    monkeypatch.setattr(w._f, "write", lambda text: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space")))
+    with pytest.raises(UserError, match="cannot write the run log"):
+        w.write(epoch(0))

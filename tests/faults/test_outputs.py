@@ -152,3 +152,16 @@ def test_json_logs_end_with_a_json_error(tmp_path):
     assert {"time", "logger", "message"} <= set(last)
     res = run_cli("info", str(tmp_path / "none.zarr"), "--log-format", "json")
     assert res.returncode == 2 and json.loads(res.stderr.strip().splitlines()[-1])["level"] == "ERROR"
+
+
+@pytest.mark.parametrize("name, fragment", [("labels", "nodes/labels: rows 0:"), ("features", "nodes/features"),
+                                            ("file_id", "nodes/file_id")])
+def test_info_verify_finds_corrupt_node_data(copy, name, fragment):
+    """Issue 33, case 7: a flipped byte in the labels chunk (vertex 0's label became 255) passed --verify."""
+    chunk = copy / "nodes" / name / "c" / "0"
+    if chunk.is_dir():  # a 2-D array's first chunk
+        chunk = chunk / "0"
+    raw = bytearray(chunk.read_bytes())
+    raw[0] ^= 0xFF
+    chunk.write_bytes(bytes(raw))
+    one_line(run_cli("info", str(copy), "--verify"), fragment, "checksum mismatch")

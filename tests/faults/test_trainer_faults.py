@@ -151,3 +151,33 @@ def test_a_single_rank_job_has_no_watchdog_thread(p1, tmp_path):
     res = train(1, p1, "--epochs", 2, "--timeout", "0.001", use_mpirun=False)
     assert res.returncode == 0, res.stderr  # one rank: nothing to wait for, so nothing to time out
 
+
+
+def test_ctrl_c_in_training_is_one_line_and_exit_130(p2, tmp_path):
+    """Issue 33, case 8: SIGINT in training ended with a bare ``rank 1: KeyboardInterrupt:`` and exit 1 (builds
+    say "interrupted", exit 130)."""
+    import signal
+
+    log = tmp_path / "run.jsonl"
+    cmd = [mpirun(), "-n", "2", sys.executable, str(TRAIN), str(p2), "--quiet", "--epochs", "100000", "--log",
+           str(log)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):  # until epochs run (a hang guard, not a measurement)
+            if log.exists() and log.read_text().count('"epoch"') >= 2:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)  # the launcher forwards it to every rank, as Ctrl-C in a terminal does
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert proc.returncode == 130 and len(lines) == 1, (proc.returncode, err)
+    assert lines[0].startswith("shgcn-train: interrupted") and "Traceback" not in err
+
+
+def test_a_model_too_big_for_memory_is_refused_before_allocating(p1):
+    """Issue 33, case 3: --hidden 100000000 was killed by the OOM killer after 91 s (exit 9)."""
+    res = train(1, p1, "--epochs", 1, "--hidden", 100000000, use_mpirun=False, timeout=120)
+    assert res.returncode == 2 and len(errors(res)) == 1, res.stderr
+    assert "--hidden 100000000: the model's weights" in errors(res)[0] and "memory limit" in errors(res)[0]

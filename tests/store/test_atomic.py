@@ -88,7 +88,7 @@ def test_ctrl_c_leaves_nothing_and_ends_within_seconds(tmp_path, stage):
               "def slow(root, block):\n    print('WRITING', file=sys.stderr, flush=True)\n    time.sleep(60)\n"
               "    return real(root, block)\nstore.write_rank = slow\n" if stage == "write" else "import sys\n")
     # the write case needs no partitioner that takes long: rp reaches the write at once
-    model = "'rp'" if stage == "write" else "'hp', '--hp-preset', 'deterministic'"
+    model = "'rp'" if stage == "write" else "'hp', '--hp-preset', 'mtkahypar-deterministic'"
     script += ("from shgcn.pipeline.cli import main\n"
                f"sys.exit(main(['build', {src!r}, '--parts', '8', '--model', {model}, '--out', {str(out)!r}]))")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shgcn.core.memory import gib, machine_memory
+from shgcn.core.memory import gib, machine_memory, model_bytes
 
 from ..config import TrainError
 from ..context import Local
@@ -43,6 +43,7 @@ def check_memory(local: Local, memory: int, comm) -> tuple[int, ...]:
     from mpi4py import MPI
 
     limit = local.cfg.memory_limit or machine_memory()
+    memory += model_bytes(local.job)  # every rank holds the whole model
     seen = comm.allgather((MPI.Get_processor_name(), int(memory)))
     hosts: dict[str, list[int]] = {}
     for host, need in seen:

@@ -1,11 +1,13 @@
 import numpy as np
 import pytest
 from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
+from helpers.graphs import random_a_hat
 
 from shgcn.pipeline.errors import UserError
 from shgcn.pipeline.metrics.hypergraph import column_net, connectivity_minus_one
 from shgcn.pipeline.metrics.volume import partition_quality
 from shgcn.pipeline.models import Inputs, PartitionConfig, default_options
+from shgcn.pipeline.models.hp import kahypar_preset
 from shgcn.pipeline.models.kahypar import kahypar_partition
 from shgcn.pipeline.models.run import run
 
@@ -15,14 +17,25 @@ class TestHypergraphPartition(PartitionerTests):
     bad_options = {"hp_preset": "fastest"}
 
 
+class TestHypergraphPartitionFast(PartitionerTests):
+    model = "hp"
+    options = {"hp_preset": "fast"}
+
+
+class TestHypergraphPartitionQuality(PartitionerTests):
+    model = "hp"
+    options = {"hp_preset": "quality"}
+
+
 class TestHypergraphPartitionKahypar(PartitionerTests):
     model = "hp"
-    options = {"hp_preset": "deterministic"}
+    options = {"hp_preset": "mtkahypar-deterministic"}
 
 
 def test_beats_random_within_the_hard_bound(sbm_graph):  # noqa: F811
     a, _ = sbm_graph
-    cfg = PartitionConfig(parts=4, eps=0.05, seed=1, options={**default_options(), "hp_preset": "deterministic"})
+    cfg = PartitionConfig(parts=4, eps=0.05, seed=1,
+                          options={**default_options(), "hp_preset": "mtkahypar-deterministic"})
     part = run("hp", Inputs(a.shape[0], a), cfg).part
     q = partition_quality(a, part, 4)
     assert q.imbalance <= 0.05 + 1e-9  # Mt-KaHyPar's eps is a hard bound
@@ -46,9 +59,59 @@ def test_unknown_preset_is_a_user_error(sbm_graph):  # noqa: F811
         kahypar_partition(column_net(a), 2, 0.03, 0, preset="fast")
 
 
+def _cfg(parts=4, seed=1, **options):
+    return PartitionConfig(parts=parts, eps=0.03, seed=seed, options={**default_options(), **options})
+
+
+def _volume(a, part, parts=4):
+    return partition_quality(a, part, parts).total_volume
+
+
 def test_fast_refines_kaminpars_partition_for_the_hypergraph(sbm_graph):  # noqa: F811
     a, _ = sbm_graph
-    res = run("hp", Inputs(a.shape[0], a), PartitionConfig(parts=4, seed=1, options=default_options()))
-    refine = res.info["refine"]
-    assert res.info["preset"] == "fast" and refine["end"] <= refine["start"]
-    assert partition_quality(a, res.part, 4).total_volume == refine["end"]
+    res = run("hp", Inputs(a.shape[0], a), _cfg(hp_preset="fast"))
+    assert res.info["preset"] == "fast" and list(res.info["starts"]) == ["kaminpar default"]
+    refine = res.info["starts"]["kaminpar default"]
+    assert refine["end"] <= refine["start"] and _volume(a, res.part) == refine["end"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_is_never_above_either_graph_partitioner(seed):
+    a = random_a_hat(600, 4.0, seed)
+    w = np.diff(a.indptr).astype(np.int64)
+    res = run("hp", Inputs(a.shape[0], a, weights=w), _cfg(8, seed))
+    starts = res.info["starts"]
+    assert res.info["preset"] == "default" and set(starts) == {"kaminpar default", "metis"}
+    vol = _volume(a, res.part, 8)
+    assert vol == min(s["end"] for s in starts.values()) == starts[res.info["best"]]["end"]
+    for options in ({"gp_backend": "metis"}, {"gp_backend": "kaminpar"}):
+        gp = run("gp", Inputs(a.shape[0], a, weights=w), _cfg(8, seed, **options)).part
+        assert vol <= _volume(a, gp, 8), options
+
+
+def test_the_builds_gp_partition_is_one_more_start(sbm_graph):  # noqa: F811
+    a, _ = sbm_graph
+    planted = np.repeat(np.arange(4, dtype=np.int32), 100)  # sbm: 4 communities of 100 consecutive vertices
+    res = run("hp", Inputs(a.shape[0], a, starts={"gp": planted}), _cfg(hp_preset="fast"))
+    starts = res.info["starts"]
+    assert set(starts) == {"kaminpar default", "gp"}
+    assert starts["gp"]["start"] == _volume(a, planted)
+    assert _volume(a, res.part) == min(s["end"] for s in starts.values())
+
+
+def test_quality_improves_the_default_with_vcycles(sbm_graph):  # noqa: F811
+    a, _ = sbm_graph
+    default = run("hp", Inputs(a.shape[0], a), _cfg())
+    for preset, starts in (("quality", {"kaminpar default", "metis"}),
+                           ("highest", {"kaminpar default", "metis", "mtkahypar"})):
+        res = run("hp", Inputs(a.shape[0], a), _cfg(hp_preset=preset))
+        assert res.info["vcycles"]["preset"] == "deterministic" and set(res.info["starts"]) == starts
+        assert _volume(a, res.part) == res.info["vcycles"]["end"] <= _volume(a, default.part)
+        w = np.diff(a.indptr)
+        assert np.bincount(res.part, weights=w, minlength=4).max() <= 1.03 * w.sum() / 4
+
+
+def test_each_preset_names_its_mtkahypar_preset():
+    assert [kahypar_preset(_cfg(hp_preset=p)) for p in ("fast", "default", "quality", "highest",
+                                                        "mtkahypar-highest_quality")] == \
+        ["deterministic", "deterministic", "deterministic", "deterministic", "highest_quality"]

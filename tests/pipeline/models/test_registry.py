@@ -21,9 +21,10 @@ def test_unknown_model_names_the_known_ones():
 def test_build_order_puts_starts_first():
     assert build_order(("shp", "hp-vb", "gp", "hp")) == ["gp", "hp", "shp", "hp-vb"]
     assert build_order(("hp-vb",)) == ["hp-vb"]  # a start not asked for is computed by the model itself
+    assert build_order(("hp", "gp")) == ["gp", "hp"]  # hp takes the build's gp partition as one more start
 
 
 def test_shared_options_appear_once_with_their_defaults():
     flags = [o.flag for o in options()]
     assert len(flags) == len(set(flags)) and "--hp-preset" in flags and "--max-total-increase" in flags
-    assert default_options()["hp_preset"] == "fast"
+    assert default_options()["hp_preset"] == "default"

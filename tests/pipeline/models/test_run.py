@@ -26,6 +26,6 @@ def test_a_killed_child_is_an_error_not_a_hang(sbm_graph):  # noqa: F811
     try:
         with pytest.raises(RuntimeError, match="killed by signal SIGKILL"):
             run("hp", Inputs(big.shape[0], big),
-                PartitionConfig(parts=8, seed=5, options={**default_options(), "hp_preset": "deterministic"}))
+                PartitionConfig(parts=8, seed=5, options={**default_options(), "hp_preset": "mtkahypar-deterministic"}))
     finally:
         timer.cancel()

@@ -18,7 +18,8 @@ def test_options_make_the_config_and_the_time_budget():
     assert scfg.sampler == "edge" and scfg.time_budget == 6.0 and scfg.preset == "deterministic"
     assert SHPConfig.of(cfg).time_budget is None  # no hp in the build: no budget
     assert scfg.resolved_construction() == "batches"
-    assert SHPConfig.of(config(hp_preset="quality")).preset == "quality"  # hp's Mt-KaHyPar preset carries over
+    assert SHPConfig.of(config(hp_preset="mtkahypar-quality")).preset == "quality"  # hp's Mt-KaHyPar preset
+    assert SHPConfig.of(config(hp_preset="quality")).preset == "deterministic"  # behind hp's quality
 
 
 def test_every_option_has_a_flag_and_reaches_the_config():

@@ -44,7 +44,7 @@ def test_partitioner_runs_in_a_child_and_the_client_stays_responsive(tmp_path, c
     t.start()
     try:
         make(tmp_path / "c.zarr", client, source="sbm:n=8000,classes=8,degree=12,features=4,seed=1",
-             models=("hp",), parts=8, options={"hp_preset": "deterministic"})  # Mt-KaHyPar: seconds in its child
+             models=("hp",), parts=8, options={"hp_preset": "mtkahypar-deterministic"})  # seconds in a child
     finally:
         stop.set()
         t.join(timeout=60)
