@@ -3,10 +3,21 @@ datasets directory (tests that need it skip when it is absent), helpers."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 from helpers import SHARED
+
+
+def pytest_configure(config):
+    """A test run started in the background of a non-interactive shell (``cmd &``) inherits SIGINT and
+    SIGQUIT ignored, and so would every process the tests start: the tests that press Ctrl-C on a build or a
+    training run would then see it ignored. Restore the defaults (a child inherits only SIG_IGN)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
 
 
@@ -165,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     from .config import TrainConfig
 
     comm = MPI.COMM_WORLD
+    if comm.rank != 0:
+        # Ctrl-C reaches every rank (the launcher forwards it); rank 0 alone turns it into the job's one line
+        # and its end (exit 130), so a rank that sees it first cannot end the job before rank 0 has said so
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     cfg = TrainConfig(**vars(args))
     dog = watchdog.start(comm, cfg.timeout if math.isfinite(cfg.timeout) else 0)
     try:
@@ -228,9 +233,8 @@ def _run(cfg, comm) -> int:
 
 def _abort(comm, e: BaseException) -> int:
     """Report this rank's failure and bring the whole job down: exit 130 for
-    an interrupt (Ctrl-C reaches every rank: rank 0 alone says so, one
-    line), 2 for a user error found during training (a full disk under
-    ``--log``), else 1."""
+    an interrupt (only rank 0 takes Ctrl-C: :func:`main`), 2 for a user
+    error found during training (a full disk under ``--log``), else 1."""
     from shgcn.core.errors import UserError
 
     if isinstance(e, KeyboardInterrupt):
@@ -240,8 +244,7 @@ def _abort(comm, e: BaseException) -> int:
     else:
         code, text = 1, f"{type(e).__name__}: {e}"
     who = "" if comm.size == 1 or code == 130 else f"rank {comm.rank}: "
-    if code != 130 or comm.rank == 0:
-        print(f"shgcn-train: {who}{text}", file=sys.stderr, flush=True)
+    print(f"shgcn-train: {who}{text}", file=sys.stderr, flush=True)
     if comm.size > 1:
         from .watchdog import abort_job
 

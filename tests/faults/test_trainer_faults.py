@@ -153,6 +153,7 @@ def test_a_single_rank_job_has_no_watchdog_thread(p1, tmp_path):
 
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_ctrl_c_in_training_is_one_line_and_exit_130(p2, tmp_path):
     """Issue 33, case 8: SIGINT in training ended with a bare ``rank 1: KeyboardInterrupt:`` and exit 1 (builds
     say "interrupted", exit 130)."""

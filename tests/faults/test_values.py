@@ -38,6 +38,7 @@ def test_an_ogb_label_beyond_int32_is_one_line(tmp_path):
     _nothing_but(tmp_path, "ds")
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 @pytest.mark.parametrize("cmap, message", [
     ({"0": 1, "1": 10**12}, "vertex 1: class 1000000000000 is not a class number"),
     ({}, "no vertex has a class"),
@@ -51,6 +52,7 @@ def test_a_saint_class_map_that_cannot_train_is_one_line(tmp_path, cmap, message
     _nothing_but(tmp_path, "ds")
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_more_random_classes_than_vertices_is_one_line(tmp_path):
     res = build_cli("sbm:n=300,classes=3,degree=6,features=4,seed=0", "--labels", "random:1000000000000",
                     "--parts", "2", "--model", "rp", "--out", str(tmp_path / "s.zarr"))
@@ -162,6 +164,7 @@ def test_a_fifo_as_the_graph_is_refused_not_waited_on(tmp_path):
     _nothing_but(tmp_path, "g.txt")
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_a_class_map_linked_to_an_endless_device_is_refused(tmp_path):
     # case 2: a class_map.json linked to /dev/zero grew a buffer until killed
     root = saint(tmp_path / "ds")
@@ -172,6 +175,7 @@ def test_a_class_map_linked_to_an_endless_device_is_refused(tmp_path):
     _nothing_but(tmp_path, "ds")
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_an_ogb_file_named_gz_that_is_not_gzip_is_refused(tmp_path):
     # case 6: a plain-text edge.csv.gz was read as text
     for name, text in (("edge.csv.gz", "0,1\n1,2\n"), ("node-label.csv.gz", "0\n1\n2\n0\n1\n2\nnan\n")):
@@ -182,6 +186,7 @@ def test_an_ogb_file_named_gz_that_is_not_gzip_is_refused(tmp_path):
     _nothing_but(tmp_path, "edge.csv.gz", "node-label.csv.gz")
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_a_dangling_ogb_feature_link_is_refused_not_replaced_by_random_features(tmp_path):
     # case 6: a dangling raw/node-feat.csv.gz silently meant "generate random features"
     root = ogb_csv(tmp_path / "ds")
@@ -212,6 +217,7 @@ def test_a_full_disk_is_one_line_and_exit_2(monkeypatch, capsys, code, words):
         cli.main(["build", "sbm:n=50", "--parts", "2", "--out", "/data/s.zarr"])
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_fractional_edge_ids_and_complex_features_are_refused(tmp_path):
     # case 1: OGB npz edge_index 0.5 and GraphSAINT indices + 0.5 were truncated; complex features lost their
     # imaginary part with only numpy's ComplexWarning

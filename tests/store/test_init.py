@@ -10,7 +10,8 @@ import shgcn.store as store
 from shgcn.core.errors import UserError
 
 PUBLIC = ["SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "Store", "StoreError", "StoreWriter", "UserError",
-          "abort_all", "array_checksum", "block_arrays", "block_checksum", "graph_arrays", "is_store_dir",
+          "abort_all", "array_checksum", "block_arrays", "block_checksum", "enclosing_store", "graph_arrays",
+          "is_store_dir",
           "memmap_array", "open_rank", "open_store", "to_dgl", "to_pyg", "write_array", "write_graph_block",
           "write_node_rows", "write_rank"]
 
@@ -23,7 +24,8 @@ def test_dir_lists_every_public_name():
 
 @pytest.mark.parametrize("name, module", [("open_store", "_reader"), ("Store", "_reader"), ("Plan", "_schema"),
                                           ("SCHEMA_VERSION", "_schema"), ("write_rank", "_arrays"),
-                                          ("is_store_dir", "_atomic"), ("StoreWriter", "_writer"),
+                                          ("is_store_dir", "_atomic"), ("enclosing_store", "_atomic"),
+                                          ("StoreWriter", "_writer"),
                                           ("StoreError", "errors"), ("to_pyg", "interop"), ("graph_arrays", "interop")])
 def test_a_name_is_the_object_of_its_module(name, module):
     assert getattr(store, name) is getattr(importlib.import_module(f"shgcn.store.{module}"), name)

@@ -51,7 +51,7 @@ def test_bytes_per_batch_equal_predicted_batch_volume(stores, tmp_path, kind, ra
         assert rec.vertices == batch.size
 
 
-QUICK_SAMPLERS = {("undirected", "node"), ("directed", "edge"), ("undirected", "rw")}  # the rest run with the slow tests
+QUICK_SAMPLERS = {("undirected", "node"), ("directed", "edge")}  # the rest run with the slow tests
 
 
 @pytest.mark.parametrize("kind,sampler", [pytest.param(k, s, marks=() if (k, s) in QUICK_SAMPLERS else pytest.mark.slow)

@@ -17,11 +17,13 @@ class TestHypergraphPartition(PartitionerTests):
     bad_options = {"hp_preset": "fastest"}
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 class TestHypergraphPartitionFast(PartitionerTests):
     model = "hp"
     options = {"hp_preset": "fast"}
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 class TestHypergraphPartitionQuality(PartitionerTests):
     model = "hp"
     options = {"hp_preset": "quality"}
@@ -75,7 +77,7 @@ def test_fast_refines_kaminpars_partition_for_the_hypergraph(sbm_graph):  # noqa
     assert refine["end"] <= refine["start"] and _volume(a, res.part) == refine["end"]
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
 def test_default_is_never_above_either_graph_partitioner(seed):
     a = random_a_hat(600, 4.0, seed)
     w = np.diff(a.indptr).astype(np.int64)
@@ -99,6 +101,7 @@ def test_the_builds_gp_partition_is_one_more_start(sbm_graph):  # noqa: F811
     assert _volume(a, res.part) == min(s["end"] for s in starts.values())
 
 
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_quality_improves_the_default_with_vcycles(sbm_graph):  # noqa: F811
     a, _ = sbm_graph
     default = run("hp", Inputs(a.shape[0], a), _cfg())
