@@ -111,13 +111,15 @@ def _checked_arguments(parts: Any, out: Any, models: Any, overwrite: Any) -> tup
         models = tuple(m.strip() for m in models.split(","))
     if not isinstance(models, (list, tuple)) or not all(isinstance(m, str) for m in models):
         raise UserError(f"build(): models={models!r}: model names, e.g. ('gp', 'hp') or 'hp'")
-    from .models import DEFAULT_ALL, model_names
+    from .models import DEFAULT_ALL, get
 
     if tuple(models) == ("all",):
         return DEFAULT_ALL
-    for m in models:
-        if m not in model_names():
-            raise UserError(f"build(): models: unknown model {m!r}; choose from {', '.join(model_names())} or 'all'")
+    try:
+        for m in models:
+            get(m)
+    except UserError as e:
+        raise UserError(f"build(): models: {e}") from None
     return tuple(models)
 
 

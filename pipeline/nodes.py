@@ -211,10 +211,12 @@ def plan(spec: NodeSpec, n: int, name: str, facts: Facts, npy: tuple[tuple[int, 
     if c is None and classes_src is None:
         log.warning("%s has no labels: generating random:%d (choose with --labels random:C)", name, DEFAULT_CLASSES)
         c = DEFAULT_CLASSES
-    if c is None and kind == "single" and not 0 < int(classes_src or 0) <= max(n, 2):
-        raise UserError(f"{name}: the labels give {int(classes_src or 0):,} classes for {n:,} vertices "
-                        + ("(no vertex has a class)" if not classes_src else "(class ids must be below the number "
-                           "of vertices)"))
+    if c is None and kind == "single":
+        if not classes_src:
+            raise UserError(f"{name}: the labels give 0 classes for {n:,} vertices (no vertex has a class)")
+        if classes_src > max(n, 2):
+            raise UserError(f"{name}: the labels give {classes_src:,} classes for {n:,} vertices (class ids must be "
+                            "below the number of vertices)")
     out = NodePlan(dim, c, features_from, "random", "random") if c is not None else \
         NodePlan(dim, int(classes_src or 0), features_from, "source", "source" if masks_src else "random", kind)
     if out.split_from == "random":

@@ -108,7 +108,7 @@ class HypergraphPartition(Model):
         return True
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
-        from ..metrics.hypergraph import column_net
+        from ..metrics.hypergraph import column_net, connectivity_minus_one
         from .kahypar import kahypar_partition
 
         preset = cfg.option(PRESET)
@@ -121,14 +121,12 @@ class HypergraphPartition(Model):
             return Assignment(part, {"preset": preset, **info})
         import time
 
-        from .pins import PinCounts
-
         hg = column_net(inputs.a, weights=inputs.vertex_weights())
         part, info = refined_starts(inputs, cfg, metis=True, hg=hg if preset == "highest" else None)
         t0 = time.perf_counter()
         part = kahypar_partition(hg, cfg.parts, cfg.eps, cfg.seed, cfg.threads, ENGINE, initial=part, vcycles=VCYCLES)
         vc = {"preset": ENGINE, "count": VCYCLES, "seconds": round(time.perf_counter() - t0, 3),
-              "end": int(PinCounts(inputs.a, part, cfg.parts, inputs.vertex_weights()).total)}
+              "end": connectivity_minus_one(hg, part, cfg.parts)}
         return Assignment(part, {"preset": preset, **info, "vcycles": vc})
 
 

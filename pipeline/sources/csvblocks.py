@@ -13,15 +13,13 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..errors import located
-from .parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES, is_gzip
+from .parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES
+from .probe import gzip_named
 
 
 def _open(path: str):
     try:
-        gz = is_gzip(path)
-        if str(path).endswith(".gz") and not gz:  # OGB's files are gzip: a plain one was renamed or is broken
-            raise located(path, "named .gz but not gzip-compressed (no gzip header)")
-        return gzip.open(path, "rb") if gz else open(path, "rb")
+        return gzip.open(path, "rb") if gzip_named(path) else open(path, "rb")
     except FileNotFoundError:
         raise located(path, "file not found") from None
 

@@ -40,7 +40,7 @@ def write_labels(blocks: Iterable[np.ndarray], out: Path, where: str) -> tuple[R
             if writer is None:
                 kind = "multi" if b.shape[1] > 1 else "single"
                 writer = RawWriter(out, bool if kind == "multi" else np.int32, (b.shape[1],) if kind == "multi" else ())
-            writer.write(_multi(b, where, done) if kind == "multi" else _single(b[:, 0], where, done))
+            writer.write(_multi(b, where, done) if kind == "multi" else class_ids(b[:, 0], where, done))
             if kind == "single" and b.size:
                 top = max(top, int(np.nanmax(b, initial=-1)))
             done += b.shape[0]
@@ -71,10 +71,6 @@ def class_ids(y: np.ndarray, where: str, done: int = 0) -> np.ndarray:
         raise located(where, f"row {done + int(bad[0])}: label {y[bad[0]]} is not a class number "
                              f"(whole, at most {MAX_CLASS:,})")
     return np.where(known, f, -1).astype(np.int32)
-
-
-def _single(y: np.ndarray, where: str, done: int) -> np.ndarray:
-    return class_ids(y, where, done)
 
 
 def _multi(y: np.ndarray, where: str, done: int) -> np.ndarray:

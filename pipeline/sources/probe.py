@@ -97,11 +97,19 @@ def probe(path: str, fmt: str, limit: int | None = None) -> Probe:
     :mod:`.metis`); ``limit`` is the memory budget its declared sizes are
     checked against there."""
     size = check_file(path, fmt)
+    gz = gzip_named(path)
+    members = tuple(m) if gz and (m := parsing.bgzf_members(path, size)) else None
+    return Probe(path, fmt, size, gz, members)
+
+
+def gzip_named(path: str) -> bool:
+    """Whether ``path`` is gzip (its magic bytes); a ``.gz`` name without
+    them (renamed plain text, a broken download) is one line, not text read
+    as it is."""
     gz = parsing.is_gzip(path)
     if str(path).endswith(".gz") and not gz:
         raise located(path, "named .gz but not gzip-compressed (no gzip header)")
-    members = tuple(m) if gz and (m := parsing.bgzf_members(path, size)) else None
-    return Probe(path, fmt, size, gz, members)
+    return gz
 
 
 def regular(path: str | Path) -> None:

@@ -127,20 +127,18 @@ def _scatter(m: np.ndarray, data: bytes, width: int, kind: str, path: str) -> in
     n = m.shape[0]
     if ids.size and (ids.min() < 0 or ids.max() >= n):
         raise located(path, f"vertex {ids[(ids < 0) | (ids >= n)][0]} outside 0..{n - 1}")
-    if (ids != np.round(ids)).any():
-        raise located(path, f"vertex id {ids[ids != np.round(ids)][0]} is not a whole number")
     vals = rows[:, 1:]
     if kind == "multi":
         if vals.size and (vals.min() < 0 or vals.max() > 1):
             raise located(path, "multi-label targets must be 0 or 1")
         m[ids] = vals.astype(bool)
         return -1
-    y = vals[:, 0]
-    bad = np.flatnonzero((y != np.round(y)) | (y > MAX_CLASS))
+    y = vals[:, 0]  # integer tokens: only the int32 bound can fail
+    bad = np.flatnonzero(y > MAX_CLASS)
     if bad.size:
-        raise located(path, f"vertex {ids[bad[0]]:.0f}: class {y[bad[0]]} is not a class number (whole, at most "
+        raise located(path, f"vertex {ids[bad[0]]}: class {y[bad[0]]} is not a class number (whole, at most "
                             f"{MAX_CLASS:,})")
-    m[ids.astype(np.int64)] = np.where(y >= 0, y, -1).astype(np.int32)
+    m[ids] = np.where(y >= 0, y, -1).astype(np.int32)
     return int(vals.max(initial=-1))
 
 
