@@ -1,0 +1,44 @@
+"""Starting torch.distributed (trainer/torchdist/launch.py): the launcher is recognized from its
+environment; one process, torchrun and mpirun each give the right rank and size."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+from helpers.mpi import mpirun  # noqa: E402
+
+from shgcn.trainer.torchdist.launch import launched_by_mpi  # noqa: E402
+
+PROBE = "from shgcn.trainer.torchdist import init_from_env; import json; print(json.dumps(init_from_env()))"
+
+
+def test_mpi_launchers_are_recognized(monkeypatch):
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"):
+        monkeypatch.delenv(var, raising=False)
+    assert not launched_by_mpi()
+    monkeypatch.setenv("PMI_SIZE", "1")
+    assert not launched_by_mpi()
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "4")
+    assert launched_by_mpi()
+
+
+def probe(cmd, env=None):
+    env = {k: v for k, v in (env or os.environ).items() if k not in ("RANK", "WORLD_SIZE", "PMI_SIZE")}
+    res = subprocess.run([*cmd, sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    return sorted(json.loads(line) for line in res.stdout.split("\n") if line.startswith("["))
+
+
+def test_one_process():
+    assert probe([]) == [[0, 1]]
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_mpirun_gives_every_rank_its_place():
+    assert probe([mpirun(), "-n", "3"]) == [[0, 3], [1, 3], [2, 3]]

@@ -1,0 +1,192 @@
+"""One rank's block of a store as torch tensors (:func:`open_block`): its
+rows of Â in local column ids, its own rows' features, labels and masks, and
+the halo plan (which own rows go to which rank, where received rows land).
+
+Local ids are the store's: ``0..n_own-1`` are the rank's own rows, then the
+halo, grouped by sender in rank order (exactly the block's local columns, and
+the node order of ``store.to_pyg(s, rank)``). A layer that aggregates over
+Â's rows therefore needs ``n_own + R`` input rows (own, then received: what
+:class:`~shgcn.trainer.torchdist.halo.Halo` returns) and gives ``n_own``
+output rows.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shgcn import store
+from shgcn.core.errors import UserError
+
+EDGE_KINDS = ("norm", "pattern", "attention")
+
+
+@dataclass(frozen=True)
+class HaloPlan:
+    """Which rows one rank sends and receives per exchange.
+
+    Attributes
+    ----------
+    rank, size : this rank and the number of ranks
+    n_own, n_halo : own rows, received rows
+    send : list of (q, rows) with rows (k,) int64 tensor of local own row ids sent to rank q, in the order q
+        expects them
+    recv : list of (q, start, count): rows received from q are halo rows ``start .. start + count - 1``
+    """
+
+    rank: int
+    size: int
+    n_own: int
+    n_halo: int
+    send: list[tuple[int, Any]]
+    recv: list[tuple[int, int, int]]
+
+    @property
+    def send_rows(self) -> int:
+        return sum(int(r.numel()) for _, r in self.send)
+
+
+@dataclass(frozen=True)
+class TorchBlock:
+    """A rank's block as torch tensors (see the module docstring for local ids).
+
+    Attributes
+    ----------
+    plan : HaloPlan
+    rows, cols, values : (nnz,) int64, int64, float32 tensors: Â's nonzeros in local ids (row in ``0..n_own-1``,
+        column in ``0..n_own+R-1``), in CSR order; self loops included
+    x : (n_own, D) float32 tensor, own rows' features
+    y : (n_own,) int64 (-1: unknown) or (n_own, C) float32 (multi-label) tensor
+    train_mask, val_mask, test_mask : (n_own,) bool tensors (unlabelled rows excluded)
+    node_ids : (n_own + R,) int64 tensor, original vertex index of every local row (own, then halo)
+    n, classes, directed, multilabel : the whole graph's vertices and classes, whether Â is not symmetric,
+        the label kind
+    """
+
+    plan: HaloPlan
+    rows: Any
+    cols: Any
+    values: Any
+    x: Any
+    y: Any
+    train_mask: Any
+    val_mask: Any
+    test_mask: Any
+    node_ids: Any
+    n: int
+    classes: int
+    directed: bool
+    multilabel: bool
+
+    @property
+    def n_own(self) -> int:
+        return self.plan.n_own
+
+    @property
+    def n_local(self) -> int:
+        """Own rows plus received rows: the input rows of a layer."""
+        return self.plan.n_own + self.plan.n_halo
+
+    def edges(self, kind: str = "norm") -> tuple[Any, Any]:
+        """PyG's ``(edge_index, edge_weight)`` of the block (``edge_index`` (2, E): local sources, then local
+        destinations; a nonzero Â[i, j] is the edge j -> i).
+
+        ``norm``: Â with its values (``GCNConv(normalize=False, add_self_loops=False)``); ``pattern``: the
+        graph's edges without self loops, weight None (SAGEConv, GINConv); ``attention``: the pattern with self
+        loops (GATConv with ``add_self_loops=False``), weight None."""
+        import torch
+
+        if kind not in EDGE_KINDS:
+            raise UserError(f"edges(kind={kind!r}): not one of {', '.join(EDGE_KINDS)}")
+        index = torch.stack([self.cols, self.rows])
+        if kind == "norm":
+            return index, self.values
+        if kind == "attention":
+            return index, None
+        keep = self.cols != self.rows
+        return index[:, keep], None
+
+    def adjacency(self) -> Any:
+        """(n_own, n_own + R) torch sparse CSR tensor of the block's rows of Â."""
+        import torch
+
+        ptr = torch.zeros(self.n_own + 1, dtype=torch.int64)
+        ptr[1:] = torch.cumsum(torch.bincount(self.rows, minlength=self.n_own), 0)
+        with warnings.catch_warnings():  # "sparse CSR support is in beta": the product and its gradient are not
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            return torch.sparse_csr_tensor(ptr, self.cols, self.values, size=(self.n_own, self.n_local),
+                                           check_invariants=True)
+
+
+def _world(rank: int | None, size: int | None) -> tuple[int, int]:
+    """This rank and the number of ranks: given, or torch.distributed's, or one process."""
+    if rank is not None and size is not None:
+        return rank, size
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def open_block(path: str | Path | store.Store, rank: int | None = None, size: int | None = None,
+               verify: bool = True) -> TorchBlock:
+    """Rank ``rank``'s block of the store at ``path`` as torch tensors (the store memory-mapped, then copied
+    once into tensors).
+
+    ``rank`` and ``size`` default to torch.distributed's (one process when it is not initialized); a store built
+    for a different number of ranks is refused (:class:`~shgcn.core.errors.UserError`, one line)."""
+    from shgcn.store.interop import require
+
+    torch = require("torch", "pyg", "shgcn.trainer.torchdist")
+    s = path if isinstance(path, store.Store) else store.open_store(path)
+    rank, size = _world(rank, size)
+    if size != s.parts:
+        raise UserError(f"{s.path}: the store is partitioned for {s.parts} ranks, not {size}: "
+                        f"run it with {s.parts} processes, or build one with --parts {size}")
+    b = s.rank(rank, verify=verify)
+    plan = _halo_plan(torch, b.plan, rank, size)
+    indptr = np.asarray(b.plan.indptr, np.int64)
+    rows = np.repeat(np.arange(plan.n_own, dtype=np.int64), np.diff(indptr))
+    multi = s.attrs.get("label_kind") == "multi"
+    labels = np.asarray(b.labels)
+    known = labels.any(1) if multi else labels >= 0
+    ids = np.concatenate([np.asarray(b.node_index, np.int64),
+                          s.permutation()[np.asarray(b.plan.recv_ids, np.int64)]])
+
+    def mask(m: np.ndarray) -> Any:
+        return torch.from_numpy(np.asarray(m, bool) & known)
+
+    return TorchBlock(
+        plan=plan, rows=torch.from_numpy(rows), cols=torch.from_numpy(np.asarray(b.plan.indices, np.int64)),
+        values=torch.from_numpy(np.array(b.plan.data, np.float32)),
+        x=torch.from_numpy(np.array(b.features, np.float32)),
+        y=torch.from_numpy(labels.astype(np.float32) if multi else labels.astype(np.int64)),
+        train_mask=mask(b.train_mask), val_mask=mask(b.val_mask), test_mask=mask(b.test_mask),
+        node_ids=torch.from_numpy(ids), n=int(s.attrs["n"]), classes=int(s.attrs["classes"]),
+        directed=bool(s.attrs["directed"]), multilabel=multi)
+
+
+def _halo_plan(torch: Any, plan: store.Plan, rank: int, size: int) -> HaloPlan:
+    sp_ = np.asarray(plan.send_ptr, np.int64)
+    rows = np.asarray(plan.send_rows, np.int64)
+    rp = np.asarray(plan.recv_ptr, np.int64)
+    send = [(q, torch.from_numpy(rows[sp_[q]:sp_[q + 1]].copy())) for q in range(size)
+            if q != rank and sp_[q + 1] > sp_[q]]
+    recv = [(q, int(rp[q]), int(rp[q + 1] - rp[q])) for q in range(size) if q != rank and rp[q + 1] > rp[q]]
+    return HaloPlan(rank, size, plan.n_own, int(rp[-1]), send, recv)
+
+
+def predicted_rows(path: str | Path | store.Store) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the store's quality table predicts per exchange, independently of the blocks' plans: (sent rows
+    (P,), received rows (P,), messages sent (P,)) of every rank, from the layout model's volume matrix."""
+    s = path if isinstance(path, store.Store) else store.open_store(path)
+    q = s.quality()
+    models = [str(m) for m in q["model"].values]
+    volume = np.asarray(q["volume"].values[models.index(s.attrs["model"])], np.int64)
+    np.fill_diagonal(volume, 0)
+    return volume.sum(1), volume.sum(0), (volume > 0).sum(1)
