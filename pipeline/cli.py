@@ -78,7 +78,10 @@ def parser() -> argparse.ArgumentParser:
     _build_parser(sub, common)
     _info_parser(sub, common)
     _report_parser(sub, common)
-    sub.add_parser("datasets", help="list the named datasets")
+    d = sub.add_parser("datasets", help="list the named datasets: published counts, size, and whether present",
+                       description="The named datasets with their published counts, download size and where each is "
+                                   "found (--data-dir, then $SHGCN_DATA_DIR, then the cache directory).")
+    d.add_argument("--data-dir", default=None, help="a directory of datasets to look in first")
     _simulate_parser(sub, common)
     _export_parser(sub, common)
     return p

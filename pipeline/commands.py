@@ -273,12 +273,34 @@ def _export_graph(args) -> int:
 
 
 def cmd_datasets(args) -> int:
-    from .sources.datasets import REGISTRY
+    from .sources.datasets import ENV_VAR, REGISTRY, found_in, search_dirs
 
-    for name, ds in sorted(REGISTRY.items()):
-        kind = "directed" if ds.directed else "undirected"
-        print(f"{name:18s} {ds.nodes:>9,} nodes {ds.edges:>9,} {kind} edges  {ds.description}")
+    dirs = search_dirs(args.data_dir)
+    labels = {d: "cache" for d in dirs[-1:]} | ({dirs[0]: "--data-dir"} if args.data_dir else {})
+    if os.environ.get(ENV_VAR):
+        labels[dirs[-2]] = f"${ENV_VAR}"
+    print(f"{'name':18s} {'source':11s} {'vertices':>12s} {'edges':>14s}   {'features':>8s} {'classes':>7s} "
+          f"{'size':>9s}  {'present':11s} description")
+    for _, ds in sorted(REGISTRY.items()):
+        where = found_in(ds, args.data_dir)
+        present = labels.get(where, "yes") if where is not None else "no"
+        print(f"{ds.name:18s} {ds.publisher:11s} {ds.nodes:>12,} {ds.edges:>14,} {'d' if ds.directed else 'u'} "
+              f"{ds.features or '-':>8} {ds.classes or '-':>7} {_size(ds.size):>9s}  {present:11s} {ds.description}")
+    print(f"edges: d directed arcs, u undirected pairs; size: the download ('?': unknown); looked in: "
+          f"{', '.join(str(d) for d in dirs)}")
     return 0
+
+
+def _size(n: int | None) -> str:
+    """Bytes in decimal units (``?``: unknown)."""
+    if n is None:
+        return "?"
+    if n < 1000:
+        return f"{n} B"
+    x, units = n / 1000, ["kB", "MB", "GB", "TB"]
+    while x >= 1000 and len(units) > 1:
+        x, units = x / 1000, units[1:]
+    return f"{x:.1f} {units[0]}"
 
 
 COMMANDS = {"build": cmd_build, "info": cmd_info, "report": cmd_report, "datasets": cmd_datasets,

@@ -1,4 +1,5 @@
-"""Where graphs come from: the dataset registry (:mod:`.datasets`), graph
+"""Where graphs come from: the dataset registry (:mod:`.datasets`, its
+downloads in :mod:`.fetch`), graph
 readers behind one protocol (:class:`.base.Reader`), one module per format
 (:mod:`.edgelist`, :mod:`.mtx`, :mod:`.metis` over :mod:`.text` and
 :mod:`.parsing`; :mod:`.npz` and :mod:`.planetoid` over :mod:`.whole`;

@@ -4,16 +4,22 @@ come from (URL and sha256) and where they are found.
 Lookup order for a dataset's files: ``--data-dir``, then ``$SHGCN_DATA_DIR``,
 then the user cache directory (``$XDG_CACHE_HOME/shgcn`` or
 ``~/.cache/shgcn``). Each directory is laid out like the download sites
-(``planetoid/``, ``snap/``, ``ogb/ogbn_arxiv/``, ``saint/reddit/``...). A
-missing dataset is downloaded with pooch (hash check, retries, a progress
-bar on a terminal) into the cache directory; without network access the
-error is one line that says where the files were looked for.
+(``planetoid/``, ``snap/``, ``suitesparse/``, ``ogb/ogbn_arxiv/``,
+``saint/reddit/``...); the first directory names the publisher. A missing
+dataset is downloaded (:mod:`.fetch`) into the cache directory; without
+network access the error is one line that names the dataset, its URL and
+the exact path under the data directory where the file goes.
+
+Counts: as published on the dataset's page (SNAP's "Dataset statistics",
+SuiteSparse's matrix page, OGB's and GraphSAINT's papers); a build compares
+the graph it read with them (:func:`count_mismatch`) and warns on a
+difference.
 
 Hashes: the sha256 of every file this project could read byte for byte
-offline is recorded. OGB's zip archives, GraphSAINT's files (served by
-Google Drive), PubMed's ``allx`` and SuiteSparse's archives could not be
-obtained here, so their hash is :data:`NO_HASH` (a named shortcut: pooch
-downloads them unchecked).
+offline is recorded. The other files (OGB's zips, GraphSAINT's files on
+Google Drive, PubMed's ``allx``, SuiteSparse's archives, and the SNAP graphs
+not kept offline) could not be obtained here, so their hash is
+:data:`NO_HASH` (a named shortcut: pooch downloads them unchecked).
 """
 
 from __future__ import annotations
@@ -21,9 +27,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +72,11 @@ class Dataset:
         ``zip``: ``urls[0]`` is one archive holding every file.
     split_scheme : str or None
         OGB: the split the dataset is published with (``split/<scheme>``).
+    features, classes : int
+        Published feature width and number of classes (0: the dataset has
+        none; a build generates random ones).
+    size : int or None
+        Bytes to download (all URLs), where known exactly; None: unknown.
     """
 
     name: str
@@ -85,11 +93,28 @@ class Dataset:
     root: str = ""
     archive: str = ""
     split_scheme: str | None = None
+    features: int = 0
+    classes: int = 0
+    size: int | None = None
 
     @property
     def path(self) -> str:
         """What the reader reads, relative to a data directory."""
         return self.root or self.files[0]
+
+    @property
+    def publisher(self) -> str:
+        """Who publishes the files: the first directory of their layout."""
+        top = self.files[0].split("/", 1)[0]
+        return _PUBLISHERS.get(top, top)
+
+    def optional(self, rel: str) -> bool:
+        """A file the reader copes without: PubMed's allx, often absent from offline copies."""
+        return self.name == "pubmed" and rel.endswith(".allx")
+
+
+_PUBLISHERS = {"planetoid": "Planetoid", "snap": "SNAP", "netrepo": "NetRepo", "suitesparse": "SuiteSparse",
+               "metis": "METIS", "ogb": "OGB", "saint": "GraphSAINT"}
 
 
 _PLANETOID_SHA256 = {  # sha256 of the files at the URLs (byte-for-byte copies in ../shared/datasets)
@@ -120,53 +145,72 @@ _PLANETOID_SHA256 = {  # sha256 of the files at the URLs (byte-for-byte copies i
 }
 
 
-def _planetoid(name: str, nodes: int, edges: int, desc: str) -> Dataset:
+def _planetoid(name: str, nodes: int, edges: int, shape: tuple[int, int], size: int | None, desc: str) -> Dataset:
     exts = ("graph", "x", "y", "tx", "ty", "allx", "ally", "test.index")
     return Dataset(
         name=name,
         files=tuple(f"planetoid/ind.{name}.{e}" for e in exts),
         urls=tuple(f"https://github.com/kimiyoung/planetoid/raw/master/data/ind.{name}.{e}" for e in exts),
         format="planetoid", directed=False, nodes=nodes, edges=edges, description=desc, feature_norm="row",
-        hashes=_PLANETOID_SHA256[name])
+        hashes=_PLANETOID_SHA256[name], features=shape[0], classes=shape[1], size=size)
 
 
 def _ogb(name: str, download: str, directed: bool, nodes: int, edges: int, scheme: str, *, desc: str,
-         layout: str = "csv") -> Dataset:
+         shape: tuple[int, int], layout: str = "csv") -> Dataset:
     """An OGB node-property dataset: one zip from OGB's site, unpacked to ``ogb/<name with _>/``."""
     root = f"ogb/{name.replace('-', '_')}"
     raw = ("raw/data.npz", "raw/node-label.npz") if layout == "npz" else ("raw/edge.csv.gz", "raw/node-label.csv.gz")
     return Dataset(name, tuple(f"{root}/{f}" for f in (*raw, f"split/{scheme}/train.csv.gz")),
                    (f"https://snap.stanford.edu/ogb/data/nodeproppred/{download}.zip",), "ogb", directed, nodes,
-                   edges, desc, hashes=(NO_HASH,), root=root, archive="zip", split_scheme=scheme)
+                   edges, desc, hashes=(NO_HASH,), root=root, archive="zip", split_scheme=scheme, features=shape[0],
+                   classes=shape[1])
 
 
 _GDRIVE = "https://docs.google.com/uc?export=download&id={}&confirm=t"
 _SAINT_FILES = ("adj_full.npz", "feats.npy", "class_map.json", "role.json")
 
 
-def _saint(name: str, ids: tuple[str, str, str, str], nodes: int, edges: int, desc: str) -> Dataset:
+def _saint(name: str, ids: tuple[str, str, str, str], nodes: int, edges: int, shape: tuple[int, int],
+           desc: str) -> Dataset:
     """A GraphSAINT dataset: the authors' four files (on Google Drive; the IDs PyG's loaders use)."""
     root = f"saint/{name}"
     return Dataset(name, tuple(f"{root}/{f}" for f in _SAINT_FILES), tuple(_GDRIVE.format(i) for i in ids), "saint",
-                   False, nodes, edges, desc, hashes=(NO_HASH,) * 4, root=root)
+                   False, nodes, edges, desc, hashes=(NO_HASH,) * 4, root=root, features=shape[0], classes=shape[1])
 
 
+def _snap(name: str, file: str, directed: bool, nodes: int, edges: int, desc: str, *, folder: str = "data") -> Dataset:
+    """A SNAP edge list (``.txt.gz``; the ``com-*`` graphs live in ``data/bigdata/communities``)."""
+    return Dataset(name, (f"snap/{file}",), (f"https://snap.stanford.edu/{folder}/{file}",), "edgelist", directed,
+                   nodes, edges, desc, hashes=(NO_HASH,))
+
+
+def _suitesparse(name: str, matrix: str, directed: bool, nodes: int, edges: int, desc: str) -> Dataset:
+    """A SuiteSparse matrix (``group/name``): its ``.tar.gz`` (Matrix Market) gives ``suitesparse/<name>.mtx``."""
+    return Dataset(name, (f"suitesparse/{matrix.split('/')[1]}.mtx",),
+                   (f"https://suitesparse-collection-website.herokuapp.com/MM/{matrix}.tar.gz",), "mtx",
+                   directed, nodes, edges, desc, hashes=(NO_HASH,))
+
+
+# One line per dataset. Counts: cora..4elt as checked against ../shared/datasets (tests/pipeline/sources);
+# amazon0601..roadNet-CA from SNAP's "Dataset statistics" (roadNet-CA: 2,766,607 undirected pairs, the file lists
+# both directions: 5,533,214 lines); coPapersDBLP and Gleich/flickr from SuiteSparse's pages (undirected pairs:
+# nnz / 2 for a symmetric matrix); OGB's from its paper and site; GraphSAINT's from its paper (Table 1).
 REGISTRY: dict[str, Dataset] = {d.name.lower(): d for d in [
-    _planetoid("cora", 2708, 5278, "Cora citations, 1433 features, 7 classes, Planetoid split"),
-    _planetoid("citeseer", 3327, 4552, "CiteSeer citations, 3703 features, 6 classes, Planetoid split"),
-    _planetoid("pubmed", 19717, 44324, "PubMed citations, 3 classes (allx missing offline: use --features random:D)"),
+    _planetoid("cora", 2708, 5278, (1433, 7), 572444, "Cora citations, Planetoid split"),
+    _planetoid("citeseer", 3327, 4552, (3703, 6), 1036188, "CiteSeer citations, Planetoid split"),
+    _planetoid("pubmed", 19717, 44324, (500, 3), None, "PubMed citations (allx missing offline: use --features random:D)"),
     Dataset("soc-slashdot0902", ("snap/soc-Slashdot0902.txt.gz",),
             ("https://snap.stanford.edu/data/soc-Slashdot0902.txt.gz",),
             "edgelist", True, 82168, 948464, "Slashdot Zoo social network, Feb 2009 (directed)", self_loops=78303,
-            hashes=("65072f0a2d98a444967bf3b8379a87e03292f2f9f8924f4fe470ddd047c95553",)),
+            hashes=("65072f0a2d98a444967bf3b8379a87e03292f2f9f8924f4fe470ddd047c95553",), size=3246522),
     Dataset("facebook", ("snap/facebook_combined.txt.gz",),
             ("https://snap.stanford.edu/data/facebook_combined.txt.gz",),
             "edgelist", False, 4039, 88234, "Facebook ego networks, combined",
-            hashes=("7cc432d08910b3a940ce90f7da94c13aaf048b04724eafcdf3050b28acc49daf",)),
+            hashes=("7cc432d08910b3a940ce90f7da94c13aaf048b04724eafcdf3050b28acc49daf",), size=218575),
     Dataset("ca-astroph", ("netrepo/ca-AstroPh.txt",),
             ("https://raw.githubusercontent.com/bokveizen/distance-decaying-core/main/data/ca-AstroPh.txt",),
             "edgelist", False, 17903, 196972, "Astro-physics collaboration network",
-            hashes=("7771181adc0ab4dc598337c400ca288c9752f213a14cfbfbbfde147866f44534",)),
+            hashes=("7771181adc0ab4dc598337c400ca288c9752f213a14cfbfbbfde147866f44534",), size=2712060),
     Dataset("luxembourg-osm", ("suitesparse/luxembourg_osm.mtx",),
             ("https://suitesparse-collection-website.herokuapp.com/MM/DIMACS10/luxembourg_osm.tar.gz",),
             "mtx", False, 114599, 119666, "Luxembourg road network (OpenStreetMap)", hashes=(NO_HASH,)),
@@ -176,26 +220,37 @@ REGISTRY: dict[str, Dataset] = {d.name.lower(): d for d in [
     Dataset("4elt", ("metis/4elt.graph",),
             ("https://raw.githubusercontent.com/KarypisLab/METIS/master/graphs/4elt.graph",),
             "metis", False, 15606, 45878, "2D finite-element mesh",
-            hashes=("246997040b286050864a4b4ebbe387026e9c317eef504e6fc79a97cc0af5967f",)),
-    _ogb("ogbn-arxiv", "arxiv", True, 169343, 1166243, "time",
-         desc="OGB arXiv citations, 128 features, 40 classes, split by year (directed; --undirected as usual)"),
-    _ogb("ogbn-products", "products", False, 2449029, 61859140, "sales_ranking",
-         desc="OGB Amazon co-purchases, 100 features, 47 classes, split by sales rank"),
-    _ogb("ogbn-papers100M", "papers100M-bin", True, 111059956, 1615685872, "time",
-         desc="OGB MAG papers, 128 features, 172 classes (1.5M labelled), split by year (npz layout, 57 GB zip)",
-         layout="npz"),
+            hashes=("246997040b286050864a4b4ebbe387026e9c317eef504e6fc79a97cc0af5967f",), size=516441),
+    # the paper's graphs (Demirci, Haldar, Ferhatosmanoglu): no features or labels, a build generates them
+    _snap("amazon0601", "amazon0601.txt.gz", True, 403394, 3387388, "Amazon co-purchases, June 1 2003 (directed)"),
+    _snap("cit-Patents", "cit-Patents.txt.gz", True, 3774768, 16518948, "US patent citations 1975-1999 (directed)"),
+    _snap("com-Amazon", "com-amazon.ungraph.txt.gz", False, 334863, 925872, "Amazon co-purchases, communities",
+          folder="data/bigdata/communities"),
+    _snap("com-Youtube", "com-youtube.ungraph.txt.gz", False, 1134890, 2987624, "YouTube friendships",
+          folder="data/bigdata/communities"),
+    _snap("roadNet-CA", "roadNet-CA.txt.gz", False, 1965206, 2766607, "California road network"),
+    _suitesparse("coPapersDBLP", "DIMACS10/coPapersDBLP", False, 540486, 15245729, "DBLP co-papers (DIMACS10)"),
+    _suitesparse("flickr-gleich", "Gleich/flickr", True, 820878, 9837214,
+                 "Flickr contacts, SuiteSparse Gleich/flickr (directed; 'flickr' is GraphSAINT's)"),
+    # the usual large GNN benchmarks, with their features, labels and split
+    _ogb("ogbn-arxiv", "arxiv", True, 169343, 1166243, "time", shape=(128, 40),
+         desc="OGB arXiv citations, split by year (directed; --undirected as usual)"),
+    _ogb("ogbn-products", "products", False, 2449029, 61859140, "sales_ranking", shape=(100, 47),
+         desc="OGB Amazon co-purchases, split by sales rank"),
+    _ogb("ogbn-papers100M", "papers100M-bin", True, 111059956, 1615685872, "time", shape=(128, 172),
+         desc="OGB MAG papers (1.5M labelled), split by year (npz layout, 57 GB zip)", layout="npz"),
     _saint("reddit", ("1sncK996BM5lpuDf75lDFqCiDZyErc1c2", "1ZsHaJ0ussP1W722krmEIp_8pwKAoi5b3",
                       "1JF3Pjv9OboMNYs2aXRQGbJbc4t_nDd5u", "1nJIKd77lcAGU4j-kVNx_AIGEkveIKz3A"), 232965, 11606919,
-           "GraphSAINT Reddit posts, 602 features, 41 classes"),
+           (602, 41), "GraphSAINT Reddit posts"),
     _saint("flickr", ("1crmsTbd1-2sEXsGwa2IKnIB7Zd3TmUsy", "1join-XdvX3anJU_MLVtick7MgeAQiWIZ",
                       "1uxIkbtg5drHTsKt-PAsZZ4_yJmgFmle9", "1htXCtuktuCW8TR8KiKfrFDAxUgekQoV7"), 89250, 899756,
-           "GraphSAINT Flickr images, 500 features, 7 classes"),
+           (500, 7), "GraphSAINT Flickr images"),
     _saint("yelp", ("1Juwx8HtDwSzmVIJ31ooVa1WljI4U5JnA", "1Zy6BZH_zLEjKlEFSduKE5tV9qqA_8VtM",
                     "1VUcBGr0T0-klqerjAjxRmAqFuld_SMWU", "1NI5pa5Chpd-52eSmLW60OnB3WS5ikxq_"), 716847, 6977410,
-           "GraphSAINT Yelp users, 300 features, 100 labels (multi-label: sigmoid loss, micro-F1)"),
+           (300, 100), "GraphSAINT Yelp users, 100 labels (multi-label: sigmoid loss, micro-F1)"),
     _saint("amazon", ("17qhNA8H1IpbkkR-T2BmPQm8QNW5do-aa", "10SW8lCvAj-kb6ckkfTOC5y0l8XXdtMxj",
                       "1LIl4kimLfftj4-7NmValuWyCQE8AaE7P", "1npK9xlmbnjNkV80hK2Q68wTEVOFjnt4K"), 1598960, 132169734,
-           "GraphSAINT Amazon products, 200 features, 107 labels (multi-label; PyG counts 1,569,960 nodes)"),
+           (200, 107), "GraphSAINT Amazon products, 107 labels (multi-label; PyG counts 1,569,960 nodes)"),
 ]}
 
 
@@ -222,13 +277,23 @@ def search_dirs(data_dir: str | Path | None) -> list[Path]:
     return dirs
 
 
+def found_in(ds: Dataset, data_dir: str | Path | None = None) -> Path | None:
+    """The first search directory holding all of ``ds``'s files (None: none does)."""
+    for d in search_dirs(data_dir):
+        if all((d / f).exists() or ds.optional(f) for f in ds.files):
+            return d
+    return None
+
+
 def locate(ds: Dataset, data_dir: str | Path | None = None, download: bool = True) -> Path:
     """Path of what ``ds``'s reader reads, downloading the dataset into the
     cache directory if none of the search directories has all its files."""
+    from . import fetch
+
+    found = found_in(ds, data_dir)
+    if found is not None:
+        return found / ds.path
     dirs = search_dirs(data_dir)
-    for d in dirs:
-        if all((d / f).exists() or _optional(ds, f) for f in ds.files):
-            return d / ds.path
     if not download:
         raise _missing(ds, dirs, None)
     target = cache_dir()
@@ -236,21 +301,24 @@ def locate(ds: Dataset, data_dir: str | Path | None = None, download: bool = Tru
     new_dirs = sorted({d for rel in ds.files for d in (target / rel).parents if not d.exists()},
                       key=lambda d: -len(d.parts))
     try:
-        if ds.archive == "zip":
-            _fetch_zip(ds, target)
-        else:
-            _fetch_files(ds, target)
+        fetch.download(ds, target)
     except (OSError, ValueError) as e:  # requests' errors are OSErrors; a hash mismatch is a ValueError
         for d in new_dirs:
             with contextlib.suppress(OSError):
                 d.rmdir()
-        raise _missing(ds, dirs, _why(e)) from None
+        raise _missing(ds, dirs, fetch.reason(e)) from None
     return target / ds.path
 
 
-def _optional(ds: Dataset, rel: str) -> bool:
-    # PubMed's allx is often absent from offline copies; the reader copes.
-    return ds.name == "pubmed" and rel.endswith(".allx")
+def placement(ds: Dataset, base: Path) -> str:
+    """Where a user puts ``ds``'s files by hand under the data directory ``base``: each missing file's URL and path."""
+    from .fetch import member_of_tar
+
+    if ds.archive == "zip":
+        return f"download {ds.urls[0]} and unzip it so that its top directory becomes {base / ds.root}"
+    todo = [(rel, url) for rel, url in zip(ds.files, ds.urls) if not (base / rel).exists() and not ds.optional(rel)]
+    return "; ".join(f"download {url} and put its {Path(rel).name} at {base / rel}" if member_of_tar(rel, url)
+                     else f"download {url} to {base / rel}" for rel, url in todo)
 
 
 def _missing(ds: Dataset, dirs: list[Path], err: str | None) -> UserError:
@@ -258,81 +326,18 @@ def _missing(ds: Dataset, dirs: list[Path], err: str | None) -> UserError:
     msg = f"dataset {ds.name!r}: {ds.path} not found under {where}"
     if err:
         msg += f"; download failed ({err})"
-    return UserError(msg + f"; pass --data-dir or set {ENV_VAR}")
+    return UserError(f"{msg}; {placement(ds, dirs[0])} (or pass --data-dir DIR or set {ENV_VAR})")
 
 
-def _why(e: Exception) -> str:
-    """One short reason for a failed download."""
-    name = type(e).__name__
-    if name in ("ConnectionError", "ConnectTimeout", "NameResolutionError", "ReadTimeout", "Timeout"):
-        return "the network is unavailable"
-    return f"{name}: {(str(e).splitlines() or [''])[0][:160]}"
-
-
-def _pooch(target: Path, ds: Dataset, names: list[str]):
-    """A pooch over ``target`` that knows ``names`` (paths relative to it), their URLs and hashes."""
-    import pooch
-
-    # our own log says what is downloaded; pooch's handler would print its retries besides the one-line error
-    pooch.get_logger().setLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
-    hashes = ds.hashes or (NO_HASH,) * len(ds.urls)
-    return pooch.create(path=target, base_url="", registry=dict(zip(names, hashes)), urls=dict(zip(names, ds.urls)),
-                        retry_if_failed=2)
-
-
-def _progress() -> bool:
-    return sys.stderr.isatty()
-
-
-def _fetch_files(ds: Dataset, target: Path) -> None:
-    """Each missing file from its URL; a SuiteSparse ``.tar.gz`` gives its ``.mtx`` member."""
-    names = [rel if not url.endswith(".tar.gz") or rel.endswith(".tar.gz") else rel.rsplit(".", 1)[0] + ".tar.gz"
-             for rel, url in zip(ds.files, ds.urls)]
-    p = _pooch(target, ds, names)
-    for rel, name in zip(ds.files, names):
-        if (target / rel).exists():
-            continue
-        log.info("downloading %s for dataset %s", p.get_url(name), ds.name)
-        try:
-            got = Path(p.fetch(name, progressbar=_progress()))
-        except (OSError, ValueError):
-            if _optional(ds, rel):
-                continue
-            raise
-        if got != target / rel:
-            _untar_member(got, target / rel)
-
-
-def _untar_member(archive: Path, dest: Path) -> None:
-    import tarfile
-
-    with tarfile.open(archive) as t, tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        member = next((m for m in t.getmembers() if m.name.endswith("/" + dest.name)), None)
-        src = t.extractfile(member) if member is not None else None
-        if src is None:
-            raise OSError(f"{dest.name} not in {archive.name}")
-        part = Path(tmp) / dest.name
-        with open(part, "wb") as f:
-            shutil.copyfileobj(src, f)
-        os.replace(part, dest)
-    archive.unlink()
-
-
-def _fetch_zip(ds: Dataset, target: Path) -> None:
-    """One zip holding a directory: unpacked next to ``root`` and renamed to it."""
-    import zipfile
-
-    name = f"{Path(ds.root).parent}/{ds.urls[0].rsplit('/', 1)[-1]}"
-    p = _pooch(target, ds, [name])
-    log.info("downloading %s for dataset %s (unpacked into %s)", ds.urls[0], ds.name, target / ds.root)
-    archive = Path(p.fetch(name, progressbar=_progress()))
-    dest = target / ds.root
-    with zipfile.ZipFile(archive) as z, tempfile.TemporaryDirectory(dir=archive.parent) as tmp:
-        top = {n.split("/", 1)[0] for n in z.namelist()}
-        if len(top) != 1:
-            raise OSError(f"{archive.name}: expected one top directory, found {sorted(top)[:3]}")
-        z.extractall(tmp)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(Path(tmp) / top.pop(), dest)
-    archive.unlink()
+def count_mismatch(ds: Dataset, n: int, edges: int, directed: bool) -> str | None:
+    """A warning when a build's graph of ``ds`` (``n`` vertices, ``edges`` after
+    removing self loops and duplicates, read ``directed`` or not) differs
+    from the published counts; edges are compared only when read as the
+    dataset is published."""
+    want = ds.edges - ds.self_loops
+    if n == ds.nodes and (edges == want or directed != ds.directed):
+        return None
+    kind = "directed" if directed else "undirected"
+    loops = f" (its {ds.edges:,} less {ds.self_loops:,} self loops)" if ds.self_loops else ""
+    return (f"{ds.name}: read {n:,} vertices and {edges:,} {kind} edges, but {ds.publisher} publishes {ds.nodes:,} "
+            f"and {want:,}{loops}: a different version of the file, or a damaged one?")

@@ -20,13 +20,16 @@ from .readers import submit_read
 class Source:
     """Attributes: raw (the futures); name; directed_default (what the
     dataset is, None: unknown); feature_norm; kind (``dataset``, ``file``,
-    ``generator`` or ``memory``)."""
+    ``generator`` or ``memory``); dataset (the registered dataset named by
+    SOURCE, whose published counts the build compares with; a directory
+    merely named like one may be a user's sample of it)."""
 
     raw: RawSource
     name: str
     directed_default: bool | None
     feature_norm: str
     kind: str
+    dataset: datasets.Dataset | None = None
 
 
 def is_path(source: str) -> bool:
@@ -85,7 +88,7 @@ def read_source(tasks, source: Any, fmt: str | None, data_dir: str | None, featu
         if opts.split_scheme is None and ds.split_scheme is not None:
             opts = replace(opts, split_scheme=ds.split_scheme)
         return Source(submit_read(tasks, path, fmt or ds.format, opts), ds.name, ds.directed,
-                      feature_norm or ds.feature_norm, "dataset")
+                      feature_norm or ds.feature_norm, "dataset", ds)
     try:
         raw = submit_read(tasks, source, fmt, opts)
     except UserError as e:

@@ -21,7 +21,7 @@ from ..errors import UserError
 from ..nodes import NodePlan
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
-from ..sources import budget
+from ..sources import budget, datasets
 from ..sources import chunks as chunk_tasks
 from ..sources.base import RawSource, ReadOptions
 from ..sources.records import Graph, RawGraph
@@ -86,11 +86,21 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
                         "edge once, pass --undirected", src.name)
     log.info("%s: %d nodes, %d %s edges (%d self loops removed)", src.name, n, kept,
              "directed" if directed else "undirected", loops)
+    notes = tuple(raw.notes) + _published(src, n, kept, directed)
     nodes_source = node_source if node_source is not None else raw.nodes
     spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed, src.feature_norm, cfg.feature_dtype)
     node_plan, node_blocks = _node_blocks(tasks, spec, bounds, src, nodes_source, mon)
     return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, tuple(node_blocks), node_plan,
-                    src.feature_norm, stats, tuple(raw.notes))
+                    src.feature_norm, stats, notes)
+
+
+def _published(src: Source, n: int, edges: int, directed: bool) -> tuple[str, ...]:
+    """A registered dataset whose graph differs from its published counts: a warning, kept in the store's notes."""
+    differs = datasets.count_mismatch(src.dataset, n, edges, directed) if src.dataset is not None else None
+    if differs is None:
+        return ()
+    log.warning("%s", differs)
+    return (differs,)
 
 
 def _fits(cfg: BuildConfig, name: str, n: int, lines: int) -> None:

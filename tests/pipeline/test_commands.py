@@ -2,6 +2,7 @@
 option and the problem, exit 2, no traceback, no store."""
 
 import gzip
+import os
 import subprocess
 import sys
 
@@ -130,3 +131,34 @@ def test_direction_is_said_and_a_one_way_list_is_flagged(tmp_path):
     assert res.returncode == 0
     assert "as directed (the default for edge lists; --undirected changes it)" in res.stderr
     assert "no edge has its reverse" in res.stderr
+
+
+def test_a_named_dataset_without_network_is_one_line_naming_url_and_path(tmp_path):
+    """The downloader fails as requests does without network (patched: no network is touched); exit 2."""
+    code = ("import sys\nfrom shgcn.pipeline.sources import fetch\n"
+            "class ConnectionError(OSError): pass\n"
+            "def offline(ds, target): raise ConnectionError('Max retries exceeded')\n"
+            "fetch.download = offline\nfrom shgcn.pipeline.cli import main\n"
+            f"sys.exit(main(['build', 'cit-Patents', '--data-dir', {str(tmp_path / 'data')!r}, '--parts', '2', "
+            f"'--out', {str(tmp_path / 's.zarr')!r}]))")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("SHGCN_DATA_DIR", None)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    one_line(res, "dataset 'cit-Patents'", "the network is unavailable",
+             f"download https://snap.stanford.edu/data/cit-Patents.txt.gz to {tmp_path / 'data' / 'snap' / 'cit-Patents.txt.gz'}")
+    assert not (tmp_path / "s.zarr").exists() and not (tmp_path / "cache" / "shgcn").exists()
+
+
+def test_datasets_lists_counts_sizes_and_where_each_is(tmp_path):
+    (tmp_path / "snap").mkdir()
+    (tmp_path / "snap" / "amazon0601.txt.gz").write_bytes(b"")
+    res = subprocess.run([sys.executable, "-m", "shgcn.pipeline", "datasets", "--data-dir", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "SHGCN_DATA_DIR": ""})
+    assert res.returncode == 0, res.stderr
+    rows = {line.split()[0]: line.split() for line in res.stdout.splitlines()[1:-1]}
+    assert rows["amazon0601"][:9] == ["amazon0601", "SNAP", "403,394", "3,387,388", "d", "-", "-", "?", "--data-dir"]
+    assert rows["cit-Patents"][8] == "no" and rows["ogbn-products"][5:7] == ["100", "47"]
+    assert rows["facebook"][7:10] == ["218.6", "kB", "no"]
+    assert res.stdout.splitlines()[0].split()[:9] == ["name", "source", "vertices", "edges", "features", "classes",
+                                                      "size", "present", "description"]
