@@ -16,7 +16,7 @@ def mpirun() -> str:
     return str(local) if local.exists() else (shutil.which("mpirun") or "mpirun")
 
 
-def train(ranks: int, store, *args, log=None, timeout=300, use_mpirun=True) -> subprocess.CompletedProcess:
+def train(ranks: int, store, *args, log=None, timeout=600, use_mpirun=True) -> subprocess.CompletedProcess:
     cmd = [sys.executable, str(TRAIN), str(store), "--quiet", *map(str, args)]
     if log is not None:
         cmd += ["--log", str(log)]

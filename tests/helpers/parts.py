@@ -51,7 +51,7 @@ EXCHANGE_CHECK = REPO / "tests" / "helpers" / "exchange_check.py"
 ARCH_ARGS = {"gat": ["--heads", "3"]}
 
 
-def run(ranks, path, log, *args, timeout=300):
+def run(ranks, path, log, *args, timeout=600):
     res = train(ranks, path, *args, log=log, use_mpirun=ranks > 1, timeout=timeout)
     assert res.returncode == 0, res.stderr
     return read_log(log)
