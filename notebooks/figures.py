@@ -10,7 +10,7 @@ import numpy as np
 from shgcn import store as store_mod
 from shgcn.core import runlog
 
-from .tables import _simulation, predicted_bytes, quality_table, run_labels
+from .tables import _simulation, predicted_bytes, preset_words, quality_table, run_labels
 
 # --------------------------------------------------------------- figures
 
@@ -67,16 +67,22 @@ def fig_degrees(s: store_mod.Store):
     return fig
 
 
-def _log_counts(ax, values) -> None:
-    """A log axis for counts (linear below 1 when some are 0): small parts stay visible beside large ones."""
+def _log_counts(ax, values) -> str:
+    """A log axis for counts (linear below 1 when some are 0): small parts stay visible beside large ones.
+    Returns the scale's words for the axis label: with zeros, the floor is 0 (a labelled tick) and the
+    label says that a part with none sits on it."""
     from matplotlib.ticker import EngFormatter
 
     if (np.asarray(values) > 0).all():
         ax.set_yscale("log")
-    else:
-        ax.set_yscale("symlog", linthresh=1)
-        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+        return "log scale"
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+    ticks = [t for t in ax.get_yticks() if t > 0]
+    ax.set_yticks([0.0, *ticks])  # the floor is 0, and says so: a log axis has no 0 of its own
+    return "log scale; 0 drawn at the floor"
 
 
 def fig_quality(s: store_mod.Store):
@@ -111,7 +117,8 @@ def fig_simulation(s: store_mod.Store, network: str = "infiniband", hidden: tupl
         ax.bar(x, comm, 0.6, bottom=compute, label="communication")
         ax.set_xticks(x, sub["model"].tolist(), rotation=45 if len(sub) > 4 else 0)
         ax.set_title(ex, fontsize=10)
-    axes[0][0].set_ylabel("predicted epoch, ms")
+    axes[0][0].set_ylabel(f"predicted epoch, ms\n({preset_words(network)})")
+    fig.suptitle(f"predicted for the {network} preset, not measured on this machine", fontsize=9)
     _legend(fig)
     return fig
 
@@ -127,10 +134,10 @@ def fig_parts(s: store_mod.Store):
         ax.bar(x - 0.2, send, 0.4, label="send")
         ax.bar(x + 0.2, recv, 0.4, label="receive")
         _integer_ticks(ax.xaxis, send.size)
-        _log_counts(ax, q[["send_volume", "recv_volume"]].to_array().values)
+        scale = _log_counts(ax, q[["send_volume", "recv_volume"]].to_array().values)
         ax.set_title(m, fontsize=10)
         ax.set_xlabel("part")
-    axes[0][0].set_ylabel("rows per SpMM (log scale)")
+    axes[0][0].set_ylabel(f"rows per SpMM ({scale})")
     _legend(fig)
     return fig
 
@@ -169,10 +176,10 @@ def fig_parts_vs_metis(s: store_mod.Store):
             ax.set_xticks(np.arange(1, parts + 1))
         else:
             ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
-        _log_counts(ax, q[["send_volume", "recv_volume"]].to_array().values)
+        scale = _log_counts(ax, q[["send_volume", "recv_volume"]].to_array().values)
         ax.set_xlabel("parts, busiest first")
         ax.set_title(f"{what} volume per part", fontsize=10)
-    axes[0][0].set_ylabel("rows per SpMM (log scale)")
+    axes[0][0].set_ylabel(f"rows per SpMM ({scale})")
     _legend(fig)
     return fig
 
@@ -273,22 +280,34 @@ def fig_training(runs: list[runlog.RunLog]):
 
 
 def fig_time_split(runs: list[runlog.RunLog]):
-    """Mean epoch time per rank, split into computation and communication wait."""
+    """Mean epoch time per rank, split into computation and communication
+    wait, measured on the machine that trained; the first epoch is left out
+    (:func:`steady_epochs`: its JIT compilation takes seconds)."""
     if not runs:
         return None
-    fig, axes = _figure(len(runs), width=3.8 * len(runs) + 1.6, height=3.4)
+    fig, axes = _figure(len(runs), width=3.8 * len(runs) + 1.6, height=3.6)
     for ax, r, label in zip(axes[0], runs, run_labels(runs)):
-        comp = np.mean([e.compute_time for e in r.epochs], axis=0)
-        comm = np.mean([e.comm_time for e in r.epochs], axis=0)
+        steady = steady_epochs(r.epochs)
+        comp = np.mean([e.compute_time for e in steady], axis=0)
+        comm = np.mean([e.comm_time for e in steady], axis=0)
         x = np.arange(comp.size)
         ax.bar(x, comp * 1000, label="compute")
         ax.bar(x, comm * 1000, bottom=comp * 1000, label="communication wait")
         _integer_ticks(ax.xaxis, comp.size)
         ax.set_xlabel("rank")
-        ax.set_ylabel("ms per epoch")
-        ax.set_title(textwrap.fill(label, 34), fontsize=8)
+        ax.set_ylabel("ms per epoch, measured")
+        left_out = "first epoch (warm-up) left out" if len(steady) < len(r.epochs) else "one epoch: no warm-up left out"
+        ax.set_title(f"{textwrap.fill(label, 34)}\nmean of {len(steady)} epochs; {left_out}", fontsize=8)
+    fig.suptitle("measured on the machine that trained", fontsize=9)
     _legend(fig)
     return fig
+
+
+def steady_epochs(epochs: list[runlog.Epoch]) -> list[runlog.Epoch]:
+    """The epochs a per-epoch mean is taken over: all but the first (its JIT
+    compilation and first touches of memory take seconds, several times a
+    steady epoch), unless it is the only one."""
+    return epochs[1:] if len(epochs) > 1 else list(epochs)
 
 
 def fig_bytes(s: store_mod.Store, runs: list[runlog.RunLog]):

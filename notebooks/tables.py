@@ -177,14 +177,20 @@ def _simulation(s: store_mod.Store, network: str, hidden: tuple[int, ...]):
                                       exchanges=exchanges))
 
 
+def preset_words(network: str) -> str:
+    """How a prediction names its machine, so it is never read as a time
+    measured here: ``infiniband preset, not this machine``."""
+    return f"{network} preset, not this machine" if network != "this" else "this machine's preset (a model)"
+
+
 def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):
     """Predicted full-batch epoch time of every model at the store's P, per
     exchange, on a network preset (:mod:`shgcn.core.epoch`)."""
     raw = _simulation(s, network, hidden).set_index(["model", "exchange"])
     raw[["epoch", "compute", "comm"]] *= 1000  # seconds -> ms
+    head = f"predicted epoch ({preset_words(network)})"
     return _display_table(raw, (
-        ("predicted epoch", "ms", "epoch", sig3), ("predicted epoch", "compute ms", "compute", sig3),
-        ("predicted epoch", "communication ms", "comm", sig3),
+        (head, "ms", "epoch", sig3), (head, "compute ms", "compute", sig3), (head, "communication ms", "comm", sig3),
         ("slowest rank", "bytes sent", "max_bytes", count),
         ("imbalance (max/avg - 1)", "rows", "rows_imbalance", pct3),
         ("imbalance (max/avg - 1)", "nonzeros", "nnz_imbalance", pct3),

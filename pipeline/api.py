@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .config import BuildConfig, BuildResult
-from .errors import UserError
+from .errors import UserError, api_words
 from .runtime.client import ENV_SCHEDULER, ClusterConfig, dask_client
 from .sources.records import NodeSource
 
@@ -60,39 +60,38 @@ def _node_source(features, labels, masks) -> NodeSource | None:
                       None if masks is None else {k: np.asarray(v, bool) for k, v in masks.items()}, label_kind=kind)
 
 
-def _from_peer(source: Any, features, labels, masks, options: dict) -> tuple[Any, Any, Any, Any]:
+def _from_peer(source: Any, features, labels, masks) -> tuple[Any, Any, Any, Any, bool]:
     """A PyG Data, DGL graph or OGB dataset -> (adjacency, features, labels,
-    masks); arrays the caller gives win over the object's. Its direction is
-    what its edges say (every edge with its reverse: undirected) unless
-    ``directed`` is given."""
+    masks, whether it was a peer's object); arrays the caller gives win over
+    the object's."""
     from .sources.peers import from_peer, is_peer
 
     if not is_peer(source):
-        return source, features, labels, masks
+        return source, features, labels, masks, False
     peer = from_peer(source)
-    options.setdefault("directed", peer.directed)
-    log.info("%s: %d vertices, %d edges (%s)", peer.kind, peer.matrix.shape[0], peer.matrix.nnz,
-             "directed" if peer.directed else "every edge with its reverse: undirected")
+    log.info("%s: %d vertices, %d edges", peer.kind, peer.matrix.shape[0], peer.matrix.nnz)
     return (peer.matrix, peer.features if features is None else features, peer.labels if labels is None else labels,
-            peer.masks if masks is None else masks)
+            peer.masks if masks is None else masks, True)
 
 
-def _warn_if_symmetric(source: Any) -> None:
-    """A symmetric matrix (or an edge_index holding every edge both ways) is
-    stored as directed unless ``directed=False`` is given: say so, and how to
-    change it (a UserWarning)."""
-    from .sources.memory import edges_of
+def _directed(source: Any, directed: bool | None, peer: bool, kind: str):
+    """The in-memory graph with its direction decided by the one rule of
+    :func:`.sources.memory.in_memory` (a symmetric pattern and values:
+    undirected; ``directed`` as given wins). A pattern that is symmetric with
+    values that are not is stored as directed holding both directions: a
+    UserWarning says so and how to choose."""
+    from .sources.memory import in_memory
 
-    src, dst, n = edges_of(source)
-    if src.size == 0:
-        return
-    key = np.unique(src * n + dst)
-    if np.array_equal(key, np.unique(dst * n + src)):
-        message = (f"the {type(source).__name__} given is symmetric (every edge appears both ways): it is stored as a "
-                   "DIRECTED graph holding both directions, whose backward pass needs the transposed plans; pass "
-                   "directed=False to store it as undirected (the same graph, smaller and faster to train), or "
-                   "directed=True to keep it directed without this warning")
-        warnings.warn(message, UserWarning, stacklevel=3)
+    g = in_memory(source, directed, values=not peer)
+    g = type(g)(g.graph, g.directed, g.why, kind)  # the store's source attribute names what the caller gave
+    if directed is None and g.directed and g.why.startswith("every edge has its reverse"):
+        warnings.warn(f"the {kind} given has a symmetric pattern but A[i, j] != A[j, i] for some entries: it is "
+                      "stored as a DIRECTED graph holding both directions (the store keeps the pattern, not the "
+                      "values); pass directed=False to store it as undirected, or directed=True to keep it directed "
+                      "without this warning", UserWarning, stacklevel=4)
+    else:
+        log.info("the %s given is %s (%s)", kind, "directed" if g.directed else "undirected", g.why)
+    return g
 
 
 def _checked_arguments(parts: Any, out: Any, models: Any, overwrite: Any) -> tuple[str, ...]:
@@ -134,7 +133,11 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
         generator spec (``rmat:...``), a scipy.sparse matrix (n, n), a (2, E)
         integer edge_index array, or a peer's object where its library is
         installed: a PyG ``Data``, a DGL graph, an OGB ``NodePropPredDataset``
-        (their features, labels and masks are kept)
+        (their features, labels and masks are kept). An in-memory graph is
+        undirected when it is exactly symmetric (every edge (i, j) with its
+        reverse and, for a scipy matrix, A[i, j] == A[j, i], duplicates
+        summed; an edge_index or a peer's edges have no values: their pattern
+        decides), else directed; ``directed=True`` or ``False`` overrides.
     parts : number of parts (MPI ranks)
     out : the store directory to create
     models : partition models (see ``shgcn.pipeline.models.REGISTRY``)
@@ -146,13 +149,23 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
     options : any other :class:`~.config.BuildConfig` field (``eps``, ``seed``,
         ``directed``, ``layout_model``, ``split``...) or model option by its
         ``dest`` (``hp_preset``, ``sampler``, ``max_total_increase``...: the
-        long options of ``pipeline build --help``)
+        long options of ``pipeline build --help``). Errors and warnings name
+        these parameters (``features="random:D"``), not the command line's
+        options.
 
     Returns
     -------
     BuildResult : ``path``, ``attrs`` (the store's attributes), ``table``
         (quality of every model), ``timings``
     """
+    with api_words():  # messages from here on name the API's parameters, not the command line's options
+        return _build(source, options, parts=parts, out=out, models=models, client=client, features=features,
+                      labels=labels, masks=masks, overwrite=overwrite, echo=echo)
+
+
+def _build(source: Any, options: dict, *, parts: Any, out: Any, models: Any, client, features: Any, labels: Any,
+           masks: dict | None, overwrite: Any, echo) -> BuildResult:
+    """:func:`build`'s body (its arguments as given)."""
     import dataclasses
 
     from .builder import build as run
@@ -163,7 +176,8 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
             options[name] = value
     features = None if isinstance(features, str) else features
     labels = None if isinstance(labels, str) else labels
-    source, features, labels, masks = _from_peer(source, features, labels, masks, options)
+    kind = type(source).__name__
+    source, features, labels, masks, peer = _from_peer(source, features, labels, masks)
     nodes = _node_source(features, labels, masks)
     if nodes is not None and ("features" in options or "labels" in options):
         raise UserError("give features/labels either as arrays or as specs (features='random:D'), not both")
@@ -173,10 +187,10 @@ def build(source: Any, *, parts: int, out: str, models: Sequence[str] = ("hp",),
     unknown = sorted(set(options) - fields)
     if unknown:
         raise UserError(f"build(): unknown option {unknown[0]!r}")
-    if options.get("directed") is None and not isinstance(source, str):
-        _warn_if_symmetric(source)
+    if not isinstance(source, str):
+        source = _directed(source, options.get("directed"), peer, kind)
     cfg = BuildConfig(source=source, out=str(out), parts=int(parts), models=models, overwrite=overwrite,
-                      command=f"shgcn.pipeline.build({type(source).__name__}, parts={parts})",
+                      command=f"shgcn.pipeline.build({kind}, parts={parts})",
                       options={**options.pop("options", {}), **model_options}, **options)
     with _client(client) as c:
         return run(cfg, c, echo=echo or (lambda *a: None), nodes=nodes)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from .errors import UserError, option, quoted
 from .nodes import NodeSpec, check_generated
 from .sources.base import HEADERS
 from .sources.parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES
@@ -81,7 +81,9 @@ class BuildConfig:
 
     @property
     def source_name(self) -> str:
-        return self.source if isinstance(self.source, str) else type(self.source).__name__
+        if isinstance(self.source, str):
+            return self.source
+        return getattr(self.source, "kind", type(self.source).__name__)  # an InMemory names what the caller gave
 
     def imported_models(self) -> tuple[str, ...]:
         return tuple(Path(p).name.split(".")[0] for p in self.partition_files)
@@ -109,14 +111,14 @@ class BuildConfig:
     def resolved(self) -> BuildConfig:
         """Paths made absolute, here, before they travel to the workers."""
         if self.out.strip() in ("", ".", "..", "/") or Path(self.out).name in ("", ".", ".."):
-            raise UserError(f"--out {self.out!r}: name a new directory for the store, e.g. stores/graph.zarr")
+            raise UserError(f"{quoted('--out', self.out)}: name a new directory for the store, e.g. stores/graph.zarr")
         name = len(os.fsencode(Path(self.out).name))
         if name > OUT_NAME_MAX:
-            raise UserError(f"--out: the store's name is {name} bytes long; at most {OUT_NAME_MAX} (the build writes "
+            raise UserError(f"{option('--out')}: the store's name is {name} bytes long; at most {OUT_NAME_MAX} (the build writes "
                             "siblings named after it, and a file name holds at most 255 bytes)")
         full = len(os.fsencode(os.path.abspath(os.path.expanduser(self.out))))
         if full > OUT_PATH_MAX:
-            raise UserError(f"--out: the store's path is {full} bytes long; at most {OUT_PATH_MAX}")
+            raise UserError(f"{option('--out')}: the store's path is {full} bytes long; at most {OUT_PATH_MAX}")
 
         def absolute(p: str | None) -> str | None:
             return None if p is None else os.path.abspath(os.path.expanduser(p))
@@ -133,55 +135,56 @@ class BuildConfig:
     def check(self) -> None:
         """Raise :class:`UserError` for values no build can use."""
         if self.parts < 1:
-            raise UserError(f"--parts {self.parts}: must be at least 1")
+            raise UserError(f"{option('--parts', self.parts)}: must be at least 1")
         self._check_nodes()
         if not (math.isfinite(self.eps) and 0 < self.eps < 100):
-            raise UserError(f"--eps {self.eps}: must be a finite number above 0 (e.g. 0.01)")
+            raise UserError(f"{option('--eps', self.eps)}: must be a finite number above 0 (e.g. 0.01)")
         self._check_models()
         spec = NodeSpec(self.features, self.labels, self.split, self.seed, self.feature_norm or "none",
                         self.feature_dtype)
         spec.check()
         check_generated(spec, 1, self.limit)
         if self.memory_limit is not None and self.memory_limit < 1:
-            raise UserError(f"--memory-limit {self.memory_limit}: must be at least one byte")
+            raise UserError(f"{option('--memory-limit', self.memory_limit)}: must be at least one byte")
         if self.chunk_bytes < 1024:
-            raise UserError("--chunk-bytes must be at least 1024")
+            raise UserError(f"{option('--chunk-bytes')} must be at least 1024")
         if self.max_line < 64:
-            raise UserError("--max-line must be at least 64")
+            raise UserError(f"{option('--max-line')} must be at least 64")
         if self.header not in HEADERS:
-            raise UserError(f"--header {self.header!r}: choose from {', '.join(HEADERS)}")
+            raise UserError(f"{quoted('--header', self.header)}: choose from {', '.join(HEADERS)}")
         from shgcn.core.work import BALANCES
 
         if self.balance not in BALANCES:
-            raise UserError(f"--balance {self.balance!r}: choose from {', '.join(BALANCES)}")
+            raise UserError(f"{quoted('--balance', self.balance)}: choose from {', '.join(BALANCES)}")
         if not self.hidden or min(self.hidden) < 1:
-            raise UserError(f"--hidden {','.join(map(str, self.hidden))}: positive layer widths, e.g. 16 or 128,128")
+            widths = option("--hidden", tuple(self.hidden), ",".join(map(str, self.hidden)))
+            raise UserError(f"{widths}: positive layer widths, e.g. 16 or 128,128")
 
     def _check_nodes(self) -> None:
         from .models.placement import PLACEMENTS
 
         if self.ranks_per_node < 0:
-            raise UserError(f"--ranks-per-node {self.ranks_per_node}: must be at least 1 (or 0: no nodes)")
+            raise UserError(f"{option('--ranks-per-node', self.ranks_per_node)}: must be at least 1 (or 0: no nodes)")
         if self.placement not in PLACEMENTS:
-            raise UserError(f"--placement {self.placement!r}: choose from {', '.join(PLACEMENTS)}")
+            raise UserError(f"{quoted('--placement', self.placement)}: choose from {', '.join(PLACEMENTS)}")
 
     def _check_models(self) -> None:
         from .models import default_options, get, model_names
 
         known = model_names()
         if not self.all_models:
-            raise UserError("no model: give --model or --partition-file")
+            raise UserError(f"no model: give {option('--model')} or {option('--partition-file')}")
         for m in self.models:
             if m not in known:
-                raise UserError(f"--model {m!r}: choose from {', '.join(known)} or all")
+                raise UserError(f"{quoted('--model', m)}: choose from {', '.join(known)} or all")
         for p, m in zip(self.partition_files, self.imported_models()):
             if m in known or not m or self.imported_models().count(m) > 1:
-                raise UserError(f"--partition-file {p}: its name {m!r} must differ from the models "
+                raise UserError(f"{option('--partition-file', p)}: its name {m!r} must differ from the models "
                                 f"({', '.join(known)}) and from the other files")
         if len(set(self.models)) != len(self.models):
-            raise UserError("--model: a model is listed twice")
+            raise UserError(f"{option('--model')}: a model is listed twice")
         if self.layout not in self.all_models:
-            raise UserError(f"--layout-model {self.layout!r} is not among the models {', '.join(self.all_models)}")
+            raise UserError(f"{quoted('--layout-model', self.layout)} is not among the models {', '.join(self.all_models)}")
         unknown = sorted(set(self.options) - set(default_options()))
         if unknown:
             raise UserError(f"unknown model option {unknown[0]!r}; the models' options are "

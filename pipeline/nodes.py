@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from dask.sizeof import sizeof
 
-from .errors import UserError
+from .errors import UserError, option, quoted
 from .sources.records import NodeSource
 
 log = logging.getLogger(__name__)
@@ -51,22 +51,27 @@ class NodeSpec:
             parse_generated(self.features, "features")
         parse_generated(self.labels, "labels")
         if self.feature_dtype not in FEATURE_DTYPES:
-            raise UserError(f"--feature-dtype {self.feature_dtype!r}: choose from {', '.join(FEATURE_DTYPES)}")
+            raise UserError(f"{quoted('--feature-dtype', self.feature_dtype)}: choose from {', '.join(FEATURE_DTYPES)}")
         if self.feature_norm not in FEATURE_NORMS:
-            raise UserError(f"--feature-norm {self.feature_norm!r}: choose from {', '.join(FEATURE_NORMS)}")
+            raise UserError(f"{quoted('--feature-norm', self.feature_norm)}: choose from {', '.join(FEATURE_NORMS)}")
         f = self.split
         if len(f) != 3 or not all(math.isfinite(x) for x in f) or min(f) < 0 or sum(f) > 1 + 1e-9:
-            raise UserError(f"--split {','.join(map(str, f))}: need three finite, non-negative fractions "
+            raise UserError(f"{_split(f)}: need three finite, non-negative fractions "
                             "summing to at most 1")
         if f[0] <= 0:
-            raise UserError(f"--split {','.join(map(str, f))}: the train fraction is 0, so no vertex would train "
-                            "(e.g. 0.6,0.2,0.2)")
+            raise UserError(f"{_split(f)}: the train fraction is 0, so no vertex would train "
+                            f"(e.g. {option('--split', (0.6, 0.2, 0.2), '0.6,0.2,0.2')})")
 
     def check_split(self, n: int) -> None:
         """A random split of ``n`` vertices must give at least one training vertex."""
         if int(round(self.split[0] * n)) < 1:
-            raise UserError(f"--split {','.join(map(str, self.split))}: a train fraction of {self.split[0]} of the "
+            raise UserError(f"{_split(self.split)}: a train fraction of {self.split[0]} of the "
                             f"{n:,} vertices is no vertex at all")
+
+
+def _split(f: tuple[float, ...]) -> str:
+    """The split as the caller wrote it: ``--split 0.6,0.2,0.2`` or ``split=(0.6, 0.2, 0.2)``."""
+    return option("--split", tuple(f), ",".join(map(str, f)))
 
 
 @dataclass
@@ -131,7 +136,7 @@ def parse_generated(spec: str, what: str) -> int | None:
     number = int(m.group(1)) * 10 ** int(m.group(2) or 0) if m else 0
     if kind != "random" or number < 1:
         extra = ", or a .npy file" if what == "features" else ""
-        raise UserError(f"--{what} {spec!r}: expected 'auto' or 'random:N' with N >= 1{extra}")
+        raise UserError(f"{option('--' + what, spec, repr(spec))}: expected 'auto' or 'random:N' with N >= 1{extra}")
     return number
 
 
@@ -143,7 +148,7 @@ def check_generated(spec: NodeSpec, n: int, limit: int | None) -> None:
     dim = None if spec.features.endswith(".npy") else parse_generated(spec.features, "features")
     if dim is not None:
         what = f"{n:,} vertices x {dim:,} features (float32)" if n > 1 else f"{dim:,} features (float32) even for one vertex"
-        budget.check(limit, 4 * n * dim, f"--features {spec.features}: {what}")
+        budget.check(limit, 4 * n * dim, f"{option('--features', spec.features)}: {what}")
 
 
 Facts = tuple[int | None, int | None, bool, int | None, str]
@@ -203,13 +208,15 @@ def plan(spec: NodeSpec, n: int, name: str, facts: Facts, npy: tuple[tuple[int, 
         dim, features_from = dim_src, "source"
     else:
         note = "; ".join(notes) or f"{name} has no node features"
-        log.warning("%s: generating random:%d features (choose with --features random:D)", note, DEFAULT_DIM)
+        log.warning("%s: generating random:%d features (choose with %s)", note, DEFAULT_DIM,
+                    option("--features", "random:D"))
         dim, features_from = DEFAULT_DIM, "random"
     c = parse_generated(spec.labels, "labels")
     if c is not None and c > max(n, 2):
-        raise UserError(f"--labels {spec.labels}: {c:,} classes for {n:,} vertices (at most one class per vertex)")
+        raise UserError(f"{option('--labels', spec.labels)}: {c:,} classes for {n:,} vertices (at most one class per vertex)")
     if c is None and classes_src is None:
-        log.warning("%s has no labels: generating random:%d (choose with --labels random:C)", name, DEFAULT_CLASSES)
+        log.warning("%s has no labels: generating random:%d (choose with %s)", name, DEFAULT_CLASSES,
+                    option("--labels", "random:C"))
         c = DEFAULT_CLASSES
     if c is None and kind == "single":
         if not classes_src:
@@ -250,7 +257,7 @@ def normalize_features(x: np.ndarray, how: str) -> np.ndarray:
     if how == "none":
         return x
     if how != "row":
-        raise UserError(f"--feature-norm {how!r}: choose from {', '.join(FEATURE_NORMS)}")
+        raise UserError(f"{quoted('--feature-norm', how)}: choose from {', '.join(FEATURE_NORMS)}")
     s = x.sum(1, keepdims=True, dtype=np.float64)
     s[s == 0] = 1.0
     return (x / s).astype(np.float32)

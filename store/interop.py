@@ -106,22 +106,29 @@ class GraphArrays:
         return int(self.src.shape[0])
 
 
+# what an extra needs beyond ``pip install``: DGL's last PyPI wheel (2.1) pins torch and numpy below what the rest
+# of shgcn (and a PyG install) uses, so installing it into the working environment would downgrade them
+EXTRA_CAVEATS = {"dgl": "in a separate environment (DGL 2.1 loads only beside torch <= 2.2.1 and numpy < 2; README, "
+                        "\"Exporting\"): "}
+
+
 def require(module: str, extra: str, purpose: str) -> ModuleType:
     """Import an optional dependency, or raise a one-line :class:`UserError`
     naming the extra to install (also when the package is installed but
-    fails to import, as DGL does beside a torch it was not built for)."""
+    fails to import, as DGL does beside a torch it was not built for), with
+    the extra's caveat (:data:`EXTRA_CAVEATS`: DGL's own environment)."""
+    install = f"{EXTRA_CAVEATS.get(extra, '')}pip install 'shgcn[{extra}]'"
     try:
         with warnings.catch_warnings():  # import-time deprecation banners (torchdata's, under DGL) are not ours to show
             warnings.simplefilter("ignore")
             return importlib.import_module(module)
     except ImportError as e:
         missing = (e.name or module).split(".")[0]
-        raise UserError(f"{purpose} needs {missing}, which is not installed: pip install 'shgcn[{extra}]'") from None
+        raise UserError(f"{purpose} needs {missing}, which is not installed: {install}") from None
     except Exception as e:  # an installed package that cannot load
         first = (str(e).splitlines() or [""])[0]
         raise UserError(f"{purpose} needs {module.split('.')[0]}, which is installed but does not import "
-                        f"({type(e).__name__}: {first}); install a build that matches your torch: "
-                        f"pip install 'shgcn[{extra}]'") from None
+                        f"({type(e).__name__}: {first}); install a build that matches your torch: {install}") from None
 
 
 def _open(store: Store | str | Path) -> Store:

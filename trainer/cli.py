@@ -144,7 +144,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-verify", dest="verify", action="store_false",
                    help="skip the block checksum (bounds are still checked)")
     p.add_argument("--debug-every", type=int, default=0, help="check every N epochs that weights agree on all ranks")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--quiet", action="store_true", help="no banner, progress lines or final summary")
     p.add_argument("--overwrite", "--overwrite-log", dest="overwrite", action="store_true",
                    help="replace an existing --log file and the checkpoint in --checkpoint DIR (only a run log or a "
                         "checkpoint this trainer wrote is replaced; --resume continues them instead)")
@@ -218,8 +218,11 @@ def _run(cfg, comm) -> int:
     if comm.rank == 0 and not cfg.quiet and ctx.memory_all:
         from shgcn.core.memory import gib
 
-        print(f"{cfg.algorithm} on {ctx.shape.rows} x {ctx.shape.cols} ranks; memory (modelled): up to "
-              f"{gib(max(ctx.memory_all))} a rank, {gib(sum(ctx.memory_all))} in all", flush=True)
+        from .summary import banner, mode_text
+
+        mode = mode_text(cfg.mode, cfg.sampler, ctx.batches.sampler.cfg.size if ctx.batches is not None else None)
+        print(banner(cfg.algorithm, mode, ctx.shape.rows, ctx.shape.cols,
+                     (gib(max(ctx.memory_all)), gib(sum(ctx.memory_all)))), flush=True)
     try:
         train(ctx, comm)
     except Diverged as e:  # the same on every rank: no abort needed

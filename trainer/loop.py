@@ -14,7 +14,7 @@ import numpy as np
 from shgcn.core import runlog
 from shgcn.core.algorithms import ALGORITHMS
 
-from . import checkpoint, watchdog
+from . import checkpoint, summary, watchdog
 from .backends import Dropped, Noise
 from .context import Context, versions
 from .minibatch import BatchView, MiniBatches, PlanAhead
@@ -92,6 +92,10 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
                 rec = _records(ctx, epoch, res, accs, per_rank, log)
                 records.append(rec)
                 _print_progress(cfg, rec)
+        end = summary.summary(records, epochs=cfg.epochs, metric=ctx.targets.metric, has_val=totals["val"] > 0,
+                              has_test=totals["test"] > 0, log=cfg.log)
+        if root and end and not cfg.quiet:
+            print(end, flush=True)
     finally:
         if log is not None:
             log.close()

@@ -91,6 +91,7 @@ class RawSource:
     n : declared vertex count, or None (ids are relabelled)
     base : file label of vertex 0 when ``n`` is set
     directed : what the file says about direction, or None
+    direction : why the input is directed or not, for the log (in-memory graphs), or None
     nodes : future of a :class:`~.records.NodeSource` (features, labels, split), or None
     """
 
@@ -102,6 +103,7 @@ class RawSource:
     directed: bool | None = None
     nodes: Any = None
     notes: list[str] = field(default_factory=list)
+    direction: str | None = None
 
     @property
     def lines(self) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from shgcn.core.memory import gib, machine_memory, parse_size
 
-from ..errors import UserError, located
+from ..errors import UserError, located, option
 
 __all__ = ["gib", "machine_memory", "parse_size"]  # shared with the trainer: shgcn.core.memory
 
@@ -34,14 +34,14 @@ def graph_bytes(vertices: int = 0, edges: int = 0, feature_dim: int = 0) -> int:
 
 def too_big(what: str, need: int, limit: int) -> str:
     """The sentence of a refusal: what needs how much, and what to do."""
-    return (f"{what} needs about {gib(need)}, more than the memory limit of {gib(limit)} (--memory-limit; "
+    return (f"{what} needs about {gib(need)}, more than the memory limit of {gib(limit)} ({option('--memory-limit')}; "
             "default: this machine's memory); the graph will not fit")
 
 
 def edges_over(cap: int, limit: int, what: str = "the file") -> str:
     """The sentence of a refusal by edge count, found while reading."""
     return (f"{what} holds more than {cap:,} edges, more than the memory limit of {gib(limit)} allows (about "
-            f"{BYTES_PER_EDGE} bytes per edge in a build; --memory-limit, default: this machine's memory); the graph "
+            f"{BYTES_PER_EDGE} bytes per edge in a build; {option('--memory-limit')}, default: this machine's memory); the graph "
             "will not fit")
 
 

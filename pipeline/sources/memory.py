@@ -1,8 +1,18 @@
 """Graphs given in memory through the Python API: a scipy.sparse matrix or a
 (2, E) edge_index array (the data starts on the client, so it travels once,
-as one task's input)."""
+as one task's input), and a peer's graph (:mod:`.peers`) as its matrix.
+
+Direction, one rule for every in-memory graph (:func:`in_memory`): an
+exactly symmetric graph is undirected, anything else directed, unless the
+caller says ``directed=``. Symmetric means every edge (i, j) has its
+reverse (j, i) and, for a scipy matrix, A[i, j] == A[j, i] exactly
+(duplicate entries summed, as scipy reads them); an edge_index and a peer's
+edges carry no values, so their pattern decides."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -12,10 +22,55 @@ from .chunks import ChunkMeta
 from .records import ParsedChunk
 
 
-def edges_of(obj) -> tuple[np.ndarray, np.ndarray, int]:
-    """(src, dst, n) of a scipy.sparse matrix or a (2, E) integer array."""
+@dataclass(frozen=True)
+class InMemory:
+    """An in-memory graph with its direction decided (:func:`in_memory`):
+    ``graph`` a scipy matrix or an edge_index; ``why`` says why, for the log;
+    ``kind`` what the caller gave (the store's ``source`` attribute)."""
+
+    graph: Any
+    directed: bool
+    why: str
+    kind: str
+
+
+def symmetric(src: np.ndarray, dst: np.ndarray, n: int, values: np.ndarray | None = None) -> tuple[bool, str]:
+    """Whether the graph with an edge (src[k], dst[k]) per k (and entry
+    ``values[k]``, duplicates summed) is exactly symmetric, and why not."""
     import scipy.sparse as sp
 
+    key = np.unique(src * n + dst)
+    if not np.array_equal(key, np.unique(dst * n + src)):
+        return False, "an edge without its reverse"
+    if values is not None and values.size:
+        m = sp.csr_matrix((values, (src, dst)), shape=(n, n))
+        if (m != m.T).nnz:
+            return False, "every edge has its reverse but A[i, j] != A[j, i] for some"
+    return True, "every edge with its reverse" + (", the values too" if values is not None else "")
+
+
+def in_memory(obj: Any, directed: bool | None, values: bool = True) -> InMemory:
+    """The API's one rule of direction (module docstring): ``directed`` as
+    given, else undirected exactly when the graph is symmetric; ``values``
+    False for a peer's graph (its matrix holds ones, one per edge listed)."""
+    import scipy.sparse as sp
+
+    kind = type(obj).__name__
+    if directed is not None:
+        return InMemory(obj, bool(directed), "as directed= says", kind)
+    src, dst, n = edges_of(obj)
+    data = sp.coo_matrix(obj).data if values and sp.issparse(obj) else None
+    sym, why = symmetric(src, dst, n, data)
+    return InMemory(obj, not sym, why, kind)
+
+
+def edges_of(obj) -> tuple[np.ndarray, np.ndarray, int]:
+    """(src, dst, n) of a scipy.sparse matrix or a (2, E) integer array (or
+    of the graph of an :class:`InMemory`)."""
+    import scipy.sparse as sp
+
+    if isinstance(obj, InMemory):
+        obj = obj.graph
     if sp.issparse(obj):
         m = sp.coo_matrix(obj)
         if m.shape[0] != m.shape[1]:
@@ -35,7 +90,12 @@ def edges_of(obj) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def submit_memory(tasks, obj) -> RawSource:
-    """The in-memory graph as a one-chunk RawSource."""
+    """The in-memory graph as a one-chunk RawSource; an :class:`InMemory`
+    says its direction (the source's ``directed``), a bare graph leaves it to
+    the build's options."""
     src, dst, n = edges_of(obj)
     chunk = tasks.submit("ingest-memory", ParsedChunk, src, dst, int(src.size))
-    return RawSource("in-memory graph", [chunk], [ChunkMeta(src.size, 0, src.size, None)], n)
+    raw = RawSource("in-memory graph", [chunk], [ChunkMeta(src.size, 0, src.size, None)], n)
+    if isinstance(obj, InMemory):
+        raw.directed, raw.direction = obj.directed, obj.why
+    return raw

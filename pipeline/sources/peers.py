@@ -66,14 +66,16 @@ def is_peer(obj: Any) -> bool:
 
 
 def _graph(rows: np.ndarray, cols: np.ndarray, n: int, kind: str) -> tuple[sp.coo_matrix, bool]:
-    """The adjacency with an entry (rows[k], cols[k]) per edge, and whether it is not symmetric."""
+    """The adjacency with an entry (rows[k], cols[k]) per edge, and whether it
+    is not symmetric: the API's one rule (:func:`.memory.symmetric`; the edges
+    carry no values, so their pattern decides)."""
+    from .memory import symmetric
+
     rows, cols = np.asarray(rows, np.int64).ravel(), np.asarray(cols, np.int64).ravel()
     if rows.size and (min(rows.min(), cols.min()) < 0 or max(rows.max(), cols.max()) >= n):
         raise UserError(f"{kind}: an edge names a vertex outside 0..{n - 1}")
     m = sp.coo_matrix((np.ones(rows.size, np.int8), (rows, cols)), shape=(n, n))
-    pattern = m.tocsr()
-    pattern.data[:] = 1
-    return m, (pattern != pattern.T).nnz > 0
+    return m, not symmetric(rows, cols, n)[0]
 
 
 def _masks_of(get) -> dict[str, np.ndarray] | None:

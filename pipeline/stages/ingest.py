@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from .. import blocks, nodes
 from ..config import BuildConfig
-from ..errors import UserError
+from ..errors import UserError, option
 from ..nodes import NodePlan
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
@@ -68,7 +68,7 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     chunks, n, file_ids = _relabel(tasks, raw, mon)
     raw.chunks = []  # relabelled: the file's own chunks can go (their futures were the last references)
     if cfg.parts > n:
-        raise UserError(f"--parts {cfg.parts}: more parts than the {n:,} vertices of {src.name}")
+        raise UserError(f"{option('--parts', cfg.parts)}: more parts than the {n:,} vertices of {src.name}")
     _fits(cfg, src.name, n, raw.lines)
     edges = raw.lines * (1 if directed else 2)
     bounds = blocks.block_bounds(n, max(1, -(-edges // cfg.block_nnz)))
@@ -83,7 +83,7 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
         recip = sum(tasks.gather([tasks.submit("ingest-reciprocal", _reciprocal, x, y) for x, y in zip(a, at)]))
         if recip == 0 and kept:
             log.warning("%s: read as directed, and no edge has its reverse: if the file lists each undirected "
-                        "edge once, pass --undirected", src.name)
+                        "edge once, pass %s", src.name, option("--undirected"))
     log.info("%s: %d nodes, %d %s edges (%d self loops removed)", src.name, n, kept,
              "directed" if directed else "undirected", loops)
     notes = tuple(raw.notes) + _published(src, n, kept, directed)
@@ -115,13 +115,15 @@ def _say_direction(cfg: BuildConfig, src: Source, raw: RawSource, directed: bool
     how = "directed" if directed else "undirected"
     if cfg.directed is not None:
         why = "as asked"
+    elif raw.direction is not None:  # an in-memory graph: the API's rule of symmetry (sources/memory.py)
+        why = raw.direction
     elif raw.directed is not None:
         why = "as the file declares"
     elif src.directed_default is not None:
         why = f"as the dataset {src.name} is"
     else:
         why = "the default for edge lists"
-    other = "--undirected" if directed else "--directed"
+    other = option("--undirected" if directed else "--directed")
     log.info("reading %s as %s (%s; %s changes it)", src.name, how, why, other)
 
 

@@ -122,17 +122,24 @@ def test_a_missing_dataset_is_found_before_the_cluster_starts(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
 
 
-def test_the_api_says_when_it_stores_a_symmetric_matrix_as_directed(tmp_path, client):
-    """Case 14: a symmetric scipy matrix was stored as directed without a word."""
+def test_the_api_reads_a_symmetric_matrix_as_undirected(tmp_path, client):
+    """Case 14: a symmetric scipy matrix was stored as directed without a word; now one rule for every in-memory
+    graph (a PyG Data's too): symmetric pattern and values -> undirected, unless directed= says otherwise; a
+    symmetric pattern with other values is directed, with a warning saying how to choose."""
     import shgcn.pipeline as pl
 
     a = sp.random(60, 60, density=0.08, format="csr", random_state=np.random.default_rng(1))
     sym = ((a + a.T) > 0).astype(np.float32)
-    with pytest.warns(UserWarning, match="symmetric.*DIRECTED.*directed=False"):
-        res = pl.build(sym, parts=2, models=("rp",), out=str(tmp_path / "d.zarr"), client=client)
-    assert res.attrs["directed"] is True
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        und = pl.build(sym, parts=2, models=("rp",), out=str(tmp_path / "u.zarr"), client=client, directed=False)
+        und = pl.build(sym, parts=2, models=("rp",), out=str(tmp_path / "u.zarr"), client=client)
+        res = pl.build(sym, parts=2, models=("rp",), out=str(tmp_path / "d.zarr"), client=client, directed=True)
         pl.build(a, parts=2, models=("rp",), out=str(tmp_path / "a.zarr"), client=client)  # not symmetric: quiet
-    assert und.attrs["directed"] is False and und.attrs["edges"] * 2 == res.attrs["edges"]
+    assert und.attrs["directed"] is False and res.attrs["directed"] is True
+    assert und.attrs["edges"] * 2 == res.attrs["edges"] and und.attrs["source"] == "csr_matrix"
+    skewed = sym.tolil()
+    i, j = sym.nonzero()
+    skewed[i[0], j[0]] = 2.0  # the same pattern, A[i, j] != A[j, i]
+    with pytest.warns(UserWarning, match="symmetric pattern but.*DIRECTED.*directed=False"):
+        sk = pl.build(skewed.tocsr(), parts=2, models=("rp",), out=str(tmp_path / "s.zarr"), client=client)
+    assert sk.attrs["directed"] is True

@@ -205,6 +205,8 @@ def test_simulation_stacks_compute_and_communication(small):
         assert heights(ax) == pytest.approx(compute + comm) and bottoms(ax) == pytest.approx([0.0] * 3 + compute)
         assert [x.get_text() for x in ax.get_xticklabels()] == ["rp", "gp", "hp"]
     assert legend_texts(fig) == ["computation", "communication"]
+    assert fig.axes[0].get_ylabel() == "predicted epoch, ms\n(infiniband preset, not this machine)"
+    assert fig.get_suptitle() == "predicted for the infiniband preset, not measured on this machine"
 
 
 def test_no_minibatch_figures_without_shp(small):
@@ -215,9 +217,11 @@ def test_log_counts_use_a_linear_range_around_zero():
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2)
-    figures._log_counts(a, [[1, 10], [100, 5]])
-    figures._log_counts(b, [0, 10])
+    assert figures._log_counts(a, [[1, 10], [100, 5]]) == "log scale"
+    assert figures._log_counts(b, [0, 10]) == "log scale; 0 drawn at the floor"  # the floor named in the label
     assert a.get_yscale() == "log" and b.get_yscale() == "symlog" and b.get_ylim()[0] == 0
+    fig.canvas.draw()
+    assert b.get_yticks()[0] == 0 and b.get_yticklabels()[0].get_text() == "0"  # and labelled on the axis
 
 
 def epochs(compute, comm, tests=(None, None)) -> list[runlog.Epoch]:
@@ -246,16 +250,21 @@ def test_training_curves_by_hand(small, hand_log):
 
 
 def test_time_split_by_hand(small, hand_log):
-    """Mean over epochs per rank: compute (0.1, 0.2, 0.3) and (0.3, 0.4, 0.5) -> 200, 300, 400 ms; communication
-    (0, 0.02, 0.04) and (0.02, 0.04, 0.06) -> 10, 30, 50 ms on top."""
-    run = hand_log("a.jsonl", header(small), epochs([[0.1, 0.2, 0.3], [0.3, 0.4, 0.5]],
-                                                    [[0.0, 0.02, 0.04], [0.02, 0.04, 0.06]]))
+    """Mean over the epochs after the first (warm-up: JIT compilation) per rank: compute (5, 5, 5), then (0.1, 0.2,
+    0.3) and (0.3, 0.4, 0.5) -> 200, 300, 400 ms; communication (0, 0.02, 0.04) and (0.02, 0.04, 0.06) -> 10, 30,
+    50 ms on top."""
+    run = hand_log("a.jsonl", header(small), epochs([[5.0] * 3, [0.1, 0.2, 0.3], [0.3, 0.4, 0.5]],
+                                                    [[1.0] * 3, [0.0, 0.02, 0.04], [0.02, 0.04, 0.06]], tests=(None,) * 3))
     fig = figures.fig_time_split([run, run])
     assert len(fig.axes) == 2
     ax = fig.axes[0]
     assert heights(ax) == pytest.approx([200, 300, 400, 10, 30, 50])
     assert bottoms(ax) == pytest.approx([0, 0, 0, 200, 300, 400])
-    assert ax.get_xlabel() == "rank" and ax.get_ylabel() == "ms per epoch"
+    assert ax.get_xlabel() == "rank" and ax.get_ylabel() == "ms per epoch, measured"
+    assert ax.get_title().endswith("\nmean of 2 epochs; first epoch (warm-up) left out")
+    assert fig.get_suptitle() == "measured on the machine that trained"
+    one = hand_log("b.jsonl", header(small), epochs([[0.1] * 3], [[0.0] * 3], tests=(None,)))  # one epoch: nothing to leave out
+    assert heights(figures.fig_time_split([one]).axes[0])[:3] == pytest.approx([100] * 3)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2"]
     assert figures.fig_time_split([]) is None
 

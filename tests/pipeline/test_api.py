@@ -84,3 +84,48 @@ def test_float16_features_on_disk(tmp_path, client):
     np.testing.assert_array_equal(s.nodes()["features"].values, fx.FEATURES.astype(np.float16))
     run = train(1, res.path, "--epochs", 2, use_mpirun=False, timeout=120)  # the trainer computes in float32
     assert run.returncode == 0, run.stderr
+
+
+def test_api_messages_name_its_parameters(tmp_path, client, caplog):
+    import logging
+
+    import shgcn.pipeline as pl
+
+    with pytest.raises(pl.errors.UserError, match=r'^features="random:0": expected'):
+        pl.build("sbm:n=60,classes=2,degree=4,seed=1", parts=2, out=tmp_path / "a.zarr", client=client,
+                 features="random:0")
+    with pytest.raises(pl.errors.UserError, match=r"^split=\(0\.0, 0\.5, 0\.5\): the train fraction is 0, .*"
+                                                  r'\(e\.g\. split=\(0\.6, 0\.2, 0\.2\)\)'):
+        pl.build("sbm:n=60,classes=2,degree=4,seed=1", parts=2, out=tmp_path / "b.zarr", client=client,
+                 split=(0.0, 0.5, 0.5))
+    with pytest.raises(pl.errors.UserError, match=r"^parts=8: more parts than the 4 vertices"):
+        pl.build(np.array([[0, 1, 2], [1, 2, 3]]), parts=8, out=tmp_path / "c.zarr", client=client)
+    with caplog.at_level(logging.INFO, logger="shgcn.pipeline"):
+        pl.build(np.array([[0, 1, 1, 2], [1, 0, 2, 1]]), parts=2, models=("rp",), out=tmp_path / "d.zarr",
+                 client=client)
+    text = caplog.text
+    assert 'choose with features="random:D"' in text and 'choose with labels="random:C"' in text
+    assert "reading in-memory graph as undirected (every edge with its reverse; directed=True changes it)" in text
+    assert "--" not in text.replace("--overwrite", "")  # no command-line option anywhere
+
+
+def test_a_symmetric_matrix_and_a_pyg_data_follow_one_rule(tmp_path, client):
+    """The same symmetric graph as a scipy matrix and as a PyG Data: both undirected, the same store."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch_geometric")
+    import scipy.sparse as sp
+    from torch_geometric.data import Data
+
+    import shgcn.pipeline as pl
+
+    rng = np.random.default_rng(3)
+    a = sp.random(80, 80, density=0.05, format="csr", random_state=rng)
+    sym = ((a + a.T) > 0).astype(np.float32)
+    x = rng.standard_normal((80, 3)).astype(np.float32)
+    kw = dict(parts=2, models=("rp",), client=client, labels=np.zeros(80, np.int64))
+    m = pl.build(sym, out=tmp_path / "m.zarr", features=x, **kw)
+    col, row = sym.nonzero()  # PyG's edge j -> i is the entry A[i, j]
+    data = Data(x=torch.from_numpy(x), edge_index=torch.from_numpy(np.stack([row, col]).astype(np.int64)), num_nodes=80)
+    p = pl.build(data, out=tmp_path / "p.zarr", **kw)
+    assert m.attrs["directed"] is False and p.attrs["directed"] is False
+    assert m.attrs["checksums"] == p.attrs["checksums"] and p.attrs["source"] == "Data"

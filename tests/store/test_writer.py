@@ -106,3 +106,18 @@ def test_existing_output_is_refused_then_overwritten(built, tmp_path, client):
     res2 = make(tmp_path, client, name="o.zarr", models=("rp",), overwrite=True, seed=3)
     assert store.open_store(res2.path).attrs["seed"] == 3 and res.path == res2.path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.zarr"]
+
+
+def test_node_chunks_never_taller_than_the_array_nor_wider_than_the_bound():
+    from shgcn.store._writer import NODE_CHUNK_BYTES, node_chunk_rows
+
+    assert node_chunk_rows(2708, 1 << 16, 1433 * 4) == 2708  # Cora: one 15 MB chunk, not a padded 375 MB one
+    rows = node_chunk_rows(10**6, 1 << 16, 1433 * 4)
+    assert rows * 1433 * 4 <= NODE_CHUNK_BYTES and (1 << 16) % rows == 0  # a task's rows stay whole chunks
+    assert node_chunk_rows(10**6, 1 << 16, 8) == 1 << 16 and node_chunk_rows(0, 1 << 16, 4) == 1
+
+
+def test_node_chunk_files_hold_only_the_rows(built):
+    feats = built.path / "nodes" / "features" / "c" / "0" / "0"
+    n, d = 600, 8
+    assert feats.stat().st_size == n * d * 4

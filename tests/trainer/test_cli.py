@@ -75,3 +75,17 @@ def test_help_and_version_import_nothing_heavy(args):
     assert res.stdout.strip().splitlines()[-1] == "[]"
     if args == ["--version"]:
         assert res.stdout.startswith("shgcn ")
+
+
+def test_banner_names_the_mode_and_the_run_ends_with_a_summary(stores, tmp_path):
+    from helpers.mpi import TRAIN
+
+    log = tmp_path / "run.jsonl"
+    res = subprocess.run([sys.executable, str(TRAIN), str(stores["undirected", 1]), "--epochs", "3", "--mode",
+                          "minibatch", "--batch-size", "40", "--log", str(log)], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    assert lines[0].startswith("1d, mini-batch (node sampler, batch size 40) on 1 x 1 ranks"), lines
+    assert lines[-1].startswith("summary: best validation accuracy ") and " (test accuracy there " in lines[-1]
+    assert lines[-1].endswith(f"; run log: {log}") and "final loss " in lines[-1]

@@ -39,3 +39,32 @@ def test_submit_memory_is_a_one_chunk_source(client):
         assert c.a.tolist() == [0, 1, 2] and c.b.tolist() == [1, 2, 0]
     finally:
         tasks.release()
+
+
+def test_one_rule_of_direction_for_matrices_and_edge_lists():
+    from shgcn.pipeline.sources.memory import in_memory
+
+    m = sp.csr_matrix((np.array([1.0, 1.0, 3.0, 3.0]), ([0, 1, 1, 2], [1, 0, 2, 1])), shape=(4, 4))
+    assert in_memory(m, None).directed is False  # symmetric pattern and values
+    assert in_memory(np.stack(m.nonzero()), None).directed is False  # the same edges as an edge_index
+    skewed = m.copy()
+    skewed[1, 2] = 5.0
+    g = in_memory(skewed, None)
+    assert g.directed and "A[i, j] != A[j, i]" in g.why
+    assert in_memory(skewed, None, values=False).directed is False  # a peer's edges: the pattern decides
+    assert in_memory(m, True).directed and in_memory(skewed, False).directed is False  # directed= wins
+    one_way = in_memory(np.array([[0, 1], [1, 2]]), None)
+    assert one_way.directed and one_way.why == "an edge without its reverse"
+    dup = sp.coo_matrix((np.ones(3), ([0, 0, 1], [1, 1, 0])), shape=(2, 2))  # (0, 1) twice: A[0, 1] = 2 != A[1, 0]
+    assert in_memory(dup, None).directed
+
+
+def test_submit_memory_keeps_the_decided_direction(client):
+    from shgcn.pipeline.sources.memory import in_memory
+
+    tasks = Tasks(client)
+    try:
+        raw = submit_memory(tasks, in_memory(np.array([[0, 1], [1, 0]]), None))
+        assert (raw.directed, raw.direction, raw.n) == (False, "every edge with its reverse", 2)
+    finally:
+        tasks.release()

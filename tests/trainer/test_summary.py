@@ -1,0 +1,33 @@
+"""The banner names the training mode; the summary names the best validation
+epoch, the test score there, the final loss and the run log."""
+
+from shgcn.core import runlog
+from shgcn.trainer import summary
+
+
+def _epoch(e, loss, val=None, test=None):
+    return runlog.Epoch(epoch=e, loss=loss, train_acc=0.5, val_acc=val, test_acc=test)
+
+
+def test_banner_names_the_mode():
+    full = summary.banner("1d", summary.mode_text("full"), 4, 1, ("1 GiB", "4 GiB"))
+    assert full.startswith("1d, full-batch on 4 x 1 ranks; memory (modelled): up to 1 GiB a rank")
+    mini = summary.mode_text("minibatch", "node", 1024)
+    assert mini == "mini-batch (node sampler, batch size 1,024)"
+    assert summary.banner("1d", mini, 2, 1, ("1", "2")).startswith("1d, mini-batch (node sampler, batch size 1,024) on 2")
+
+
+def test_summary_takes_the_earliest_best_validation_epoch():
+    recs = [_epoch(0, 1.5, 0.4, 0.35), _epoch(1, 1.0, 0.7, 0.66), _epoch(2, 0.9), _epoch(3, 0.8, 0.7, 0.6)]
+    line = summary.summary(recs, epochs=4, log="run.jsonl")
+    assert line == ("summary: best validation accuracy 0.7000 at epoch 2/4 (test accuracy there 0.6600); "
+                    "final loss 0.8000; run log: run.jsonl")
+
+
+def test_summary_without_a_test_or_validation_set():
+    recs = [_epoch(0, 1.5, 0.4, 0.0), _epoch(1, 1.25, 0.5, 0.0)]
+    assert summary.summary(recs, epochs=2, has_test=False) == \
+        "summary: best validation accuracy 0.5000 at epoch 2/2; final loss 1.2500"
+    assert summary.summary(recs, epochs=2, metric="micro-F1", has_val=False) == \
+        "summary: test micro-F1 0.0000 at epoch 2/2 (no validation vertices); final loss 1.2500"
+    assert summary.summary([], epochs=2) is None

@@ -1,0 +1,56 @@
+"""What rank 0 says at the start and at the end of a run: the banner (the
+algorithm, the training mode and the grid) and the one-line summary (best
+validation score and its epoch, the test score there, the final loss, the
+run log)."""
+
+from __future__ import annotations
+
+from shgcn.core import runlog
+
+
+def mode_text(mode: str, sampler: str | None = None, batch_size: int | None = None) -> str:
+    """``full-batch``, or ``mini-batch (node sampler, batch size 40)``: the
+    words of the run log's :attr:`~shgcn.core.runlog.Header.mode_label`."""
+    if mode != "minibatch":
+        return "full-batch"
+    details = [f"{sampler} sampler"] if sampler else []
+    details += [f"batch size {batch_size:,}"] if batch_size else []
+    return "mini-batch" + (f" ({', '.join(details)})" if details else "")
+
+
+def banner(algorithm: str, mode: str, rows: int, cols: int, memory: tuple[str, str]) -> str:
+    """The start line: ``1d, mini-batch (node sampler, batch size 40) on 2 x 1
+    ranks; memory (modelled): ...``; ``mode`` as :func:`mode_text` gives it,
+    ``memory`` (a rank's maximum, the total) already formatted."""
+    return (f"{algorithm}, {mode} on {rows} x {cols} ranks; memory (modelled): up to {memory[0]} a rank, "
+            f"{memory[1]} in all")
+
+
+def summary(records: list[runlog.Epoch], *, epochs: int, metric: str = "accuracy", has_val: bool = True,
+            has_test: bool = True, log: str | None = None) -> str | None:
+    """The end line, from rank 0's epoch records of this run (None when it ran
+    no epoch, e.g. resumed at its last).
+
+    Parameters
+    ----------
+    records : the epochs this invocation trained (a resumed run's from its start)
+    epochs : the run's last epoch (``--epochs``), for ``at epoch 143/200``
+    metric : the targets' score (accuracy, or micro-F1 for multi-label stores)
+    has_val, has_test : whether the store has validation and test vertices (a score over none is no score)
+    log : the run log's path (``--log``), named so the user finds the per-epoch numbers
+    """
+    if not records:
+        return None
+    evaluated = [r for r in records if r.val_acc is not None]
+    parts = []
+    if evaluated and has_val:
+        best = max(evaluated, key=lambda r: r.val_acc or 0.0)  # max keeps the first: the earliest best epoch
+        test = f" (test {metric} there {best.test_acc:.4f})" if has_test and best.test_acc is not None else ""
+        parts.append(f"best validation {metric} {best.val_acc:.4f} at epoch {best.epoch + 1}/{epochs}{test}")
+    elif evaluated and has_test:  # no validation vertices: the last evaluated test score is all there is
+        last = evaluated[-1]
+        parts.append(f"test {metric} {last.test_acc:.4f} at epoch {last.epoch + 1}/{epochs} (no validation vertices)")
+    parts.append(f"final loss {records[-1].loss:.4f}")
+    if log:
+        parts.append(f"run log: {log}")
+    return "summary: " + "; ".join(parts)
