@@ -30,7 +30,7 @@ def save(cfg: TrainConfig, epoch: int, model: Model, opt: Adam, identity: dict) 
     p = path(cfg)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.stem}.tmp-{os.getpid()}.npz")
-    arrays: dict[str, np.ndarray] = {f"w{i}": w for i, w in enumerate(model.params)}
+    arrays: dict[str, np.ndarray] = {f"w{i}": opt.be.to_host(w) for i, w in enumerate(model.params)}
     arrays.update(opt.state())
     arrays["epoch"] = np.array(epoch)
     arrays["identity"] = np.array(json.dumps(identity, sort_keys=True))
@@ -50,9 +50,9 @@ def load(cfg: TrainConfig, model: Model, opt: Adam, identity: dict) -> int:
             for i, w in enumerate(model.params):
                 if f"w{i}" not in z.files:
                     raise TrainError(f"{p}: the checkpoint has {i} parameter arrays, the model more")
-                if z[f"w{i}"].shape != w.shape:
-                    raise TrainError(f"{p}: weight {i} has shape {z[f'w{i}'].shape}, expected {w.shape}")
-                w[...] = z[f"w{i}"]
+                if z[f"w{i}"].shape != tuple(w.shape):
+                    raise TrainError(f"{p}: weight {i} has shape {z[f'w{i}'].shape}, expected {tuple(w.shape)}")
+                w[...] = opt.be.from_host(z[f"w{i}"])
             opt.load(z)
             return int(z["epoch"]) + 1
     except (OSError, KeyError, ValueError) as e:

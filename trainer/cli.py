@@ -94,7 +94,11 @@ def _model_options(p: argparse.ArgumentParser) -> None:
                         "ranks that share memory (MPI_Comm_split_type SHARED)")
     p.add_argument("--arch", choices=ARCHS.names(), default="gcn",
                    help="; ".join(f"{a.name}: {a.description}" for a in ARCHS.values()))
-    p.add_argument("--backend", choices=tuple(BACKENDS), default="numpy", help="the compute backend")
+    p.add_argument("--backend", choices=tuple(BACKENDS), default="numpy",
+                   help="the compute backend: numpy (numpy, scipy and numba kernels) or torch (PyTorch tensors; "
+                        "torch is an optional dependency)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the backend computes: cuda needs --backend torch and a GPU torch sees")
     p.add_argument("--heads", type=int, default=8, help="gat: attention heads of the hidden layers (concatenated)")
     p.add_argument("--out-heads", type=int, default=1, help="gat: attention heads of the last layer (averaged)")
     p.add_argument("--attn-dropout", type=float, default=None,

@@ -11,6 +11,7 @@ from shgcn.core.costs import WIRE_DTYPES, Job
 from shgcn.core.errors import UserError
 from shgcn.core.exchanges import EXCHANGES
 
+from .backends import BACKENDS, check_device
 from .wire import DTYPES
 
 MODES = ("full", "minibatch")
@@ -63,6 +64,7 @@ class TrainConfig:
     memory_limit: int | None = None  # bytes the ranks of one machine may hold (None: this machine's memory)
     ranks_per_node: int = 0  # nodes of consecutive ranks (virtual nodes); 0: MPI_Comm_split_type(SHARED)
     backend: str = "numpy"  # the compute backend (shgcn.trainer.backends.BACKENDS)
+    device: str = "cpu"  # where it computes (shgcn.trainer.backends.DEVICES): cpu, or cuda (torch)
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""
@@ -118,6 +120,12 @@ class TrainConfig:
             raise TrainError(f"--exchange-dtype {self.exchange_dtype!r}: choose from {', '.join(DTYPES)}")
         if self.memory_limit is not None and self.memory_limit < 1:
             raise TrainError(f"--memory-limit {self.memory_limit}: must be at least one byte")
+        if self.backend not in BACKENDS:
+            raise TrainError(f"--backend {self.backend!r}: choose from {', '.join(BACKENDS)}")
+        try:  # the device the backend runs on; whether a GPU is there is asked when the backend is made
+            check_device(self.backend, self.device)
+        except UserError as e:
+            raise TrainError(str(e)) from None
 
     def _check_algorithm(self) -> None:
         try:

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from shgcn.core.archs import MEAN, NORM, SUM
 
+from .backends import Backend
 from .exchanges import Exchange
 from .plan import LocalMatrix
 from .spmm import LocalProduct, Product, Scaled
@@ -28,9 +29,11 @@ PATTERN = "pattern"  # the adjacency without self loops: what MEAN and SUM aggre
 
 class Operators(Protocol):
     """An algorithm's products on a rank's rows: ``product(NORM)`` multiplies by Â, ``product(PATTERN)`` by
-    A's pattern; ``degree`` (n_own,) neighbours of each row within the step's rows (self excluded)."""
+    A's pattern; ``degree`` (n_own,) neighbours of each row within the step's rows (self excluded); ``be``
+    the backend the products compute with."""
 
     n_own: int
+    be: Backend
 
     def product(self, matrix: str) -> Product: ...
 
@@ -105,7 +108,7 @@ class Graph:
     @cached_property
     def norm(self) -> Scaled:
         """Â (GCN)."""
-        return Scaled(self.ops.product(NORM), self.left)
+        return Scaled(self.ops.product(NORM), self.left, self.ops.be)
 
     @cached_property
     def mean(self) -> Scaled:
@@ -113,7 +116,7 @@ class Graph:
         deg = self.ops.degree
         with np.errstate(divide="ignore"):
             inv = np.where(deg > 0, 1.0 / np.maximum(deg, 1), 0.0).astype(np.float32)
-        return Scaled(self.ops.product(PATTERN), inv)
+        return Scaled(self.ops.product(PATTERN), inv, self.ops.be)
 
     @cached_property
     def sum(self) -> Scaled:

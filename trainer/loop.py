@@ -252,11 +252,12 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
     Returns (the summed buffer, the L2 term, what ``meanwhile`` returned)."""
     from mpi4py import MPI
 
-    flat = np.empty(sum(g.size for g in grads) + len(stats), np.float32)
+    hosts = [ctx.backend.to_host(g) for g in grads]
+    flat = np.empty(sum(h.size for h in hosts) + len(stats), np.float32)
     pos = 0
-    for g in grads:
-        flat[pos:pos + g.size] = ctx.backend.to_host(g).ravel()
-        pos += g.size
+    for h in hosts:
+        flat[pos:pos + h.size] = h.ravel()
+        pos += h.size
     flat[pos:] = stats
     if not ctx.primary:  # the same buffer (the same bytes as 1D's allreduce), this row's share counted once
         flat[:] = 0
@@ -280,9 +281,10 @@ def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = N
     cfg, model, be = ctx.cfg, ctx.model, ctx.backend
     grads, pos = [], 0
     for w in model.params:
-        g = flat[pos:pos + w.size].reshape(w.shape)
+        size = math.prod(w.shape)  # not w.size: a backend's array (a torch tensor) may spell it differently
+        g = flat[pos:pos + size].reshape(tuple(w.shape))
         grads.append(be.from_host(g / scale if scale is not None else g))
-        pos += w.size
+        pos += size
     l2 = 0.0
     for i in model.decay:
         w = model.params[i]
@@ -297,7 +299,7 @@ def _global_counts(ctx: Context, comm) -> dict[str, int]:
 
     d = ctx.data
     x = d.x
-    nnz = x.nnz if hasattr(x, "nnz") else np.count_nonzero(np.asarray(x))
+    nnz = x.nnz if hasattr(x, "nnz") else np.count_nonzero(ctx.backend.to_host(x))
     local = np.array([d.train.sum(), d.val.sum(), d.test.sum(), nnz, np.prod(x.shape)], np.int64) * ctx.primary
     total = np.zeros_like(local)
     comm.Allreduce(local, total, op=MPI.SUM)

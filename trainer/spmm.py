@@ -28,11 +28,13 @@ class Product(Protocol):
 
 class Scaled:
     """M X and Mᵀ G for M = diag(left) P: a product with a per-row scale of the rank's own rows
-    (GraphSAGE's 1/degree, GraphSAINT's aggregator normalization), or none."""
+    (GraphSAGE's 1/degree, GraphSAINT's aggregator normalization), or none; the scale is made the
+    backend's array once (a device backend's products are on its device)."""
 
-    def __init__(self, product: Product, left: np.ndarray | None = None):
+    def __init__(self, product: Product, left: np.ndarray | None = None, backend: Backend | None = None):
         self.product = product
-        self.left = None if left is None else np.asarray(left, np.float32)[:, None]
+        scale = None if left is None else np.asarray(left, np.float32)[:, None]
+        self.left = scale if scale is None or backend is None else backend.from_host(scale)
 
     def forward(self, x: Any) -> Any:
         """(n_own, d) -> (n_own, d): rows of M X."""

@@ -42,6 +42,13 @@ def test_missing_store(tmp_path):
     assert res.returncode == 2 and "store not found" in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.parametrize("args,fragment", [(["--device", "cuda"], "--device cuda: the numpy backend runs on cpu"),
+                                           (["--device", "tpu"], "invalid choice: 'tpu'")])
+def test_a_device_the_backend_does_not_run_on_is_refused(tmp_path, args, fragment):
+    res = train(1, tmp_path / "nope.zarr", *args, use_mpirun=False, timeout=120)
+    assert res.returncode == 2 and fragment in res.stderr and "Traceback" not in res.stderr
+
+
 def test_corrupt_block_is_reported_before_training(stores, tmp_path):
     import shutil
     path = tmp_path / "c.zarr"
@@ -65,11 +72,11 @@ def test_injected_failure_aborts_the_job(stores):
 
 @pytest.mark.parametrize("args", [["--help"], ["--version"]])
 def test_help_and_version_import_nothing_heavy(args):
-    """--help and --version answer without loading MPI, zarr, Dask or numba."""
+    """--help and --version answer without loading MPI, zarr, Dask, numba or torch."""
     code = ("import sys\nfrom shgcn.trainer.cli import main\n"
             f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'mpi4py', 'zarr', 'dask', 'numba', 'scipy', "
-            "'mtkahypar', 'distributed'}))")
+            "'mtkahypar', 'distributed', 'torch'}))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().splitlines()[-1] == "[]"

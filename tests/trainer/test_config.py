@@ -24,7 +24,9 @@ def test_an_architectures_own_options_enter_the_checkpoint_identity():
     ({"arch": "mlp"}, "--arch 'mlp'"), ({"exchange": "smoke"}, "--exchange 'smoke'"),
     ({"algorithm": "3d"}, "--algorithm '3d'"), ({"ranks_per_node": -1}, "--ranks-per-node"),
     ({"exchange": "bcast", "exchange_dtype": "float16"}, "bcast"), ({"algorithm": "2d", "arch": "gat"}, "2d"),
-    ({"replication": 2}, "needs --algorithm 1.5d"), ({"lr": float("nan")}, "--lr")])
+    ({"replication": 2}, "needs --algorithm 1.5d"), ({"lr": float("nan")}, "--lr"),
+    ({"device": "cuda"}, "--device cuda: the numpy backend"), ({"backend": "torch", "device": "tpu"}, "--device tpu"),
+    ({"backend": "abacus"}, "--backend 'abacus'")])
 def test_bad_options_are_one_line_errors(kw, fragment):
     with pytest.raises(TrainError, match=fragment.replace("(", r"\(")):
         TrainConfig(store="s", **kw).check()

@@ -23,6 +23,7 @@ a row: their results are bitwise equal (every sum is made by one rank).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -135,7 +136,8 @@ class ReduceProduct:
         def run():
             g.col.expand(be.to_host(x), local, on_block)
             g.counters.absorb(g.col.counters, "rows")
-            return g.reduce_fwd.combine(out["y"], partial)
+            return be.from_host(g.reduce_fwd.combine(be.to_host(out["y"]),  # the row's messages: host arrays
+                                                     None if partial is None else be.to_host(partial)))
 
         return self._call(run)
 
@@ -156,7 +158,8 @@ class ReduceProduct:
         def run():
             g.col.fold(parts, gr.shape[1], local, on_block)
             g.counters.absorb(g.col.counters, "rows")
-            return g.reduce_fold.combine(out["y"], acc if acc.size else None)
+            return be.from_host(g.reduce_fold.combine(be.to_host(out["y"]),
+                                                      be.to_host(acc) if math.prod(acc.shape) else None))
 
         return self._call(run)
 

@@ -100,7 +100,7 @@ class Summa:
             self._bcast(self.row, buf, k, "matrix")
             h = xs if k == self.i else np.empty((int(self.rows[k]), hi - lo), np.float32)
             self._bcast(self.col, h, k, "rows")
-            y += self.be.spmm(unpack(buf, n, int(self.rows[k])), h)
+            y += self.be.to_host(self.be.spmm(unpack(buf, n, int(self.rows[k])), self.be.from_host(h)))
         out = self._allgather(y, b)
         self.counters.calls.append(self.counters.bytes_sent - before)
         return out
@@ -142,10 +142,12 @@ class SummaProduct:
         self.summa, self.fwd, self.bwd = summa, fwd, bwd
 
     def forward(self, x: Any) -> Any:
-        return self.summa.multiply(self.summa.be.to_host(x), *self.fwd)
+        be = self.summa.be  # SUMMA's broadcasts move host arrays
+        return be.from_host(self.summa.multiply(be.to_host(x), *self.fwd))
 
     def transpose(self, g: Any) -> Any:
-        return self.summa.multiply(self.summa.be.to_host(g), *self.bwd)
+        be = self.summa.be
+        return be.from_host(self.summa.multiply(be.to_host(g), *self.bwd))
 
 
 class SummaOperators:
@@ -154,7 +156,7 @@ class SummaOperators:
 
     def __init__(self, lm: LocalMatrix, lm_t: LocalMatrix | None, cp: CommPlan, cp_t: CommPlan | None,
                  summa: Summa):
-        self.summa = summa
+        self.summa, self.be = summa, summa.be
         self.n_own = lm.n_own
         j = summa.j
         pattern = lm.pattern()

@@ -32,11 +32,12 @@ SLOPE = 0.2  # LeakyReLU's negative slope (GATConv's default)
 PER_LAYER = 4  # w, a_src, a_dst, b
 
 
-def _block_diag(a: np.ndarray) -> np.ndarray:
-    """(H, d) attention vectors -> (H d, H) block-diagonal matrix: Z @ it gives every head's score."""
+def _block_diag(be: Backend, a: Any) -> Any:
+    """(H, d) attention vectors (a backend array) -> (H d, H) block-diagonal matrix: Z @ it gives every head's
+    score."""
     heads, d = a.shape
-    out = np.zeros((heads * d, heads), np.float32)
-    out[np.arange(heads * d), np.repeat(np.arange(heads), d)] = a.ravel()
+    out = be.zeros((heads * d, heads))
+    out[np.arange(heads * d), np.repeat(np.arange(heads), d)] = a.reshape(-1)
     return out
 
 
@@ -75,7 +76,7 @@ class GAT(Layers):
         att = Attention(csr, be.empty((csr.shape[1], heads * d)), be.empty((csr.shape[1], heads)), None, SLOPE,
                         graph.gids, graph.col_gids, noise, k)
         att.z[:n] = be.gemm(hd, w)  # own rows, then received ones
-        both = be.gemm(att.z[:n], be.concat([_block_diag(a_src), _block_diag(a_dst)], 1))  # every head's two scores
+        both = be.gemm(att.z[:n], be.concat([_block_diag(be, a_src), _block_diag(be, a_dst)], 1))  # every head's two scores
         att.s_src[:n] = both[:, :heads]
         att.s_dst = be.concat([both[:, heads:]], 1)
         att.alpha, att.alpha_d = be.empty((csr.nnz, heads)), be.empty((csr.nnz, heads))
@@ -91,7 +92,7 @@ class GAT(Layers):
 
         graph.ex.expand(be.to_host(att.z[:n]), local, on_block)
         if att.z.shape[0] > n:
-            att.s_src[n:] = be.gemm(att.z[n:], _block_diag(a_src))
+            att.s_src[n:] = be.gemm(att.z[n:], _block_diag(be, a_src))
         be.gat_forward(boundary, att)
         out = att.out.reshape(n, heads, d).mean(1) if k == len(self.heads) - 1 else att.out
         return out + b, att
@@ -122,7 +123,7 @@ class GAT(Layers):
         if k == len(self.heads) - 1:  # the mean over heads
             g = be.concat([g / np.float32(heads)] * heads, 1)
         dz, ds_src, ds_dst = be.gat_backward(att, g)
-        bd = be.concat([_block_diag(a_src).T, _block_diag(a_dst).T], 0)  # (2H, H d)
+        bd = be.concat([_block_diag(be, a_src).T, _block_diag(be, a_dst).T], 0)  # (2H, H d)
         both = be.concat([ds_src[:n], ds_dst], 1)
         dz[:n] += be.gemm(both, bd)
         if dz.shape[0] > n:
@@ -143,6 +144,6 @@ class GAT(Layers):
         return own
 
 
-def _diag_blocks(m: np.ndarray, heads: int, d: int) -> np.ndarray:
+def _diag_blocks(m: Any, heads: int, d: int) -> Any:
     """(H d, H) -> (H, d): the block-diagonal entries (each head's own gradient)."""
     return m.reshape(heads, d, heads)[np.arange(heads), :, np.arange(heads)]

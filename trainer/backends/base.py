@@ -22,10 +22,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
+from shgcn.core.errors import UserError
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
 ACTS = ("none", "relu", "elu")
+
+
+class BackendError(UserError):
+    """A backend that cannot run here (its optional library is missing, or the device); exit code 2."""
 
 
 @dataclass(frozen=True)
