@@ -154,6 +154,10 @@ def versions() -> dict[str, str]:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             out[pkg] = "absent"
+    import sys
+
+    if "torch" in sys.modules:  # the torch backend loaded it: its version decides the kernels too
+        out["torch"] = str(sys.modules["torch"].__version__)
     from mpi4py import MPI
     out["mpi"] = MPI.Get_library_version().splitlines()[0].strip()
     return out

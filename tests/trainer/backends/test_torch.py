@@ -102,6 +102,7 @@ def test_torch_losses_equal_numpys_and_do_not_depend_on_ranks(mpi_stores, tmp_pa
     _, numpy2 = _losses(2, mpi_stores[kind, 2], tmp_path / "n2.jsonl", "numpy", *args)
     _, torch1 = _losses(1, mpi_stores[kind, 1], tmp_path / "t1.jsonl", "torch", *args)
     assert header.config["backend"] == "torch" and header.config["device"] == "cpu"
+    assert header.versions["torch"] == torch.__version__
     assert len(torch2) == 12 and torch2[-1] < torch2[0]
     np.testing.assert_allclose(torch2, numpy2, rtol=1e-4)
     np.testing.assert_allclose(torch2, torch1, rtol=1e-4)
