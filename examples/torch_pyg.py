@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 import torch
 
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     records = []
     for epoch in range(args.epochs):
+        start = time.perf_counter()
         model.train()
         opt.zero_grad()
         out = model(block.x)
@@ -96,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         loss.backward()
         td.sync_gradients(model.parameters())
         opt.step()
+        seconds = time.perf_counter() - start
         traffic = model.halo.traffic.reset()
-        records.append({"epoch": epoch, "loss": float(td.global_sum(loss.reshape(1))[0]),
+        records.append({"epoch": epoch, "seconds": seconds, "loss": float(td.global_sum(loss.reshape(1))[0]),
                         "train_acc": td.accuracy(out, block, block.train_mask), "bytes_sent": traffic["bytes_sent"],
                         "msgs_sent": traffic["msgs_sent"]})
     model.eval()

@@ -212,9 +212,10 @@ class Model:
         for opt in self.options:
             value = cfg.option(opt)
             if opt.choices is not None and value not in opt.choices:
-                from ..errors import UserError
+                from ..errors import UserError, option, quoted
 
-                raise UserError(f"{opt.flag} {value!r}: choose one of {', '.join(map(str, opt.choices))}")
+                said = quoted(opt.flag, value) if isinstance(value, str) else option(opt.flag, value)
+                raise UserError(f"{said}: choose one of {', '.join(map(str, opt.choices))}")
 
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
         return False

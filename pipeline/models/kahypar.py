@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, quoted
 from ..metrics.hypergraph import Hypergraph
 
 PRESETS = ("deterministic", "default", "quality", "deterministic_quality", "highest_quality", "large_k")  # PresetType
@@ -40,7 +40,7 @@ def kahypar_partition(hg: Hypergraph, parts: int, eps: float, seed: int, threads
     import mtkahypar
 
     if preset not in PRESETS:
-        raise UserError(f"--hp-preset {preset!r}: choose one of {', '.join(PRESETS)}")
+        raise UserError(f"{quoted('--hp-preset', preset)}: choose one of {', '.join(PRESETS)}")
     init = _kahypar(threads or os.cpu_count() or 1)
     ctx = init.context_from_preset(getattr(mtkahypar.PresetType, preset.upper()))
     ctx.set_partitioning_parameters(parts, eps, mtkahypar.Objective.KM1)

@@ -74,7 +74,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import UserError
+from ..errors import UserError, option
 from .base import GRAPH, MATRIX, Assignment, Inputs, Model, PartitionConfig
 from .hp import PRESET
 from .shp_config import OPTIONS, SHPConfig
@@ -87,7 +87,7 @@ class StochasticHypergraph(Model):
         super().check(cfg)
         factor = cfg.options.get("shp_time_factor", 0.0)
         if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor >= 0):
-            raise UserError(f"--shp-time-factor {factor}: must be a finite number >= 0")
+            raise UserError(f"{option('--shp-time-factor', factor)}: must be a finite number >= 0")
         SHPConfig.of(cfg).check()
 
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:

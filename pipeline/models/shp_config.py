@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UserError
+from ..errors import UserError, option, quoted
 from .base import Option, PartitionConfig
 from .hp import kahypar_preset
 
@@ -90,11 +90,11 @@ class SHPConfig:
 
     def resolved_construction(self) -> str:
         if self.construction not in CONSTRUCTIONS:
-            raise UserError(f"--shp-construction {self.construction!r}: choose from {', '.join(CONSTRUCTIONS)}")
+            raise UserError(f"{quoted('--shp-construction', self.construction)}: choose from {', '.join(CONSTRUCTIONS)}")
         if self.construction == "auto":
             return "columns" if self.sampler == "node" and self.batches is None else "batches"
         if self.construction == "columns" and self.sampler != "node":
-            raise UserError("--shp-construction columns needs --sampler node")
+            raise UserError(f"{option('--shp-construction')} columns needs {option('--sampler')} node")
         return self.construction
 
     def resolved_validation_batches(self) -> int:
@@ -102,19 +102,20 @@ class SHPConfig:
 
     def check(self) -> None:
         if self.sampler not in SAMPLERS:
-            raise UserError(f"--sampler {self.sampler!r}: choose one of {', '.join(SAMPLERS)}")
+            raise UserError(f"{quoted('--sampler', self.sampler)}: choose one of {', '.join(SAMPLERS)}")
         if not (self.theta > 0 and 0 < self.delta < 1):
             raise UserError(f"need theta > 0 and 0 < delta < 1 (got theta={self.theta}, delta={self.delta})")
         if self.batches is not None and self.batches < 1:
-            raise UserError(f"--batches {self.batches}: must be >= 1")
+            raise UserError(f"{option('--batches', self.batches)}: must be >= 1")
         if self.eval_batches < 2:
-            raise UserError(f"--eval-batches {self.eval_batches}: must be >= 2")
+            raise UserError(f"{option('--eval-batches', self.eval_batches)}: must be >= 2")
         if self.validation_batches < 0 or self.validation_batches == 1:
-            raise UserError(f"--validation-batches {self.validation_batches}: must be >= 2 (0: --eval-batches)")
+            raise UserError(f"{option('--validation-batches', self.validation_batches)}: must be >= 2 "
+                            f"(0: {option('--eval-batches')})")
         if self.max_rounds < 1 or self.min_gain < 0:
-            raise UserError("--shp-max-rounds must be >= 1 and --shp-min-gain >= 0")
+            raise UserError(f"{option('--shp-max-rounds')} must be >= 1 and {option('--shp-min-gain')} >= 0")
         if self.tangent_passes < 0:
-            raise UserError("--shp-tangent-passes must be >= 0")
+            raise UserError(f"{option('--shp-tangent-passes')} must be >= 0")
         if self.batch_size < 0 or self.walk_length < 1:
-            raise UserError("--batch-size must be >= 0 and --walk-length >= 1")
+            raise UserError(f"{option('--batch-size')} must be >= 0 and {option('--walk-length')} >= 1")
         self.resolved_construction()

@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, option
 from .base import Assignment, Inputs, Model, Option, PartitionConfig, Partitioner
 
 if TYPE_CHECKING:
@@ -260,7 +260,7 @@ class VolumeBalanced(Model):
         self.base_model.check(cfg)  # the base's options, when the model computes the base itself
         value = cfg.option(MAX_TOTAL_INCREASE)
         if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < 10):
-            raise UserError(f"--max-total-increase {value}: a finite fraction >= 0 (e.g. 0.02)")
+            raise UserError(f"{option('--max-total-increase', value)}: a finite fraction >= 0 (e.g. 0.02)")
 
 
 def refined(base: Partitioner) -> VolumeBalanced:

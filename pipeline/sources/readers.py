@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, quoted
 from . import parsing, registry
 from .base import HEADERS, RawSource, ReadOptions
 from .planetoid import read_planetoid_whole
@@ -35,7 +35,7 @@ def submit_read(tasks, path: str, fmt: str | None, opts: ReadOptions = ReadOptio
         fmt = registry.detect(path)
     reader = registry.get(fmt)
     if opts.header not in HEADERS:
-        raise UserError(f"--header {opts.header!r}: choose from {', '.join(HEADERS)}")
+        raise UserError(f"{quoted('--header', opts.header)}: choose from {', '.join(HEADERS)}")
     return reader.submit(tasks, path, opts)
 
 

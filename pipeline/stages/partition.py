@@ -15,7 +15,7 @@ import numpy as np
 from shgcn.core.work import vertex_weights
 
 from ..config import BuildConfig
-from ..errors import UserError
+from ..errors import UserError, option
 from ..models import Inputs, PartitionConfig, PartitionResult, build_order, get
 from ..models.base import GRAPH, GRAPH_FILE, MATRIX
 from ..runtime.client import Tasks
@@ -99,12 +99,12 @@ def _imported(model: str, path: str, n: int, parts: int) -> PartitionResult:
     """``--partition-file``: one part id per line (or a .npy vector), in the
     input's vertex order, from a distributed partitioner or an earlier build."""
     if not os.path.exists(path):
-        raise UserError(f"--partition-file {path}: file not found")
+        raise UserError(f"{option('--partition-file', path)}: file not found")
     if path.endswith(".npy"):
         try:
             part = np.load(path, allow_pickle=False)
         except (ValueError, OSError) as e:
-            raise UserError(f"--partition-file {path}: not a .npy array ({e})") from None
+            raise UserError(f"{option('--partition-file', path)}: not a .npy array ({e})") from None
     else:
         import pyarrow as pa
         import pyarrow.csv as pacsv
@@ -113,14 +113,15 @@ def _imported(model: str, path: str, n: int, parts: int) -> PartitionResult:
             t = pacsv.read_csv(path, read_options=pacsv.ReadOptions(autogenerate_column_names=True),
                                convert_options=pacsv.ConvertOptions(column_types={"f0": pa.int64()}))
         except (pa.ArrowInvalid, OSError) as e:
-            raise UserError(f"--partition-file {path}: expected one part id per line ({str(e).splitlines()[0]})") \
+            raise UserError(f"{option('--partition-file', path)}: expected one part id per line ({str(e).splitlines()[0]})") \
                 from None
         if t.num_columns != 1 or t.column(0).null_count:
-            raise UserError(f"--partition-file {path}: expected exactly one integer per line")
+            raise UserError(f"{option('--partition-file', path)}: expected exactly one integer per line")
         part = t.column(0).to_numpy()
     if part.ndim != 1 or part.shape[0] != n:
-        raise UserError(f"--partition-file {path}: {part.shape[0] if part.ndim == 1 else part.shape} entries for a "
+        raise UserError(f"{option('--partition-file', path)}: {part.shape[0] if part.ndim == 1 else part.shape} entries for a "
                         f"graph of {n:,} vertices")
     if part.dtype.kind not in "iu" or (part.size and (part.min() < 0 or part.max() >= parts)):
-        raise UserError(f"--partition-file {path}: part ids must be integers in 0..{parts - 1} (--parts {parts})")
+        raise UserError(f"{option('--partition-file', path)}: part ids must be integers in 0..{parts - 1} "
+                        f"({option('--parts', parts)})")
     return PartitionResult(model, part.astype(np.int32), 0.0, {"file": path})

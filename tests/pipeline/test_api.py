@@ -90,16 +90,26 @@ def test_api_messages_name_its_parameters(tmp_path, client, caplog):
     import logging
 
     import shgcn.pipeline as pl
+    from shgcn.pipeline.errors import UserError
 
-    with pytest.raises(pl.errors.UserError, match=r'^features="random:0": expected'):
+    with pytest.raises(UserError, match=r'^features="random:0": expected'):
         pl.build("sbm:n=60,classes=2,degree=4,seed=1", parts=2, out=tmp_path / "a.zarr", client=client,
                  features="random:0")
-    with pytest.raises(pl.errors.UserError, match=r"^split=\(0\.0, 0\.5, 0\.5\): the train fraction is 0, .*"
+    with pytest.raises(UserError, match=r"^split=\(0\.0, 0\.5, 0\.5\): the train fraction is 0, .*"
                                                   r'\(e\.g\. split=\(0\.6, 0\.2, 0\.2\)\)'):
         pl.build("sbm:n=60,classes=2,degree=4,seed=1", parts=2, out=tmp_path / "b.zarr", client=client,
                  split=(0.0, 0.5, 0.5))
-    with pytest.raises(pl.errors.UserError, match=r"^parts=8: more parts than the 4 vertices"):
+    with pytest.raises(UserError, match=r"^parts=8: more parts than the 4 vertices"):
         pl.build(np.array([[0, 1, 2], [1, 2, 3]]), parts=8, out=tmp_path / "c.zarr", client=client)
+    with pytest.raises(UserError, match=r'^partition_files=".*missing.txt": file not found'):
+        pl.build("sbm:n=60,classes=2,degree=4,seed=1", parts=2, out=tmp_path / "e.zarr", client=client,
+                 partition_files=[str(tmp_path / "missing.txt")])
+    with pytest.raises(UserError, match=r'^hp_preset="best": choose one of fast, default'):
+        pl.build("sbm:n=60,classes=2,degree=4,seed=1", parts=2, out=tmp_path / "f.zarr", client=client,
+                 hp_preset="best")
+    with pytest.raises(UserError, match=r'^sampler="walk": choose one of node, edge, rw'):
+        pl.build("sbm:n=60,classes=2,degree=4,seed=1", parts=2, out=tmp_path / "g.zarr", client=client,
+                 models=("shp",), sampler="walk")
     with caplog.at_level(logging.INFO, logger="shgcn.pipeline"):
         pl.build(np.array([[0, 1, 1, 2], [1, 0, 2, 1]]), parts=2, models=("rp",), out=tmp_path / "d.zarr",
                  client=client)
