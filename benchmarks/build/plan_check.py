@@ -1,0 +1,256 @@
+"""The build's plan (``pipeline build --plan``) against measured builds: its
+coefficients fitted, and its predicted peaks checked, on this machine.
+
+    python -m benchmarks.build.plan_check --fit [--records DIR] [--reuse]
+    python -m benchmarks.build.plan_check [--scales 20 21 22] [--records DIR] [--reuse] [--output FILE]
+
+A run is ``pipeline build SOURCE --model MODEL --parts 64`` in a fresh process (every other option at its
+default). The store records the peak memory of every process per stage (each process's high-water mark is
+reset when a stage starts); beside it this script samples, every 0.25 s, the resident memory of the build's
+whole process tree and the size of its partial store (the store being written and the partitioners'
+scratch). ``--fit`` runs R-MAT (edge factor 16, seed 1) scales 18 to 22 with gp, 18 to 20 with hp, scale 18
+with ``--features random:512`` (what a feature value costs) and an SBM of 1M vertices of degree 16 (a
+different ratio of vertices to nonzeros), and writes the least-squares fit, relative, non-negative, to
+``pipeline/plan-this.json``. The check builds R-MAT gp p=64 at ``--scales`` and compares, per stage,
+the memory of all processes at once (the build's process and the partitioner's child: the sum of their
+peaks in the stage) with the plan's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import REPO, store_info, table, write_section
+from benchmarks.common.results import command, header
+
+STAGES = ("ingest", "normalize", "partition", "place", "quality", "layout", "write")
+RMAT = "rmat:scale={},edge_factor=16,seed=1"
+FIT_RUNS = [*((f"rmat{s}-gp-p64", RMAT.format(s), "gp", ()) for s in (18, 19, 20, 21, 22)),
+            *((f"rmat{s}-hp-p64", RMAT.format(s), "hp", ()) for s in (18, 19, 20)),
+            ("rmat18-gp-p64-f512", RMAT.format(18), "gp", ("--features", "random:512")),
+            ("sbm1m-gp-p64", "sbm:n=1000000,degree=16,features=64", "gp", ())]
+MIB = 2**20
+TITLE = "Build plan: predicted against measured peak memory (issue 32)"
+
+
+def _du(p: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(p):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def _sample(proc: subprocess.Popen, out: Path, name: str, stop: threading.Event, state: dict) -> None:
+    import psutil
+
+    top = psutil.Process(proc.pid)
+    while not stop.wait(0.25):
+        try:
+            procs = [top, *top.children(recursive=True)]
+            state["tree"] = max(state["tree"], sum(p.memory_info().rss for p in procs))
+        except psutil.Error:
+            pass
+        for d in out.glob(f".{name}.partial-*"):
+            state["disk"] = max(state["disk"], _du(d))
+
+
+def measure(tag: str, source: str, model: str, out: Path, extra: tuple[str, ...] = (), parts: int = 64) -> dict:
+    """Build once; the record: the store's facts, the sampled peaks, the store's size; saved as out/TAG.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{tag}.zarr"
+    cmd = [sys.executable, "-m", "shgcn.pipeline", "build", source, "--model", model, "--parts", str(parts),
+           "--out", str(path), "--overwrite", "--no-plan-check", *extra]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    state, stop = {"tree": 0, "disk": 0}, threading.Event()
+    sampler = threading.Thread(target=_sample, args=(proc, out, path.name, stop, state), daemon=True)
+    sampler.start()
+    log = proc.communicate(timeout=7200)[0]
+    stop.set()
+    sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"{tag}: the build failed (exit {proc.returncode}):\n{log[-3000:]}")
+    rec = {"tag": tag, "source": source, "model": model, "parts": parts, "extra": list(extra),
+           "wall": time.perf_counter() - t0, "tree_peak_bytes": state["tree"], "partial_peak_bytes": state["disk"],
+           "store_bytes": _du(path), "info": store_info(path)}
+    (out / f"{tag}.json").write_text(json.dumps(rec, indent=1, default=float))
+    return rec
+
+
+def record(tag: str, source: str, model: str, out: Path, extra: tuple[str, ...], reuse: bool) -> dict:
+    saved = out / f"{tag}.json"
+    if reuse and saved.exists():
+        return json.loads(saved.read_text())
+    rec = measure(tag, source, model, out, extra)
+    if not reuse:
+        import shutil
+
+        shutil.rmtree(out / f"{tag}.zarr", ignore_errors=True)
+    return rec
+
+
+# ------------------------------------------------------------------ the fit
+
+def _x(rec: dict) -> tuple[float, float, float]:
+    i = rec["info"]
+    return float(i["nnz"]), float(i["n"]), float(i["n"]) * float(i["feature_dim"])
+
+
+def _nnls(rows: list[tuple[float, ...]], y: list[float], cols: tuple[str, ...]) -> dict[str, float]:
+    """Non-negative least squares of the relative error (each row divided by its measured value)."""
+    from scipy.optimize import nnls
+
+    a = np.array(rows, float)
+    b = np.array(y, float)
+    w = 1.0 / np.maximum(b, 1e-9)
+    scale = np.maximum(np.abs(a).max(axis=0), 1e-30)  # columns of very different sizes: solve in unit columns
+    coef, _ = nnls(a * w[:, None] / scale, b * w)
+    return {c: float(v) for c, v in zip(cols, coef / scale)}
+
+
+def fit_term(points: list[tuple[dict, float]], feature: float = 0.0) -> dict[str, float]:
+    """``base + nnz + n`` fitted to (record, measured) points after ``feature`` bytes per feature value;
+    with fewer than 5 points, ``base + nnz`` only (vertices and nonzeros of R-MAT grow together)."""
+    cols = ("base", "nnz", "n") if len(points) >= 5 else ("base", "nnz")
+    rows = [(1.0, *_x(r)[: len(cols) - 1]) for r, _ in points]
+    y = [v - feature * _x(r)[2] for r, v in points]
+    return {**_nnls(rows, y, cols), "feature": feature}
+
+
+def _peaks(rec: dict, stage: str) -> dict[str, float]:
+    return {k: v * MIB for k, v in rec["info"]["peak_rss_mib_by_stage"].get(stage, {}).items()}
+
+
+def _build_peak(rec: dict, stage: str) -> float:
+    return max((v for k, v in _peaks(rec, stage).items() if not k.startswith("child")), default=0.0)
+
+
+def _feature_cost(recs: dict[str, dict], stage: str) -> float:
+    """Bytes per feature value in ``stage``: the build at 512 features against the same graph at 64."""
+    lo, hi = recs.get("rmat18-gp-p64"), recs.get("rmat18-gp-p64-f512")
+    if lo is None or hi is None:
+        return 0.0
+    return max(0.0, (_build_peak(hi, stage) - _build_peak(lo, stage)) / (_x(hi)[2] - _x(lo)[2]))
+
+
+def _regimes(model: str, recs: list[dict]) -> dict[str, list[dict]]:
+    """gp's child in its two regimes: KaMinPar compresses the graph it loads from COMPRESS_EDGES entries on."""
+    from shgcn.pipeline.models.gp import COMPRESS_EDGES
+    from shgcn.pipeline.sources.counts import input_counts
+
+    if model != "gp":
+        return {model: recs}
+    big = [r for r in recs if input_counts(r["source"]).graph_entries >= COMPRESS_EDGES]
+    out = {"gp": [r for r in recs if r not in big]}
+    return {**out, "gp-compressed": big} if big else out
+
+
+def fit(recs: dict[str, dict]) -> dict:
+    """The coefficients (the JSON of ``pipeline/plan-this.json``)."""
+    gp = [r for r in recs.values() if r["model"] == "gp"]
+    by_model = {m: [r for r in recs.values() if r["model"] == m] for m in ("gp", "hp")}
+    memory, seconds = {}, {}
+    for s in STAGES:
+        if s == "partition":
+            continue
+        f = _feature_cost(recs, s)
+        memory[s] = fit_term([(r, _build_peak(r, s)) for r in recs.values()], f)
+        seconds[s] = fit_term([(r, r["info"]["timings"][s]) for r in recs.values() if not r["extra"]])
+    child = {}
+    for m, rs in ((m, rs) for m, rs in by_model.items() if rs):
+        memory[f"partition:{m}"] = fit_term([(r, _build_peak(r, "partition")) for r in rs], _feature_cost(recs, "partition"))
+        for key, group in _regimes(m, rs).items():
+            child[key] = fit_term([(r, _peaks(r, "partition")[f"child {m}"]) for r in group])
+        seconds[f"partition:{m}"] = fit_term([(r, r["info"]["timings"]["partition"]) for r in rs if not r["extra"]])
+    disk = {"store": fit_term([(r, r["store_bytes"] - 4 * _x(r)[2]) for r in recs.values()]),
+            "scratch": fit_term([(r, max(0.0, r["partial_peak_bytes"] - r["store_bytes"])) for r in gp])}
+    return {"memory": memory, "child": child, "disk": disk, "seconds": seconds,
+            "source": f"{command()} on {len(recs)} builds ({', '.join(sorted(recs))}), "
+                      f"{time.strftime('%Y-%m-%d', time.gmtime())}: bytes (memory, disk) and seconds per nonzero of Â, "
+                      "per vertex and per feature value"}
+
+
+# ------------------------------------------------------------------ the check
+
+def predicted(rec: dict):
+    """The plan of the build ``rec`` made from its measured counts (the fit's inputs, not the expected ones)."""
+    from shgcn.pipeline.plan import make_plan
+    from shgcn.pipeline.sources.counts import Counts
+
+    i = rec["info"]
+    c = Counts(int(i["n"]), int(i["nnz"]), int(i["edges"]), int(i["feature_dim"]), int(i["classes"]),
+               bool(i["directed"]), "measured")
+    return make_plan(c, (rec["model"],))
+
+
+def compare(rec: dict) -> dict:
+    """A row of the check: per stage, predicted against measured memory at once, and the peaks over stages."""
+    plan = predicted(rec)
+    row = {"run": rec["tag"], "nnz": f"{rec['info']['nnz']:,}"}
+    worst = 0.0
+    for s in STAGES:
+        measured = sum(_peaks(rec, s).values())
+        rows = [r for r in plan.rows if r.stage == s]
+        pred = sum(r.memory for r in rows)
+        row[s] = f"{pred / 2**30:.2f} / {measured / 2**30:.2f} ({pred / measured:.2f})"
+        worst = max(worst, abs(pred / measured - 1))
+    at_once, stage, _ = plan.at_once()
+    measured = max(sum(_peaks(rec, s).values()) for s in STAGES)
+    row["at once"] = f"{at_once / 2**30:.2f} / {measured / 2**30:.2f} ({at_once / measured:.2f})"
+    row["sampled tree"] = f"{rec['tree_peak_bytes'] / 2**30:.2f} GiB"
+    row["disk"] = f"{plan.disk / 2**30:.2f} / {max(rec['partial_peak_bytes'], rec['store_bytes']) / 2**30:.2f}"
+    row["time"] = f"{plan.seconds:.0f} / {sum(rec['info']['timings'].values()):.0f} s"
+    row["worst stage"] = f"{worst:.0%}"
+    return row
+
+
+def report(rows: list[dict]) -> str:
+    cols = [(k, k) for k in ("run", "nnz", *STAGES, "at once", "sampled tree", "disk", "time", "worst stage")]
+    intro = ("Each stage cell: predicted / measured GiB of all processes at once (the build's process, plus the "
+             "partitioner's child in the partition stage) and their ratio. `at once`: the largest stage. "
+             "`sampled tree`: the largest sum of the resident memory of the build's process tree, sampled every "
+             "0.25 s (a lower bound). `disk`: predicted / measured GiB of the partial store at its peak. "
+             "`time`: predicted / measured seconds of the stages (the machine's other jobs move it).")
+    return intro + "\n\n" + table(rows, cols)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fit", action="store_true", help="run the fit's builds and write pipeline/plan-this.json")
+    ap.add_argument("--scales", type=int, nargs="+", default=[20, 21, 22])
+    ap.add_argument("--records", type=Path, default=REPO / "build" / "plan", help="where the builds' records go")
+    ap.add_argument("--reuse", action="store_true", help="use the records already in --records (and keep the stores)")
+    ap.add_argument("--output", type=Path, default=None, help="write the section to FILE instead of RESULTS.md")
+    args = ap.parse_args()
+    if args.fit:
+        from shgcn.pipeline.plan import coefficients_path
+
+        recs = {t: record(t, src, m, args.records, extra, args.reuse) for t, src, m, extra in FIT_RUNS}
+        coefficients_path().write_text(json.dumps(fit(recs), indent=2) + "\n")
+        print(f"wrote {coefficients_path()}")
+        return
+    rows = [compare(record(f"rmat{s}-gp-p64", RMAT.format(s), "gp", args.records, (), args.reuse))
+            for s in args.scales]
+    body = __doc__.split("\n\n", 2)[2] + "\n\n" + report(rows)
+    if args.output is None:
+        write_section(TITLE, body)
+    else:
+        args.output.write_text(header(TITLE) + "\n" + body)
+        print(args.output.read_text())
+
+
+if __name__ == "__main__":
+    main()
