@@ -34,8 +34,7 @@ STAGES = ("ingest", "normalize", "partition", "place", "quality", "layout", "wri
 BUILD = "build (client+scheduler+worker)"
 INT32_LIMIT = 2**31
 METIS_BYTES_PER_NNZ = 220  # gp --gp-backend metis: pymetis's peak (pipeline.models.gp), not fitted here
-# models without fitted figures: (the model whose build-process figures they take, whose child's, note)
-FALLBACK = {"rp": ("gp", None), "shp": ("hp", "hp"), "gp-vb": ("gp", "gp"), "hp-vb": ("hp", "hp")}
+FALLBACK = {"rp": "gp", "shp": "hp", "gp-vb": "gp", "hp-vb": "hp"}  # models without fitted figures: whose they take
 
 
 @dataclass(frozen=True)
@@ -85,11 +84,15 @@ class Coefficients:
     def load(cls, path: str | Path | None = None) -> Coefficients:
         p = Path(path) if path is not None else coefficients_path()
         try:
-            d = json.loads(p.read_text())
-            terms = [{k: Term.of(v) for k, v in d[key].items()} for key in ("memory", "child", "disk", "seconds")]
-            return cls(terms[0], terms[1], terms[2], terms[3], source=str(d.get("source", "")))
+            return cls.of(json.loads(p.read_text()))
         except (OSError, KeyError, ValueError, AttributeError) as e:
             raise UserError(f"{p}: not a build plan's coefficients ({type(e).__name__}: {e})") from None
+
+    @classmethod
+    def of(cls, d: dict) -> Coefficients:
+        """From the fit's JSON object."""
+        terms = [{k: Term.of(v) for k, v in d[key].items()} for key in ("memory", "child", "disk", "seconds")]
+        return cls(terms[0], terms[1], terms[2], terms[3], source=str(d.get("source", "")))
 
 
 def coefficients_path() -> Path:
@@ -146,38 +149,39 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
             continue
         for m in models:
             rows.extend(_partition_rows(m, counts, opts, coef))
-    features = counts.n * counts.features * feature_bytes
-    store = coef.disk["store"].at(counts) + features
+    # the fit's feature values were float32: float16 halves what they take in the store
+    store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
     return Plan(counts, rows, store, coef.disk["scratch"].at(counts), _flags(counts, models, opts))
 
 
 def _partition_rows(m: str, c: Counts, opts: dict, coef: Coefficients) -> list[Row]:
     """The build process and the child (if any) of model ``m`` in the partition stage."""
-    main, kid = (m, m) if f"partition:{m}" in coef.memory else FALLBACK.get(m, ("gp", "gp"))
-    note = "" if main == m else f"not fitted: {main}'s figures"
+    base = m if f"partition:{m}" in coef.memory else FALLBACK.get(m, "gp")
+    main = _hp_regime(base, c, opts, coef)
+    note = "" if base == m else f"not fitted: {base}'s figures"
     seconds = coef.seconds.get(f"partition:{main}", Term()).at(c)
     rows = [coef.memory[f"partition:{main}"].row("partition", BUILD, c, seconds, note)]
     if m == "gp" and opts.get("gp_backend") == "metis":
         rows.append(Row("partition", "child gp (METIS)", coef.child["gp"].base + METIS_BYTES_PER_NNZ * c.nnz, 0.0,
                         f"METIS: {METIS_BYTES_PER_NNZ} bytes a nonzero (documented, not fitted)"))
-    elif kid is not None and kid in coef.child:
-        term, why = _child_term(kid, c, opts, coef)
-        what = {"gp": "KaMinPar", "hp": "KaMinPar, METIS, Mt-KaHyPar"}.get(m, kid)
-        rows.append(term.row("partition", f"child {m} ({what})", c, 0.0, "; ".join(x for x in (note, why) if x)))
+    elif m != "rp" and main in coef.child:  # rp runs in the build's process
+        from .models.gp import COMPRESS_EDGES
+
+        compressed = main == "gp" and c.graph_entries >= COMPRESS_EDGES and "gp-compressed" in coef.child
+        what = {"gp": "KaMinPar", "hp": "KaMinPar, METIS, Mt-KaHyPar", "hp-fast": "KaMinPar, Mt-KaHyPar"}.get(main, main)
+        term = coef.child["gp-compressed" if compressed else main]
+        rows.append(term.row("partition", f"child {m} ({what})", c, 0.0, note))
     return rows
 
 
-def _child_term(kid: str, c: Counts, opts: dict, coef: Coefficients) -> tuple[Term, str]:
-    """The child's figures: KaMinPar loads its graph compressed from :data:`COMPRESS_EDGES` entries on
-    (fitted apart); hp was fitted with its METIS start, which it skips above :data:`METIS_START_NNZ`."""
-    from .models.gp import COMPRESS_EDGES
+def _hp_regime(model: str, c: Counts, opts: dict, coef: Coefficients) -> str:
+    """hp's figures: with METIS's start (its default preset up to :data:`METIS_START_NNZ` nonzeros), or without
+    (``hp-fast``: the fast preset, and every preset above that size)."""
     from .models.hp import METIS_START_NNZ
 
-    if kid == "gp" and c.graph_entries >= COMPRESS_EDGES and "gp-compressed" in coef.child:
-        return coef.child["gp-compressed"], ""
-    if kid == "hp" and c.nnz > METIS_START_NNZ and opts.get("hp_preset", "default") != "fast":
-        return coef.child[kid], f"fitted up to {METIS_START_NNZ:,} nonzeros, with METIS's start: likely high"
-    return coef.child[kid], ""
+    if model != "hp" or "partition:hp-fast" not in coef.memory:
+        return model
+    return "hp-fast" if c.nnz > METIS_START_NNZ or opts.get("hp_preset") == "fast" else model
 
 
 def _flags(c: Counts, models: tuple[str, ...], opts: dict) -> list[str]:
@@ -218,6 +222,9 @@ def format_plan(plan: Plan, limit: int, limit_from: str, free: int, where: str) 
               f"{gib(plan.disk)}; {gib(free)} free on {where}",
               f"time       about {plan.seconds:,.0f} s on this machine (measured rates; other jobs on it slow it)"]
     lines += [f"note       {f}" for f in plan.flags]
+    if c.estimated:
+        lines.append("note       the counts are an estimate: a build does not stop on this plan (the readers check the "
+                     "memory limit as they read)")
     return "\n".join(lines)
 
 
@@ -276,7 +283,7 @@ def plan_step(cfg, show: bool, remote: bool = False) -> str:
 
     width = cfg.features if cfg.features.endswith(".npy") else parse_generated(cfg.features, "features")
     counts = input_counts(cfg.source, cfg.fmt, cfg.data_dir, cfg.directed, width, parse_generated(cfg.labels, "labels"))
-    plan = make_plan(counts, cfg.all_models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4)
+    plan = make_plan(counts, cfg.models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4)
     free, where = free_disk(cfg.out)
     limit_from = "--memory-limit" if cfg.memory_limit else "this machine's memory"
     if show:

@@ -8,12 +8,13 @@ A run is ``pipeline build SOURCE --model MODEL --parts 64`` in a fresh process (
 default). The store records the peak memory of every process per stage (each process's high-water mark is
 reset when a stage starts); beside it this script samples, every 0.25 s, the resident memory of the build's
 whole process tree and the size of its partial store (the store being written and the partitioners'
-scratch). ``--fit`` runs R-MAT (edge factor 16, seed 1) scales 18 to 22 with gp, 18 to 20 with hp, scale 18
-with ``--features random:512`` (what a feature value costs) and an SBM of 1M vertices of degree 16 (a
-different ratio of vertices to nonzeros), and writes the least-squares fit, relative, non-negative, to
-``pipeline/plan-this.json``. The check builds R-MAT gp p=64 at ``--scales`` and compares, per stage,
-the memory of all processes at once (the build's process and the partitioner's child: the sum of their
-peaks in the stage) with the plan's.
+scratch). ``--fit`` runs R-MAT (edge factor 16, seed 1) scales 18 to 22 with gp, 18 to 20 with hp (its
+default preset, and ``--hp-preset fast``: without METIS's start, as hp above 20M nonzeros), and
+scale 18 with ``--features random:512`` (what a feature value costs), and writes the least-squares fit,
+relative, non-negative, of ``base + a nnz + c n D`` to ``pipeline/plan-this.json``. The check builds R-MAT
+gp p=64 at ``--scales`` and compares, per stage, the memory of all processes at once (the build's process
+and the partitioner's child: the sum of their peaks in the stage) with the plan's; and one graph of another
+family, not fitted: an SBM of 1M vertices of degree 16.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ STAGES = ("ingest", "normalize", "partition", "place", "quality", "layout", "wri
 RMAT = "rmat:scale={},edge_factor=16,seed=1"
 FIT_RUNS = [*((f"rmat{s}-gp-p64", RMAT.format(s), "gp", ()) for s in (18, 19, 20, 21, 22)),
             *((f"rmat{s}-hp-p64", RMAT.format(s), "hp", ()) for s in (18, 19, 20)),
-            ("rmat18-gp-p64-f512", RMAT.format(18), "gp", ("--features", "random:512")),
-            ("sbm1m-gp-p64", "sbm:n=1000000,degree=16,features=64", "gp", ())]
+            *((f"rmat{s}-hpfast-p64", RMAT.format(s), "hp", ("--hp-preset", "fast")) for s in (18, 19, 20)),
+            ("rmat18-gp-p64-f512", RMAT.format(18), "gp", ("--features", "random:512"))]
+# another family, not fitted: what the plan makes of a graph of other shape (its own generator, fewer nonzeros a vertex)
+OTHER = ("sbm1m-gp-p64", "sbm:n=1000000,degree=16,features=64", "gp", ())
 MIB = 2**20
 TITLE = "Build plan: predicted against measured peak memory (issue 32)"
 
@@ -122,10 +125,10 @@ def _nnls(rows: list[tuple[float, ...]], y: list[float], cols: tuple[str, ...]) 
 
 
 def fit_term(points: list[tuple[dict, float]], feature: float = 0.0) -> dict[str, float]:
-    """``base + nnz + n`` fitted to (record, measured) points after ``feature`` bytes per feature value;
-    with fewer than 5 points, ``base + nnz`` only (vertices and nonzeros of R-MAT grow together)."""
-    cols = ("base", "nnz", "n") if len(points) >= 5 else ("base", "nnz")
-    rows = [(1.0, *_x(r)[: len(cols) - 1]) for r, _ in points]
+    """``base + nnz`` fitted to (record, measured) points after ``feature`` bytes per feature value (R-MAT's
+    vertices grow with its nonzeros, 26 to 28 a vertex: a term per vertex cannot be told apart from them)."""
+    cols = ("base", "nnz")
+    rows = [(1.0, _x(r)[0]) for r, _ in points]
     y = [v - feature * _x(r)[2] for r, v in points]
     return {**_nnls(rows, y, cols), "feature": feature}
 
@@ -138,12 +141,22 @@ def _build_peak(rec: dict, stage: str) -> float:
     return max((v for k, v in _peaks(rec, stage).items() if not k.startswith("child")), default=0.0)
 
 
-def _feature_cost(recs: dict[str, dict], stage: str) -> float:
-    """Bytes per feature value in ``stage``: the build at 512 features against the same graph at 64."""
+def _feature_cost(recs: dict[str, dict], stage: str, what=None) -> float:
+    """Bytes per feature value in ``stage`` (or of ``what(record)``): the build at 512 features against the same
+    graph at 64."""
     lo, hi = recs.get("rmat18-gp-p64"), recs.get("rmat18-gp-p64-f512")
     if lo is None or hi is None:
         return 0.0
-    return max(0.0, (_build_peak(hi, stage) - _build_peak(lo, stage)) / (_x(hi)[2] - _x(lo)[2]))
+    of = what or (lambda r: _build_peak(r, stage))
+    return max(0.0, (of(hi) - of(lo)) / (_x(hi)[2] - _x(lo)[2]))
+
+
+def _group(rec: dict) -> str:
+    """The figures a build's partition stage gives: its model's, or ``hp-fast``'s (hp without METIS's start)."""
+    extra = rec["extra"]
+    if "--hp-preset" in extra:
+        return f"{rec['model']}-{extra[extra.index('--hp-preset') + 1]}"
+    return rec["model"]
 
 
 def _regimes(model: str, recs: list[dict]) -> dict[str, list[dict]]:
@@ -161,21 +174,25 @@ def _regimes(model: str, recs: list[dict]) -> dict[str, list[dict]]:
 def fit(recs: dict[str, dict]) -> dict:
     """The coefficients (the JSON of ``pipeline/plan-this.json``)."""
     gp = [r for r in recs.values() if r["model"] == "gp"]
-    by_model = {m: [r for r in recs.values() if r["model"] == m] for m in ("gp", "hp")}
+    groups: dict[str, list[dict]] = {}
+    for r in recs.values():
+        groups.setdefault(_group(r), []).append(r)
     memory, seconds = {}, {}
     for s in STAGES:
         if s == "partition":
             continue
         f = _feature_cost(recs, s)
         memory[s] = fit_term([(r, _build_peak(r, s)) for r in recs.values()], f)
-        seconds[s] = fit_term([(r, r["info"]["timings"][s]) for r in recs.values() if not r["extra"]])
+        seconds[s] = fit_term([(r, r["info"]["timings"][s]) for r in recs.values() if "--features" not in r["extra"]])
     child = {}
-    for m, rs in ((m, rs) for m, rs in by_model.items() if rs):
-        memory[f"partition:{m}"] = fit_term([(r, _build_peak(r, "partition")) for r in rs], _feature_cost(recs, "partition"))
-        for key, group in _regimes(m, rs).items():
-            child[key] = fit_term([(r, _peaks(r, "partition")[f"child {m}"]) for r in group])
-        seconds[f"partition:{m}"] = fit_term([(r, r["info"]["timings"]["partition"]) for r in rs if not r["extra"]])
-    disk = {"store": fit_term([(r, r["store_bytes"] - 4 * _x(r)[2]) for r in recs.values()]),
+    for g, rs in groups.items():
+        memory[f"partition:{g}"] = fit_term([(r, _build_peak(r, "partition")) for r in rs], _feature_cost(recs, "partition"))
+        for key, group in _regimes(g, rs).items():
+            child[key] = fit_term([(r, _peaks(r, "partition")[f"child {r['model']}"]) for r in group])
+        seconds[f"partition:{g}"] = fit_term([(r, r["info"]["timings"]["partition"]) for r in rs
+                                              if "--features" not in r["extra"]])
+    stored = _feature_cost(recs, "", lambda r: r["store_bytes"])  # float32 features, each block's and the node array's
+    disk = {"store": fit_term([(r, r["store_bytes"]) for r in recs.values()], stored),
             "scratch": fit_term([(r, max(0.0, r["partial_peak_bytes"] - r["store_bytes"])) for r in gp])}
     return {"memory": memory, "child": child, "disk": disk, "seconds": seconds,
             "source": f"{command()} on {len(recs)} builds ({', '.join(sorted(recs))}), "
@@ -185,7 +202,7 @@ def fit(recs: dict[str, dict]) -> dict:
 
 # ------------------------------------------------------------------ the check
 
-def predicted(rec: dict):
+def predicted(rec: dict, coef=None):
     """The plan of the build ``rec`` made from its measured counts (the fit's inputs, not the expected ones)."""
     from shgcn.pipeline.plan import make_plan
     from shgcn.pipeline.sources.counts import Counts
@@ -193,11 +210,12 @@ def predicted(rec: dict):
     i = rec["info"]
     c = Counts(int(i["n"]), int(i["nnz"]), int(i["edges"]), int(i["feature_dim"]), int(i["classes"]),
                bool(i["directed"]), "measured")
-    return make_plan(c, (rec["model"],))
+    return make_plan(c, (rec["model"],), coef=coef)
 
 
-def compare(rec: dict) -> dict:
-    """A row of the check: per stage, predicted against measured memory at once, and the peaks over stages."""
+def compare(rec: dict, held_out=None) -> dict:
+    """A row of the check: per stage, predicted against measured memory at once, and the peaks over stages;
+    ``held_out``: the coefficients of a fit without this build (its at once too)."""
     plan = predicted(rec)
     row = {"run": rec["tag"], "nnz": f"{rec['info']['nnz']:,}"}
     worst = 0.0
@@ -210,6 +228,9 @@ def compare(rec: dict) -> dict:
     at_once, stage, _ = plan.at_once()
     measured = max(sum(_peaks(rec, s).values()) for s in STAGES)
     row["at once"] = f"{at_once / 2**30:.2f} / {measured / 2**30:.2f} ({at_once / measured:.2f})"
+    if held_out is not None:
+        loo = predicted(rec, held_out).at_once()[0]
+        row["held out"] = f"{loo / 2**30:.2f} ({loo / measured:.2f})"
     row["sampled tree"] = f"{rec['tree_peak_bytes'] / 2**30:.2f} GiB"
     row["disk"] = f"{plan.disk / 2**30:.2f} / {max(rec['partial_peak_bytes'], rec['store_bytes']) / 2**30:.2f}"
     row["time"] = f"{plan.seconds:.0f} / {sum(rec['info']['timings'].values()):.0f} s"
@@ -217,10 +238,22 @@ def compare(rec: dict) -> dict:
     return row
 
 
+def _held_out(records: Path, tag: str):
+    """The coefficients of a fit to every saved record of the fit's runs but ``tag`` (None: some are missing)."""
+    from shgcn.pipeline.plan import Coefficients
+
+    files = {t: records / f"{t}.json" for t, *_ in FIT_RUNS}
+    if not all(f.exists() for f in files.values()):
+        return None
+    return Coefficients.of(fit({t: json.loads(f.read_text()) for t, f in files.items() if t != tag}))
+
+
 def report(rows: list[dict]) -> str:
-    cols = [(k, k) for k in ("run", "nnz", *STAGES, "at once", "sampled tree", "disk", "time", "worst stage")]
+    cols = [(k, k) for k in ("run", "nnz", *STAGES, "at once", "held out", "sampled tree", "disk", "time",
+                             "worst stage")]
     intro = ("Each stage cell: predicted / measured GiB of all processes at once (the build's process, plus the "
              "partitioner's child in the partition stage) and their ratio. `at once`: the largest stage. "
+             "`held out`: the at once of a fit without this build (predicted GiB, ratio). "
              "`sampled tree`: the largest sum of the resident memory of the build's process tree, sampled every "
              "0.25 s (a lower bound). `disk`: predicted / measured GiB of the partial store at its peak. "
              "`time`: predicted / measured seconds of the stages (the machine's other jobs move it).")
@@ -242,8 +275,9 @@ def main() -> None:
         coefficients_path().write_text(json.dumps(fit(recs), indent=2) + "\n")
         print(f"wrote {coefficients_path()}")
         return
-    rows = [compare(record(f"rmat{s}-gp-p64", RMAT.format(s), "gp", args.records, (), args.reuse))
-            for s in args.scales]
+    rows = [compare(record(f"rmat{s}-gp-p64", RMAT.format(s), "gp", args.records, (), args.reuse),
+                    _held_out(args.records, f"rmat{s}-gp-p64")) for s in args.scales]
+    rows.append(compare(record(*OTHER[:3], args.records, OTHER[3], args.reuse)))
     body = __doc__.split("\n\n", 2)[2] + "\n\n" + report(rows)
     if args.output is None:
         write_section(TITLE, body)

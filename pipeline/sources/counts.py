@@ -118,9 +118,11 @@ def _rmat_symmetric(kw: dict) -> float:
 def _graph_counts(source, fmt, data_dir, directed) -> tuple[float, float, float, int, int, bool, str]:
     """(n, nnz, edges, features, classes, directed, how) of the graph alone (0: the build's default)."""
     if not isinstance(source, str):  # the Python API's matrix or edge index: its shape is known
-        shape = getattr(source, "shape", (0, 0))
-        n = int(shape[0]) if hasattr(source, "nnz") else int(np.max(source) + 1 if np.size(source) else 0)
-        e = int(getattr(source, "nnz", np.shape(source)[-1] if np.ndim(source) == 2 else 0))
+        try:
+            n = int(source.shape[0]) if hasattr(source, "nnz") else int(np.max(source) + 1 if np.size(source) else 0)
+            e = int(getattr(source, "nnz", np.shape(source)[-1] if np.ndim(source) == 2 else 0))
+        except (TypeError, ValueError, AttributeError, IndexError):  # a peer's object (PyG, DGL): sized as it is read
+            return 0, 0, 0, 0, 0, True, "estimated: an object in memory, sized as it is read"
         return n, e + n, e, 0, 0, True, "in memory (exact)"
     parsed = synthetic.parse_params(source)
     if parsed is not None:

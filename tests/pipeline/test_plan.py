@@ -19,7 +19,7 @@ def small_coefficients() -> plan.Coefficients:
     stages = [s for s in plan.STAGES if s != "partition"]
     return plan.Coefficients(memory={**{s: term for s in stages}, "partition:gp": T(200 * MIB, 20), "partition:hp": term},
                              child={"gp": T(50 * MIB, 300), "hp": T(50 * MIB, 100)},
-                             disk={"store": T(0, 8, 16), "scratch": T(0, 16)},
+                             disk={"store": T(0, 8, 16, 8), "scratch": T(0, 16)},
                              seconds={**{s: T(1, 1e-6) for s in stages}, "partition:gp": T(10, 1e-5)})
 
 
@@ -34,9 +34,9 @@ def test_a_small_case_by_hand():
     assert rows[("partition", "child gp (KaMinPar)")].memory == 50 * MIB + 300e6
     total, stage, held = p.at_once()
     assert (total, stage, len(held)) == (250 * MIB + 320e6, "partition", 2)
-    assert p.store == 8e6 + 16 * 1000 + 4 * 1000 * 10 and p.scratch == 16e6 and p.disk == p.store + p.scratch
+    assert p.store == 8e6 + 16 * 1000 + 8 * 1000 * 10 and p.scratch == 16e6 and p.disk == p.store + p.scratch
     assert p.seconds == pytest.approx(6 * (1 + 1) + 10 + 10)
-    assert plan.make_plan(C, ("gp",), feature_bytes=2, coef=small_coefficients()).store == p.store - 2 * 1000 * 10
+    assert plan.make_plan(C, ("gp",), feature_bytes=2, coef=small_coefficients()).store == p.store - 4 * 1000 * 10
 
 
 def test_models_run_one_after_another_so_the_largest_child_counts():
@@ -49,8 +49,10 @@ def test_models_run_one_after_another_so_the_largest_child_counts():
 
 def test_unfitted_models_borrow_and_say_so():
     p = plan.make_plan(C, ("rp", "shp"), coef=small_coefficients())
-    notes = {r.process: r.note for r in p.rows if r.stage == "partition"}
-    assert "not fitted" in notes[plan.BUILD] and "child shp (hp)" in notes
+    notes = [(r.process, r.note) for r in p.rows if r.stage == "partition"]
+    assert notes == [(plan.BUILD, "not fitted: gp's figures"), (plan.BUILD, "not fitted: hp's figures"),
+                     ("child shp (KaMinPar, METIS, Mt-KaHyPar)", "not fitted: hp's figures")]
+    assert not any(r.process.startswith("child rp") for r in p.rows)  # rp runs in the build's process
     metis = plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients())
     child = [r for r in metis.rows if r.process.startswith("child")][0]
     assert child.memory == 50 * MIB + plan.METIS_BYTES_PER_NNZ * 1e6
@@ -120,3 +122,22 @@ def test_a_build_that_does_not_fit_stops_at_the_start(tmp_path):
                     str(tmp_path / "s.zarr"), timeout=60)
     one_line(res, "rmat:scale=16: the plan needs", "--memory-limit is 100.0 MiB", "--no-plan-check")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_no_plan_check_leaves_the_limit_to_the_readers(tmp_path):
+    res = build_cli("rmat:scale=16", "--parts", "4", "--model", "gp", "--memory-limit", "100M", "--no-plan-check",
+                    "--out", str(tmp_path / "s.zarr"), timeout=120)
+    one_line(res, "rmat:scale=16: 65,536 vertices, 1,048,576 edges", "will not fit")
+    assert "the plan needs" not in res.stderr
+
+
+def test_hp_above_metis_start_size_takes_the_figures_without_metis():
+    from shgcn.pipeline.models.hp import METIS_START_NNZ
+
+    coef = small_coefficients()
+    coef = plan.Coefficients({**coef.memory, "partition:hp-fast": T(1)}, {**coef.child, "hp-fast": T(2)}, coef.disk,
+                             coef.seconds)
+    big = Counts(n=10, nnz=METIS_START_NNZ + 1, edges=METIS_START_NNZ - 9, features=1, classes=2, directed=True, how="t")
+    for counts, options, child in ((C, {}, 50 * MIB + 100e6), (C, {"hp_preset": "fast"}, 2), (big, {}, 2)):
+        rows = plan.make_plan(counts, ("hp",), options, coef=coef).rows
+        assert [r.memory for r in rows if r.process.startswith("child hp")] == [child]

@@ -71,3 +71,8 @@ def test_in_memory_matrix():
 
     c = counts.input_counts(sp.random(50, 50, density=0.1, format="csr", random_state=0))
     assert (c.n, c.edges, c.nnz) == (50, 250, 300)
+
+
+def test_an_object_that_is_not_an_array_is_left_to_the_readers():
+    c = counts.input_counts(object())
+    assert c.estimated and c.n == 0
