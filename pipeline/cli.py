@@ -130,6 +130,11 @@ def _build_parser(sub, common) -> None:
     b.add_argument("--max-line", type=int, default=2**20, help="longest line accepted, in bytes")
     b.add_argument("--block-nnz", type=int, default=1 << 22, help="nonzeros per row block (the unit of parallel work)")
     _memory_argument(b)
+    b.add_argument("--plan", "--dry-run", dest="plan", action="store_true",
+                   help="print the plan - per stage the peak memory of every process, the disk of the store and its "
+                        "temporary area, the time - from the input's counts, and exit without building")
+    b.add_argument("--no-plan-check", action="store_true",
+                   help="build even when the plan exceeds --memory-limit or the free disk (the plan is a model)")
     _dask_arguments(b)
     b.add_argument("--json", action="store_true", help="print only the build summary, as JSON, on stdout")
 

@@ -62,6 +62,14 @@ def cmd_build(args) -> int:
     cfg.check()
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,
                          dashboard_address=args.dashboard_address, processes=args.processes)
+    show = getattr(args, "plan", False)
+    if show or not getattr(args, "no_plan_check", False):  # the plan first: nothing is read, downloaded or created before it
+        from .plan import plan_step
+
+        text = plan_step(cfg, show=show, remote=ccfg.address() is not None)
+        if show:
+            print(text)
+            return 0
     # before the cluster starts or anything is created: the dataset is there, the files can be read
     preflight(cfg.source, cfg.data_dir, _input_files(cfg), local=ccfg.address() is None)
     quiet = args.quiet or args.json

@@ -76,8 +76,9 @@ QUESTIONS = (
               "Build: bytes through the client and the scheduler (R-MAT)",
               "Build: R-MAT scale 22, gp, p=64, external cluster of 2 workers",
               "Build: R-MAT scale 20, hp, a worker killed mid-build",
-              "Notes: R-MAT scale 22, gp, p=64 (did not complete)"),
-             (_P + "partition_scale", _B + "scale_build")),
+              "Notes: R-MAT scale 22, gp, p=64 (did not complete)",
+              "Build plan: predicted against measured peak memory (issue 32)"),
+             (_P + "partition_scale", _B + "scale_build", _B + "plan_check")),
     Question("trainer", "Trainer speed: how fast is an epoch at P = 1, 2 and 4, against a plain epoch and PyG?",
              ("Trainer at one process and P=2 (issue 23)", "Architectures against PyG on CPU (issue 23)",
               "Trainer: soc-slashdot0902, hidden 128",
@@ -118,7 +119,7 @@ OTHER = Question("other", "Other results", ())
 # name them): the index gives the command that produces a section today
 MODULES = {m.rsplit(".", 1)[1]: m for m in (
     *(_P + n for n in ("quality_table", "vb_quality", "hp_speed", "hp_start", "balance_sim", "partition_scale")),
-    *(_B + n for n in ("build_stages", "scale_build", "dataset_dirs", "compare_stores")),
+    *(_B + n for n in ("build_stages", "scale_build", "dataset_dirs", "compare_stores", "plan_check")),
     *(_T + n for n in ("trainer_bench", "arch_bench", "accuracy", "minibatch_bench", "algo_bench", "pingpong",
                        "simulate_bench", "node_bench", "torch_bench", "_phases", "_pyg_epoch", "_reference_epoch")),
     "benchmarks.minibatch_partitioning.shp_bench", "benchmarks.minibatch_partitioning.shp_batches",

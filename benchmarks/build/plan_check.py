@@ -1,0 +1,298 @@
+"""The build's plan (``pipeline build --plan``) against measured builds: its
+coefficients fitted, and its predicted peaks checked, on this machine.
+
+    python -m benchmarks.build.plan_check --fit [--records DIR] [--reuse] [--only-saved]
+    python -m benchmarks.build.plan_check [--scales 20 21 22] [--records DIR] [--reuse] [--output FILE]
+
+A run is ``pipeline build SOURCE --model MODEL --parts 64`` in a fresh process (every other option at its
+default). The store records the peak memory of every process per stage (each process's high-water mark is
+reset when a stage starts); beside it this script samples, every 0.25 s, the resident memory of the build's
+whole process tree and the size of its partial store (the store being written and the partitioners'
+scratch). ``--fit`` runs R-MAT (edge factor 16, seed 1) scales 18 to 22 with gp, 18 to 20 with hp (its
+default preset, and ``--hp-preset fast``: without METIS's start, as hp above 20M nonzeros), and
+scale 18 with ``--features random:512`` (what a feature value costs), and writes the least-squares fit,
+relative, non-negative, of ``base + a nnz + c n D`` to ``pipeline/plan-this.json``. The check builds R-MAT
+gp p=64 at ``--scales`` and compares, per stage, the memory of all processes at once (the build's process
+and the partitioner's child: the sum of their peaks in the stage) with the plan's; then a graph of another
+family, not fitted (an SBM of 1M vertices of degree 16), and the fit's hp builds found in ``--records``.
+Builds of R-MAT scale 23 and 24 do not fit this machine's other jobs' share of its memory: see the notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import REPO, store_info, table, write_section
+from benchmarks.common.results import command, header
+
+STAGES = ("ingest", "normalize", "partition", "place", "quality", "layout", "write")
+RMAT = "rmat:scale={},edge_factor=16,seed=1"
+FIT_RUNS = [*((f"rmat{s}-gp-p64", RMAT.format(s), "gp", ()) for s in (18, 19, 20, 21, 22)),
+            *((f"rmat{s}-hp-p64", RMAT.format(s), "hp", ()) for s in (18, 19, 20)),
+            *((f"rmat{s}-hpfast-p64", RMAT.format(s), "hp", ("--hp-preset", "fast")) for s in (18, 19, 20)),
+            ("rmat18-gp-p64-f512", RMAT.format(18), "gp", ("--features", "random:512"))]
+# another family, not fitted: what the plan makes of a graph of other shape (its own generator, fewer nonzeros a vertex)
+OTHER = ("sbm1m-gp-p64", "sbm:n=1000000,degree=16,features=64", "gp", ())
+MIB = 2**20
+TITLE = "Build plan: predicted against measured peak memory (issue 32)"
+
+
+def _du(p: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(p):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def _sample(proc: subprocess.Popen, out: Path, name: str, stop: threading.Event, state: dict) -> None:
+    import psutil
+
+    top = psutil.Process(proc.pid)
+    while not stop.wait(0.25):
+        try:
+            procs = [top, *top.children(recursive=True)]
+            state["tree"] = max(state["tree"], sum(p.memory_info().rss for p in procs))
+        except psutil.Error:
+            pass
+        for d in out.glob(f".{name}.partial-*"):
+            state["disk"] = max(state["disk"], _du(d))
+
+
+def measure(tag: str, source: str, model: str, out: Path, extra: tuple[str, ...] = (), parts: int = 64) -> dict:
+    """Build once; the record: the store's facts, the sampled peaks, the store's size; saved as out/TAG.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{tag}.zarr"
+    cmd = [sys.executable, "-m", "shgcn.pipeline", "build", source, "--model", model, "--parts", str(parts),
+           "--out", str(path), "--overwrite", "--no-plan-check", *extra]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    state, stop = {"tree": 0, "disk": 0}, threading.Event()
+    sampler = threading.Thread(target=_sample, args=(proc, out, path.name, stop, state), daemon=True)
+    sampler.start()
+    log = proc.communicate(timeout=7200)[0]
+    stop.set()
+    sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"{tag}: the build failed (exit {proc.returncode}):\n{log[-3000:]}")
+    rec = {"tag": tag, "source": source, "model": model, "parts": parts, "extra": list(extra),
+           "wall": time.perf_counter() - t0, "tree_peak_bytes": state["tree"], "partial_peak_bytes": state["disk"],
+           "store_bytes": _du(path), "info": store_info(path)}
+    (out / f"{tag}.json").write_text(json.dumps(rec, indent=1, default=float))
+    return rec
+
+
+def record(tag: str, source: str, model: str, out: Path, extra: tuple[str, ...], reuse: bool) -> dict:
+    saved = out / f"{tag}.json"
+    if reuse and saved.exists():
+        return json.loads(saved.read_text())
+    rec = measure(tag, source, model, out, extra)
+    if not reuse:
+        import shutil
+
+        shutil.rmtree(out / f"{tag}.zarr", ignore_errors=True)
+    return rec
+
+
+# ------------------------------------------------------------------ the fit
+
+def _x(rec: dict) -> tuple[float, float, float]:
+    i = rec["info"]
+    return float(i["nnz"]), float(i["n"]), float(i["n"]) * float(i["feature_dim"])
+
+
+def _nnls(rows: list[tuple[float, ...]], y: list[float], cols: tuple[str, ...]) -> dict[str, float]:
+    """Non-negative least squares of the relative error (each row divided by its measured value)."""
+    from scipy.optimize import nnls
+
+    a = np.array(rows, float)
+    b = np.array(y, float)
+    w = 1.0 / np.maximum(b, 1e-9)
+    scale = np.maximum(np.abs(a).max(axis=0), 1e-30)  # columns of very different sizes: solve in unit columns
+    coef, _ = nnls(a * w[:, None] / scale, b * w)
+    return {c: float(v) for c, v in zip(cols, coef / scale)}
+
+
+def fit_term(points: list[tuple[dict, float]], feature: float = 0.0) -> dict[str, float]:
+    """``base + nnz`` fitted to (record, measured) points after ``feature`` bytes per feature value (R-MAT's
+    vertices grow with its nonzeros, 26 to 28 a vertex: a term per vertex cannot be told apart from them);
+    from fewer than 3 points, ``nnz`` alone (a line through the origin: two points would fix any line)."""
+    cols = ("base", "nnz") if len(points) >= 3 else ("nnz",)
+    rows = [(1.0, _x(r)[0])[-len(cols):] for r, _ in points]
+    y = [v - feature * _x(r)[2] for r, v in points]
+    return {**_nnls(rows, y, cols), "feature": feature}
+
+
+def _peaks(rec: dict, stage: str) -> dict[str, float]:
+    return {k: v * MIB for k, v in rec["info"]["peak_rss_mib_by_stage"].get(stage, {}).items()}
+
+
+def _build_peak(rec: dict, stage: str) -> float:
+    return max((v for k, v in _peaks(rec, stage).items() if not k.startswith("child")), default=0.0)
+
+
+def _feature_cost(recs: dict[str, dict], stage: str, what=None) -> float:
+    """Bytes per feature value in ``stage`` (or of ``what(record)``): the build at 512 features against the same
+    graph at 64."""
+    lo, hi = recs.get("rmat18-gp-p64"), recs.get("rmat18-gp-p64-f512")
+    if lo is None or hi is None:
+        return 0.0
+    of = what or (lambda r: _build_peak(r, stage))
+    return max(0.0, (of(hi) - of(lo)) / (_x(hi)[2] - _x(lo)[2]))
+
+
+def _group(rec: dict) -> str:
+    """The figures a build's partition stage gives: its model's, or ``hp-fast``'s (hp without METIS's start)."""
+    extra = rec["extra"]
+    if "--hp-preset" in extra:
+        return f"{rec['model']}-{extra[extra.index('--hp-preset') + 1]}"
+    return rec["model"]
+
+
+def _regimes(model: str, recs: list[dict]) -> dict[str, list[dict]]:
+    """gp's child in its two regimes: KaMinPar compresses the graph it loads from COMPRESS_EDGES entries on."""
+    from shgcn.pipeline.models.gp import COMPRESS_EDGES
+    from shgcn.pipeline.sources.counts import input_counts
+
+    if model != "gp":
+        return {model: recs}
+    big = [r for r in recs if input_counts(r["source"]).graph_entries >= COMPRESS_EDGES]
+    out = {"gp": [r for r in recs if r not in big]}
+    return {**out, "gp-compressed": big} if big else out
+
+
+def fit(recs: dict[str, dict]) -> dict:
+    """The coefficients (the JSON of ``pipeline/plan-this.json``)."""
+    gp = [r for r in recs.values() if r["model"] == "gp"]
+    groups: dict[str, list[dict]] = {}
+    for r in recs.values():
+        groups.setdefault(_group(r), []).append(r)
+    memory, seconds = {}, {}
+    for s in STAGES:
+        if s == "partition":
+            continue
+        f = _feature_cost(recs, s)
+        memory[s] = fit_term([(r, _build_peak(r, s)) for r in recs.values()], f)
+        seconds[s] = fit_term([(r, r["info"]["timings"][s]) for r in recs.values() if "--features" not in r["extra"]])
+    child = {}
+    for g, rs in groups.items():
+        memory[f"partition:{g}"] = fit_term([(r, _build_peak(r, "partition")) for r in rs], _feature_cost(recs, "partition"))
+        for key, group in _regimes(g, rs).items():
+            child[key] = fit_term([(r, _peaks(r, "partition")[f"child {r['model']}"]) for r in group])
+        seconds[f"partition:{g}"] = fit_term([(r, r["info"]["timings"]["partition"]) for r in rs
+                                              if "--features" not in r["extra"]])
+    stored = _feature_cost(recs, "", lambda r: r["store_bytes"])  # float32 features, each block's and the node array's
+    disk = {"store": fit_term([(r, r["store_bytes"]) for r in recs.values()], stored),
+            "scratch": fit_term([(r, max(0.0, r["partial_peak_bytes"] - r["store_bytes"])) for r in gp])}
+    return {"memory": memory, "child": child, "disk": disk, "seconds": seconds,
+            "source": f"{command()} on {len(recs)} builds ({', '.join(sorted(recs))}), "
+                      f"{time.strftime('%Y-%m-%d', time.gmtime())}: bytes (memory, disk) and seconds per nonzero of Â, "
+                      "per vertex and per feature value"}
+
+
+# ------------------------------------------------------------------ the check
+
+def predicted(rec: dict, coef=None):
+    """The plan of the build ``rec`` made from its measured counts (the fit's inputs, not the expected ones)."""
+    from shgcn.pipeline.plan import make_plan
+    from shgcn.pipeline.sources.counts import Counts
+
+    i = rec["info"]
+    c = Counts(int(i["n"]), int(i["nnz"]), int(i["edges"]), int(i["feature_dim"]), int(i["classes"]),
+               bool(i["directed"]), "measured")
+    extra = rec["extra"]
+    options = {"hp_preset": extra[extra.index("--hp-preset") + 1]} if "--hp-preset" in extra else {}
+    return make_plan(c, (rec["model"],), options, coef=coef)
+
+
+def compare(rec: dict, held_out=None) -> dict:
+    """A row of the check: per stage, predicted against measured memory at once, and the peaks over stages;
+    ``held_out``: the coefficients of a fit without this build (its at once too)."""
+    plan = predicted(rec)
+    row = {"run": rec["tag"], "nnz": f"{rec['info']['nnz']:,}"}
+    worst = 0.0
+    for s in STAGES:
+        measured = sum(_peaks(rec, s).values())
+        rows = [r for r in plan.rows if r.stage == s]
+        pred = sum(r.memory for r in rows)
+        row[s] = f"{pred / 2**30:.2f} / {measured / 2**30:.2f} ({pred / measured:.2f})"
+        worst = max(worst, abs(pred / measured - 1))
+    at_once, stage, _ = plan.at_once()
+    measured = max(sum(_peaks(rec, s).values()) for s in STAGES)
+    row["at once"] = f"{at_once / 2**30:.2f} / {measured / 2**30:.2f} ({at_once / measured:.2f})"
+    if held_out is not None:
+        loo = predicted(rec, held_out).at_once()[0]
+        row["held out"] = f"{loo / 2**30:.2f} ({loo / measured:.2f})"
+    row["sampled tree"] = f"{rec['tree_peak_bytes'] / 2**30:.2f} GiB"
+    row["disk"] = f"{plan.disk / 2**30:.2f} / {max(rec['partial_peak_bytes'], rec['store_bytes']) / 2**30:.2f}"
+    row["time"] = f"{plan.seconds:.0f} / {sum(rec['info']['timings'].values()):.0f} s"
+    row["worst stage"] = f"{worst:.0%}"
+    return row
+
+
+def _held_out(records: Path, tag: str):
+    """The coefficients of a fit to the saved records of the fit's runs but ``tag`` (None: ``tag`` is not one)."""
+    from shgcn.pipeline.plan import Coefficients
+
+    files = {t: records / f"{t}.json" for t, *_ in FIT_RUNS if (records / f"{t}.json").exists()}
+    if tag not in files:
+        return None
+    return Coefficients.of(fit({t: json.loads(f.read_text()) for t, f in files.items() if t != tag}))
+
+
+def report(rows: list[dict]) -> str:
+    cols = [(k, k) for k in ("run", "nnz", *STAGES, "at once", "held out", "sampled tree", "disk", "time",
+                             "worst stage")]
+    intro = ("Each stage cell: predicted / measured GiB of all processes at once (the build's process, plus the "
+             "partitioner's child in the partition stage) and their ratio. `at once`: the largest stage. "
+             "`held out`: the at once of a fit without this build (predicted GiB, ratio). "
+             "`sampled tree`: the largest sum of the resident memory of the build's process tree, sampled every "
+             "0.25 s (a lower bound). `disk`: predicted / measured GiB of the partial store at its peak. "
+             "`time`: predicted / measured seconds of the stages (the machine's other jobs move it).")
+    return intro + "\n\n" + table(rows, cols)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fit", action="store_true", help="run the fit's builds and write pipeline/plan-this.json")
+    ap.add_argument("--scales", type=int, nargs="+", default=[20, 21, 22])
+    ap.add_argument("--records", type=Path, default=REPO / "build" / "plan", help="where the builds' records go")
+    ap.add_argument("--reuse", action="store_true", help="use the records already in --records (and keep the stores)")
+    ap.add_argument("--only-saved", action="store_true", help="--fit: on the records in --records only (build none)")
+    ap.add_argument("--output", type=Path, default=None, help="write the section to FILE instead of RESULTS.md")
+    args = ap.parse_args()
+    if args.fit:
+        from shgcn.pipeline.plan import coefficients_path
+
+        runs = [r for r in FIT_RUNS if not args.only_saved or (args.records / f"{r[0]}.json").exists()]
+        recs = {t: record(t, src, m, args.records, extra, args.reuse) for t, src, m, extra in runs}
+        coefficients_path().write_text(json.dumps(fit(recs), indent=2) + "\n")
+        print(f"wrote {coefficients_path()}")
+        return
+    rows = [compare(record(f"rmat{s}-gp-p64", RMAT.format(s), "gp", args.records, (), args.reuse),
+                    _held_out(args.records, f"rmat{s}-gp-p64")) for s in args.scales]
+    rows.append(compare(record(*OTHER[:3], args.records, OTHER[3], args.reuse)))
+    for tag in (t for t, _, m, _ in FIT_RUNS if m == "hp" and (args.records / f"{t}.json").exists()):  # hp: as fitted
+        rows.append(compare(json.loads((args.records / f"{tag}.json").read_text()), _held_out(args.records, tag)))
+    body = __doc__.split("\n\n", 2)[2] + "\n\n" + report(rows)
+    if args.output is None:
+        write_section(TITLE, body)
+    else:
+        args.output.write_text(header(TITLE) + "\n" + body)
+        print(args.output.read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""The build's plan (``pipeline build --plan``): per stage, the peak memory
+of every process, the disk of the temporary area and of the store, and the
+time, predicted before any work from the input's counts (:mod:`.sources.counts`).
+
+Each figure is ``base + a * nnz + b * n + c * n * D`` (nonzeros of Â,
+vertices, feature values) with coefficients fitted to builds measured on
+this machine (``pipeline/plan-this.json``, written by
+``python -m benchmarks.build.plan_check --fit``; its ``source`` says on
+what). The processes are the embedded cluster's one process (client,
+scheduler and worker; with ``--processes`` or ``--scheduler`` the same
+memory is spread over several) and each partitioner's child process. The
+models run one after another, so the partition stage holds at once the
+build's process and the largest child; every other stage the build's
+process alone. A model that was not fitted takes the figures of the one
+it resembles, and the plan says so.
+
+The plan also flags the sizes where formats change: the partitioner's
+input beyond 2^31 adjacency entries (64-bit edge ids) and Â beyond 2^31
+nonzeros or vertices (int64 indices).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shgcn.core.memory import gib
+
+from .errors import UserError, option
+from .sources.counts import Counts
+
+STAGES = ("ingest", "normalize", "partition", "place", "quality", "layout", "write")
+BUILD = "build (client+scheduler+worker)"
+INT32_LIMIT = 2**31
+METIS_BYTES_PER_NNZ = 220  # gp --gp-backend metis: pymetis's peak (pipeline.models.gp), not fitted here
+FALLBACK = {"rp": "gp", "shp": "hp", "gp-vb": "gp", "hp-vb": "hp"}  # models without fitted figures: whose they take
+
+
+@dataclass(frozen=True)
+class Row:
+    """One process in one stage: its predicted peak (bytes) and the stage's seconds."""
+
+    stage: str
+    process: str
+    memory: float
+    seconds: float
+    note: str = ""
+    features: float = 0.0  # of ``memory``: the feature values' share
+
+
+@dataclass(frozen=True)
+class Term:
+    """``base + nnz * nnz_coef + n * n_coef + feature * n * D`` (bytes or seconds)."""
+
+    base: float = 0.0
+    nnz: float = 0.0
+    n: float = 0.0
+    feature: float = 0.0
+
+    def at(self, c: Counts) -> float:
+        return max(0.0, self.base + self.nnz * c.nnz + self.n * c.n + self.feature * c.n * c.features)
+
+    def row(self, stage: str, process: str, c: Counts, seconds: float = 0.0, note: str = "") -> Row:
+        return Row(stage, process, self.at(c), seconds, note, self.feature * c.n * c.features)
+
+    @classmethod
+    def of(cls, d: dict) -> Term:
+        return cls(*(float(d.get(k, 0.0)) for k in ("base", "nnz", "n", "feature")))
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """The fitted figures: build process by stage (``partition:<model>`` in
+    the partition stage), children by model, disk and seconds."""
+
+    memory: dict[str, Term]
+    child: dict[str, Term]
+    disk: dict[str, Term]
+    seconds: dict[str, Term]
+    source: str = ""
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Coefficients:
+        p = Path(path) if path is not None else coefficients_path()
+        try:
+            return cls.of(json.loads(p.read_text()))
+        except (OSError, KeyError, ValueError, AttributeError) as e:
+            raise UserError(f"{p}: not a build plan's coefficients ({type(e).__name__}: {e})") from None
+
+    @classmethod
+    def of(cls, d: dict) -> Coefficients:
+        """From the fit's JSON object."""
+        terms = [{k: Term.of(v) for k, v in d[key].items()} for key in ("memory", "child", "disk", "seconds")]
+        return cls(terms[0], terms[1], terms[2], terms[3], source=str(d.get("source", "")))
+
+
+def coefficients_path() -> Path:
+    """Where the fit writes this machine's coefficients (package data)."""
+    return Path(__file__).resolve().parent / "plan-this.json"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The rows, the disk (``store``: the finished store; ``scratch``: what
+    the temporary area holds beyond it at its peak) and the flags."""
+
+    counts: Counts
+    rows: list[Row]
+    store: float
+    scratch: float
+    flags: list[str] = field(default_factory=list)
+
+    def at_once(self) -> tuple[float, str, list[Row]]:
+        """The most memory held at once: (bytes, stage, its rows) - the build's
+        process plus, in the partition stage, the largest child."""
+        best: tuple[float, str, list[Row]] = (0.0, "", [])
+        for s in STAGES:
+            rows = [r for r in self.rows if r.stage == s]
+            if not rows:
+                continue
+            main = max((r for r in rows if r.process == BUILD), key=lambda r: r.memory)
+            kids = [r for r in rows if r.process != BUILD]
+            held = [main, *([max(kids, key=lambda r: r.memory)] if kids else [])]
+            total = sum(r.memory for r in held)
+            if total > best[0]:
+                best = (total, s, held)
+        return best
+
+    @property
+    def disk(self) -> float:
+        return self.store + self.scratch
+
+    @property
+    def seconds(self) -> float:
+        return sum(r.seconds for r in self.rows if r.process == BUILD)
+
+
+def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = None, feature_bytes: int = 4,
+              coef: Coefficients | None = None) -> Plan:
+    """The plan of a build of ``counts`` with ``models`` (``options``: the
+    models' options by ``dest``; ``feature_bytes``: 4, or 2 for float16)."""
+    coef = coef or Coefficients.load()
+    opts = options or {}
+    rows: list[Row] = []
+    for s in STAGES:
+        if s != "partition":
+            rows.append(coef.memory[s].row(s, BUILD, counts, coef.seconds[s].at(counts)))
+            continue
+        for m in models:
+            rows.extend(_partition_rows(m, counts, opts, coef))
+    # the fit's feature values were float32: float16 halves what they take in the store
+    store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
+    return Plan(counts, rows, store, coef.disk["scratch"].at(counts), _flags(counts, models, opts))
+
+
+def _partition_rows(m: str, c: Counts, opts: dict, coef: Coefficients) -> list[Row]:
+    """The build process and the child (if any) of model ``m`` in the partition stage."""
+    base = m if f"partition:{m}" in coef.memory else FALLBACK.get(m, "gp")
+    main = _hp_regime(base, c, opts, coef)
+    note = "" if base == m else f"not fitted: {base}'s figures"
+    seconds = coef.seconds.get(f"partition:{main}", Term()).at(c)
+    rows = [coef.memory[f"partition:{main}"].row("partition", BUILD, c, seconds, note)]
+    if m == "gp" and opts.get("gp_backend") == "metis":
+        rows.append(Row("partition", "child gp (METIS)", coef.child["gp"].base + METIS_BYTES_PER_NNZ * c.nnz, 0.0,
+                        f"METIS: {METIS_BYTES_PER_NNZ} bytes a nonzero (documented, not fitted)"))
+    elif m != "rp" and main in coef.child:  # rp runs in the build's process
+        from .models.gp import COMPRESS_EDGES
+
+        compressed = main == "gp" and c.graph_entries >= COMPRESS_EDGES and "gp-compressed" in coef.child
+        what = {"gp": "KaMinPar", "hp": "KaMinPar, METIS, Mt-KaHyPar", "hp-fast": "KaMinPar, Mt-KaHyPar"}.get(main, main)
+        term = coef.child["gp-compressed" if compressed else main]
+        rows.append(term.row("partition", f"child {m} ({what})", c, 0.0, note))
+    return rows
+
+
+def _hp_regime(model: str, c: Counts, opts: dict, coef: Coefficients) -> str:
+    """hp's figures: with METIS's start (its default preset up to :data:`METIS_START_NNZ` nonzeros), or without
+    (``hp-fast``: the fast preset, and every preset above that size)."""
+    from .models.hp import METIS_START_NNZ
+
+    if model != "hp" or "partition:hp-fast" not in coef.memory:
+        return model
+    return "hp-fast" if c.nnz > METIS_START_NNZ or opts.get("hp_preset") == "fast" else model
+
+
+def _flags(c: Counts, models: tuple[str, ...], opts: dict) -> list[str]:
+    out = []
+    sym = c.graph_entries
+    graph_models = [m for m in models if m != "rp"]
+    if graph_models and sym >= INT32_LIMIT:
+        metis = opts.get("gp_backend") == "metis" and "gp" in models
+        out.append(f"the partitioners' graph has up to {sym:,} adjacency entries, beyond 2^31: KaMinPar reads its ParHIP "
+                   "file with 64-bit edge ids (the Python binding's default build)"
+                   + ("; METIS (--gp-backend metis) needs a 64-bit idx_t build" if metis else ""))
+    if c.nnz >= INT32_LIMIT or c.n >= INT32_LIMIT:
+        out.append(f"Â has {c.nnz:,} nonzeros and {c.n:,} vertices: beyond 2^31, the build's matrix indices are int64 "
+                   "(8 bytes a nonzero instead of 4)" + ("; the store's column ids too" if c.n >= INT32_LIMIT else ""))
+    return out
+
+
+def _fmt_row(stage: str, process: str, mem: str, disk: str, seconds: str) -> str:
+    return f"{stage:10s} {process:44s} {mem:>11s} {disk:>11s} {seconds:>9s}"
+
+
+def format_plan(plan: Plan, limit: int, limit_from: str, free: int, where: str) -> str:
+    """The table ``--plan`` prints: a row per stage and process, then the totals and the limits."""
+    c = plan.counts
+    kind = "directed" if c.directed else "undirected"
+    lines = [f"plan       {c.n:,} vertices, {c.nnz:,} nonzeros of Â ({kind}), {c.features} features, {c.classes} "
+             f"classes ({c.how})", _fmt_row("stage", "process", "peak memory", "disk", "time")]
+    for r in plan.rows:
+        # the partitioners' scratch stays in the partial store until it is committed: the disk's peak is at the end
+        disk = "" if r.process != BUILD else gib(plan.scratch) if r.stage == "partition" else \
+            gib(plan.disk) if r.stage == "write" else ""
+        seconds = f"{r.seconds:,.0f} s" if r.process == BUILD else ""
+        lines.append(_fmt_row(r.stage, r.process, gib(r.memory), disk, seconds) + (f"  ({r.note})" if r.note else ""))
+    total, stage, held = plan.at_once()
+    lines += ["", f"at once    {gib(total)} in stage {stage} ({' + '.join(f'{r.process} {gib(r.memory)}' for r in held)}); "
+                  f"limit {gib(limit)} ({limit_from})",
+              f"disk       the store {gib(plan.store)}, the temporary area {gib(plan.scratch)} more at its peak: "
+              f"{gib(plan.disk)}; {gib(free)} free on {where}",
+              f"time       about {plan.seconds:,.0f} s on this machine (measured rates; other jobs on it slow it)"]
+    lines += [f"note       {f}" for f in plan.flags]
+    if c.estimated:
+        lines.append("note       the counts are an estimate: a build does not stop on this plan (the readers check the "
+                     "memory limit as they read)")
+    return "\n".join(lines)
+
+
+def refusal(plan: Plan, limit: int, free: int, where: str, limit_given: bool, *, features: str = "") -> str | None:
+    """The one line that stops a build whose plan does not fit, or None
+    (``features``: the ``--features`` asked for, named when they are most of the largest process)."""
+    total, stage, held = plan.at_once()
+    override = f"or {option('--no-plan-check')} to build anyway"
+    if total > limit:
+        biggest = max(held, key=lambda r: r.memory)
+        what = f"the memory limit {option('--memory-limit')} is {gib(limit)}" if limit_given else \
+            f"this machine has {gib(limit)}"
+        parts = " + ".join(f"{r.process} {gib(r.memory)}" for r in held)
+        return (f"{plan.counts.name}: the plan needs {gib(total)} at once in stage {stage} ({parts}) but {what}, the "
+                f"graph will not fit: {_advice(biggest, plan.counts, features)}, "
+                f"{'raise ' + option('--memory-limit') if limit_given else 'use a machine with more memory'}, {override}")
+    if plan.disk > free:
+        return (f"the build needs {gib(plan.disk)} of disk (the store {gib(plan.store)}, the temporary area "
+                f"{gib(plan.scratch)}) but {gib(free)} are free on {where}: choose another {option('--out')}, use "
+                f"{option('--feature-dtype', 'float16')} or free space, {override}")
+    return None
+
+
+def _advice(row: Row, c: Counts, features: str) -> str:
+    """What makes the largest process smaller."""
+    if features and row.features > row.memory / 2:
+        return (f"{option('--features', features)} ({c.n:,} vertices x {c.features:,} features) is most of it: "
+                "choose fewer features")
+    if "child gp" in row.process:
+        return f"use {option('--kaminpar-preset', 'terapart')} (memory-lean) or fewer models at once"
+    if "child hp" in row.process:
+        return f"use {option('--hp-preset', 'fast')} (no METIS start) or {option('--model', 'gp')}"
+    if row.stage == "partition":
+        return "partition with fewer models at once (one --model per build)"
+    return "build a smaller graph (fewer vertices or features)"
+
+
+def free_disk(out: str) -> tuple[int, str]:
+    """(free bytes, the directory measured): the filesystem of ``out``'s nearest existing ancestor."""
+    import shutil
+
+    where = Path(out).resolve().parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    return shutil.disk_usage(where).free, str(where)
+
+
+def plan_step(cfg, show: bool, remote: bool = False) -> str:
+    """``pipeline build``'s plan: the table (``show``: ``--plan``), or, before
+    a build, its check - a :class:`UserError` (one line) when the plan
+    exceeds the memory limit or the free disk. ``remote``: an external
+    cluster, whose memory this machine cannot see (the memory is then shown,
+    not checked)."""
+    from .nodes import parse_generated
+    from .sources.counts import input_counts
+
+    width = cfg.features if cfg.features.endswith(".npy") else parse_generated(cfg.features, "features")
+    counts = input_counts(cfg.source, cfg.fmt, cfg.data_dir, cfg.directed, width, parse_generated(cfg.labels, "labels"))
+    plan = make_plan(counts, cfg.models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4)
+    free, where = free_disk(cfg.out)
+    limit_from = "--memory-limit" if cfg.memory_limit else "this machine's memory"
+    if show:
+        text = format_plan(plan, cfg.limit, limit_from, free, where)
+        return text + ("\nnote       an external Dask cluster: its workers' memory is not this machine's; only the disk "
+                       "is checked before a build" if remote else "")
+    if counts.estimated:  # a guess from a file's size must not stop a build: the readers count as they read
+        return ""
+    message = refusal(plan, cfg.limit if not remote else 2**62, free, where, cfg.memory_limit is not None,
+                      features=cfg.features if cfg.features != "auto" else "")
+    if message is not None:
+        raise UserError(message)
+    return ""

@@ -1,0 +1,143 @@
+"""The build's plan: the model by hand, its growth, the refusals and ``--plan`` through the command line."""
+
+import json
+
+import pytest
+from helpers import build_cli, one_line
+
+from shgcn.pipeline import plan
+from shgcn.pipeline.errors import UserError
+from shgcn.pipeline.sources.counts import Counts, input_counts
+
+MIB, GIB = 2**20, 2**30
+T = plan.Term
+
+
+def small_coefficients() -> plan.Coefficients:
+    """Round figures: 100 MiB a process, 10 bytes a nonzero, 1 a vertex, 4 a feature value; gp's child the largest."""
+    term = T(100 * MIB, 10, 1, 4)
+    stages = [s for s in plan.STAGES if s != "partition"]
+    return plan.Coefficients(memory={**{s: term for s in stages}, "partition:gp": T(200 * MIB, 20), "partition:hp": term},
+                             child={"gp": T(50 * MIB, 300), "hp": T(50 * MIB, 100)},
+                             disk={"store": T(0, 8, 16, 8), "scratch": T(0, 16)},
+                             seconds={**{s: T(1, 1e-6) for s in stages}, "partition:gp": T(10, 1e-5)})
+
+
+C = Counts(n=1000, nnz=1_000_000, edges=999_000, features=10, classes=3, directed=True, how="test", name="g")
+
+
+def test_a_small_case_by_hand():
+    p = plan.make_plan(C, ("gp",), coef=small_coefficients())
+    rows = {(r.stage, r.process): r for r in p.rows}
+    assert rows[("ingest", plan.BUILD)].memory == 100 * MIB + 10e6 + 1000 + 4 * 1000 * 10
+    assert rows[("partition", plan.BUILD)].memory == 200 * MIB + 20e6
+    assert rows[("partition", "child gp (KaMinPar)")].memory == 50 * MIB + 300e6
+    total, stage, held = p.at_once()
+    assert (total, stage, len(held)) == (250 * MIB + 320e6, "partition", 2)
+    assert p.store == 8e6 + 16 * 1000 + 8 * 1000 * 10 and p.scratch == 16e6 and p.disk == p.store + p.scratch
+    assert p.seconds == pytest.approx(6 * (1 + 1) + 10 + 10)
+    assert plan.make_plan(C, ("gp",), feature_bytes=2, coef=small_coefficients()).store == p.store - 4 * 1000 * 10
+
+
+def test_models_run_one_after_another_so_the_largest_child_counts():
+    p = plan.make_plan(C, ("gp", "hp"), coef=small_coefficients())
+    total, stage, held = p.at_once()
+    assert stage == "partition" and total == max(200 * MIB + 20e6, 100 * MIB + 10e6 + 1000 + 40_000) + 50 * MIB + 300e6
+    assert [r.process for r in held] == [plan.BUILD, "child gp (KaMinPar)"]
+    assert len([r for r in p.rows if r.process.startswith("child")]) == 2
+
+
+def test_unfitted_models_borrow_and_say_so():
+    p = plan.make_plan(C, ("rp", "shp"), coef=small_coefficients())
+    notes = [(r.process, r.note) for r in p.rows if r.stage == "partition"]
+    assert notes == [(plan.BUILD, "not fitted: gp's figures"), (plan.BUILD, "not fitted: hp's figures"),
+                     ("child shp (KaMinPar, METIS, Mt-KaHyPar)", "not fitted: hp's figures")]
+    assert not any(r.process.startswith("child rp") for r in p.rows)  # rp runs in the build's process
+    metis = plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients())
+    child = [r for r in metis.rows if r.process.startswith("child")][0]
+    assert child.memory == 50 * MIB + plan.METIS_BYTES_PER_NNZ * 1e6
+
+
+@pytest.mark.parametrize("models", [("gp",), ("hp",), ("rp", "gp", "hp")])
+def test_the_fitted_plan_grows_with_the_graph(models):
+    seen = []
+    for scale in (12, 16, 20, 24, 28):
+        p = plan.make_plan(input_counts(f"rmat:scale={scale}"), models)
+        seen.append((p.at_once()[0], p.disk, p.seconds))
+        assert len(seen) == 1 or all(a >= b for a, b in zip(seen[-1], seen[-2])), seen
+    assert all(a > 10 * b for a, b in zip(seen[-1], seen[0]))
+    wide = plan.make_plan(input_counts("rmat:scale=16", features=512), models)
+    assert wide.at_once()[0] >= plan.make_plan(input_counts("rmat:scale=16"), models).at_once()[0]
+
+
+def test_the_fitted_coefficients_name_their_fit():
+    d = json.loads(plan.coefficients_path().read_text())
+    assert "plan_check --fit" in d["source"] and set(d["memory"]) >= set(plan.STAGES) - {"partition"}
+
+
+def test_refusals_are_one_line_naming_what_to_change():
+    p = plan.make_plan(C, ("gp",), coef=small_coefficients())
+    assert plan.refusal(p, 64 * GIB, 100 * GIB, "/x", True) is None
+    mem = plan.refusal(p, 100 * MIB, 100 * GIB, "/x", True)
+    assert mem.startswith("g: the plan needs") and "stage partition" in mem and "--memory-limit is 100.0 MiB" in mem
+    assert "--kaminpar-preset terapart" in mem and "--no-plan-check" in mem and "\n" not in mem
+    disk = plan.refusal(p, 64 * GIB, 1 * MIB, "/x", True)
+    assert "free on /x" in disk and "--out" in disk and "--no-plan-check" in disk
+    assert "this machine has" in plan.refusal(p, 100 * MIB, 100 * GIB, "/x", False)
+
+
+def test_the_2_31_limits_are_flagged_through_the_plan_alone():
+    """R-MAT scale 28 crosses both limits: nothing is generated, the plan alone says so."""
+    p = plan.make_plan(input_counts("rmat:scale=28"), ("gp",))
+    assert len(p.flags) == 2
+    assert "beyond 2^31: KaMinPar reads its ParHIP file with 64-bit edge ids" in p.flags[0]
+    assert "int64" in p.flags[1]
+    assert plan.make_plan(input_counts("rmat:scale=20"), ("gp",)).flags == []
+    assert plan.make_plan(input_counts("rmat:scale=28"), ("rp",)).flags == [p.flags[1]]  # rp partitions no graph
+
+
+def test_an_estimate_from_a_file_size_never_refuses(tmp_path):
+    from shgcn.pipeline.config import BuildConfig
+
+    f = tmp_path / "e.txt"
+    f.write_text("1 2\n" * 1000)
+    cfg = BuildConfig(source=str(f), out=str(tmp_path / "s.zarr"), parts=2, memory_limit=1)
+    assert plan.plan_step(cfg, show=False) == ""
+    with pytest.raises(UserError, match="the plan needs"):
+        plan.plan_step(BuildConfig(source="rmat:scale=12", out=str(tmp_path / "s.zarr"), parts=2, memory_limit=1),
+                       show=False)
+
+
+def test_plan_prints_and_writes_nothing(tmp_path):
+    out = tmp_path / "deep" / "s.zarr"
+    res = build_cli("rmat:scale=28", "--parts", "64", "--model", "gp", "--out", str(out), "--plan", timeout=60)
+    assert res.returncode == 0, res.stderr
+    for text in ("expected counts of the generator", "child gp (KaMinPar)", "at once", "free on", "64-bit edge ids"):
+        assert text in res.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_build_that_does_not_fit_stops_at_the_start(tmp_path):
+    res = build_cli("rmat:scale=16", "--parts", "4", "--model", "gp", "--memory-limit", "100M", "--out",
+                    str(tmp_path / "s.zarr"), timeout=60)
+    one_line(res, "rmat:scale=16: the plan needs", "--memory-limit is 100.0 MiB", "--no-plan-check")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_no_plan_check_leaves_the_limit_to_the_readers(tmp_path):
+    res = build_cli("rmat:scale=16", "--parts", "4", "--model", "gp", "--memory-limit", "100M", "--no-plan-check",
+                    "--out", str(tmp_path / "s.zarr"), timeout=120)
+    one_line(res, "rmat:scale=16: 65,536 vertices, 1,048,576 edges", "will not fit")
+    assert "the plan needs" not in res.stderr
+
+
+def test_hp_above_metis_start_size_takes_the_figures_without_metis():
+    from shgcn.pipeline.models.hp import METIS_START_NNZ
+
+    coef = small_coefficients()
+    coef = plan.Coefficients({**coef.memory, "partition:hp-fast": T(1)}, {**coef.child, "hp-fast": T(2)}, coef.disk,
+                             coef.seconds)
+    big = Counts(n=10, nnz=METIS_START_NNZ + 1, edges=METIS_START_NNZ - 9, features=1, classes=2, directed=True, how="t")
+    for counts, options, child in ((C, {}, 50 * MIB + 100e6), (C, {"hp_preset": "fast"}, 2), (big, {}, 2)):
+        rows = plan.make_plan(counts, ("hp",), options, coef=coef).rows
+        assert [r.memory for r in rows if r.process.startswith("child hp")] == [child]
