@@ -20,15 +20,40 @@ import signal
 import sys
 
 
-def share_cores() -> None:
-    """Give each rank on this machine its share of the cores for BLAS, before
-    numpy loads; several ranks each starting one BLAS thread per core would
-    oversubscribe the machine. Variables the user set are left alone."""
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def cores_share() -> int:
+    """This rank's share of the machine's cores: cores / ranks on this machine (the launcher's local size),
+    at least 1."""
     local = next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                                 "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
-    threads = str(max(1, (os.cpu_count() or 1) // max(local, 1)))
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ.setdefault(var, threads)
+    return max(1, (os.cpu_count() or 1) // max(local, 1))
+
+
+def share_cores(threads: int | None = None) -> int:
+    """Set the threads of BLAS (OpenMP, OpenBLAS, MKL) and numba before numpy loads, and return the threads
+    a rank uses: ``threads`` (``--threads``) sets every variable; without it each rank gets its share of the
+    cores (:func:`cores_share`; several ranks each starting one thread per core would oversubscribe the
+    machine) and variables the user set are left alone."""
+    share = threads or cores_share()
+    for var in THREAD_VARS:
+        if threads is not None:
+            os.environ[var] = str(threads)
+        else:
+            os.environ.setdefault(var, str(share))
+    return share
+
+
+def threads_option(argv: list[str]) -> int | None:
+    """``--threads T`` from the command line before argparse runs (the variables must be set before numpy
+    loads, and parsing loads it); None when absent or not a positive number (the options' check reports it)."""
+    for i, a in enumerate(argv):
+        name, eq, value = a.partition("=")
+        if len(name) > 4 and "--threads".startswith(name):  # argparse takes unambiguous prefixes too
+            value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            return int(value) if value.isdigit() and int(value) > 0 else None
+    return None
 
 
 def _version() -> str:
@@ -99,6 +124,9 @@ def _model_options(p: argparse.ArgumentParser) -> None:
                         "torch is an optional dependency)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where the backend computes: cuda needs --backend torch and a GPU torch sees")
+    p.add_argument("--threads", type=int, default=None, metavar="T",
+                   help="threads in each rank: BLAS, numba's SpMM and elementwise kernels, torch's intra-op threads; "
+                        "losses do not depend on T (default: the cores of the machine / the ranks on it)")
     p.add_argument("--heads", type=int, default=8, help="gat: attention heads of the hidden layers (concatenated)")
     p.add_argument("--out-heads", type=int, default=1, help="gat: attention heads of the last layer (averaged)")
     p.add_argument("--attn-dropout", type=float, default=None,
@@ -162,8 +190,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    share_cores()
+    threads = share_cores(threads_option(sys.argv[1:] if argv is None else argv))
     args = parser().parse_args(argv)
+    if args.threads is None:  # the default; a bad --threads (0) stays for the options' check to report
+        args.threads = threads
     from mpi4py import MPI
 
     from . import watchdog

@@ -1,10 +1,15 @@
 """The numpy / scipy / numba backend (:class:`NumpyBackend`): float32 end
-to end, one thread per rank (the BLAS threads are set before numpy loads:
-:func:`shgcn.trainer.cli.share_cores`); the fused kernels are numba's
-(:mod:`.kernels`)."""
+to end; the fused kernels are numba's (:mod:`.kernels`).
+
+Threads (``--threads T``): the BLAS threads are set before numpy loads
+(:func:`shgcn.trainer.cli.share_cores`); with T > 1 the SpMM and the
+per-row elementwise kernels run over T numba threads (:mod:`.parallel`),
+with results equal to the serial ones bit for bit. With T = 1 every product
+is scipy's and every kernel serial, as before threads existed."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -22,9 +27,39 @@ class NumpyBackend:
 
     name = "numpy"
 
+    def __init__(self, threads: int = 1):
+        self.threads = max(1, int(threads))
+        # the SpMM's row chunks of every operator, computed once: id -> (the matrix, weakly; its indptr; bounds);
+        # an entry leaves with its matrix (mini-batch views make new matrices every step)
+        self._bounds: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}
+        if self.threads > 1:
+            from . import parallel  # compiles (or loads from numba's cache) the parallel kernels only when used
+
+            self._par = parallel
+
+    def _row_bounds(self, m: sp.csr_matrix) -> np.ndarray:
+        """``m``'s row chunks (:func:`.parallel.row_bounds`), cached by the matrix object."""
+        key = id(m)
+        hit = self._bounds.get(key)
+        if hit is not None and hit[0]() is m and hit[1] is m.indptr:
+            return hit[2]
+        bounds = self._par.row_bounds(m.indptr, self.threads)
+        self._bounds[key] = (weakref.ref(m), m.indptr, bounds)
+        weakref.finalize(m, self._bounds.pop, key, None)
+        return bounds
+
+    def _rows(self, n: int) -> np.ndarray:
+        """Even row chunks of the elementwise kernels."""
+        return self._par.even_rows(n, self.threads)
+
     # --------------------------------------------------------- products
     def spmm(self, m: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
-        """(n, k) sparse times (k, d) dense: (n, d) float32."""
+        """(n, k) sparse times (k, d) dense: (n, d) float32. With threads, the parallel kernel (the same sums
+        in the same order as scipy's, so the same bits) on float32 CSR operands; scipy's otherwise."""
+        if self.threads > 1 and sp.issparse(m) and m.format == "csr" and m.dtype == np.float32 \
+                and isinstance(x, np.ndarray) and x.ndim == 2 and x.dtype == np.float32:
+            out = np.empty((m.shape[0], x.shape[1]), np.float32)
+            return self._par.spmm(m.indptr, m.indices, m.data, np.ascontiguousarray(x), self._row_bounds(m), out)
         return np.asarray(m @ x, dtype=np.float32)
 
     def gemm(self, a: Any, b: np.ndarray) -> np.ndarray:
@@ -88,8 +123,9 @@ class NumpyBackend:
         key = noise.key() if noise is not None else np.zeros(2, np.uint64)
         ctr = noise.ctr(layer, kernels.NODE) if noise is not None else np.zeros(2, np.uint64)
         t = noise.threshold(rate) if noise is not None else 0
-        out = kernels.dropout_dense(h, gids, key, ctr, np.uint64(t), noise.scale(rate) if noise else 1.0,
-                                    ACT_CODES[act], np.empty_like(h), mask)
+        args = (h, gids, key, ctr, np.uint64(t), noise.scale(rate) if noise else 1.0, ACT_CODES[act], np.empty_like(h),
+                mask)
+        out = self._par.dropout_dense(*args, self._rows(h.shape[0])) if self.threads > 1 else kernels.dropout_dense(*args)
         return out, (mask if mask.size else None)
 
     def act_dropout_grad(self, g: np.ndarray, hd: np.ndarray, act: str, noise: Noise | None,
@@ -98,9 +134,14 @@ class NumpyBackend:
         scale = noise.scale(noise.rate) if noise is not None else 1.0
         g = np.ascontiguousarray(g, dtype=np.float32)
         if act == "relu":
+            if self.threads > 1:
+                return self._par.relu_dropout_grad(g, hd, scale, self._rows(g.shape[0]))
             return kernels.relu_dropout_grad(g, hd, scale)
         if act == "elu":
-            return kernels.elu_dropout_grad(g, hd, keep if keep is not None else _EMPTY_KEEP, scale)
+            keep_ = keep if keep is not None else _EMPTY_KEEP
+            if self.threads > 1:
+                return self._par.elu_dropout_grad(g, hd, keep_, scale, self._rows(g.shape[0]))
+            return kernels.elu_dropout_grad(g, hd, keep_, scale)
         if keep is not None:
             return g * keep * np.float32(scale)
         return g * np.float32(scale) if scale != 1.0 else g
