@@ -50,6 +50,8 @@ class Header:
     ranks_per_node: int | None = None  # the job's nodes: consecutive ranks sharing one (intra / inter bytes)
     nodes: list[int] | None = None  # the node of every rank
     input_density: float = 1.0  # the fraction of the features that are nonzero (the first layer's work)
+    threads: int | None = None  # threads in each rank (--threads); None: a log from before the option (BLAS only)
+    threading_layer: str | None = None  # numba's (omp, tbb, workqueue) when its parallel kernels ran
     type: ClassVar[str] = "header"
 
     def job(self) -> Job:

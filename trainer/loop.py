@@ -319,7 +319,8 @@ def _open_log(ctx: Context, comm, train_count: int, input_density: float) -> run
         algorithm=cfg.algorithm, replication=cfg.replication, grid=[ctx.shape.rows, ctx.shape.cols],
         combine=ctx.job.combine if ctx.shape.cols > 1 else None, memory=list(ctx.memory_all),
         ranks_per_node=cfg.ranks_per_node or None,
-        nodes=ctx.peers.node.tolist() if ctx.peers is not None else None, input_density=round(input_density, 6))
+        nodes=ctx.peers.node.tolist() if ctx.peers is not None else None, input_density=round(input_density, 6),
+        threads=cfg.threads, threading_layer=getattr(ctx.backend, "threading_layer", None))
     return runlog.RunLogWriter(cfg.log or "", header, resume_from=ctx.start if cfg.resume else None)
 
 

@@ -32,16 +32,21 @@ class NumpyBackend:
         # the SpMM's row chunks of every operator, computed once: id -> (the matrix, weakly; its indptr; bounds);
         # an entry leaves with its matrix (mini-batch views make new matrices every step)
         self._bounds: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}
+        self.threading_layer: str | None = None  # numba's, once its parallel kernels ran (the run log's header)
         if self.threads > 1:
             from . import parallel  # compiles (or loads from numba's cache) the parallel kernels only when used
+            from .threads import layer
 
             self._par = parallel
+            one = sp.csr_matrix(np.ones((1, 1), np.float32))
+            self.spmm(one, np.ones((1, 1), np.float32))  # loads the kernel and the threading layer now, not in epoch 0
+            self.threading_layer = layer()
 
     def _row_bounds(self, m: sp.csr_matrix) -> np.ndarray:
         """``m``'s row chunks (:func:`.parallel.row_bounds`), cached by the matrix object."""
         key = id(m)
         hit = self._bounds.get(key)
-        if hit is not None and hit[0]() is m and hit[1] is m.indptr:
+        if hit is not None and hit[1] is m.indptr and hit[0]() is m:
             return hit[2]
         bounds = self._par.row_bounds(m.indptr, self.threads)
         self._bounds[key] = (weakref.ref(m), m.indptr, bounds)

@@ -18,7 +18,7 @@ def set_threads(threads: int) -> int:
     """Use ``threads`` numba threads for the parallel kernels launched from this (the calling) thread,
     capped by the pool's size; returns the count set. numba's count is per launching thread, and the
     trainer launches its kernels from the main thread."""
-    n = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS))
+    n = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     numba.set_num_threads(n)
     return n
 
