@@ -134,6 +134,7 @@ class Step:
     exchange_bytes: list[list[int]] = field(default_factory=list)  # per rank, bytes of each exchange of the step
     path_bytes: list[dict[str, int]] | None = None  # per rank, bytes sent within its node and to other nodes
     path_msgs: list[dict[str, int]] | None = None
+    phase_time: list[dict[str, float]] | None = None  # per rank, s per phase of the step (trainer/phases.py)
     type: ClassVar[str] = "step"
 
 

@@ -18,6 +18,7 @@ from . import checkpoint, summary, watchdog
 from .backends import Dropped, Noise
 from .context import Context, versions
 from .minibatch import BatchView, MiniBatches, PlanAhead
+from .phases import Phases
 
 
 class Diverged(RuntimeError):
@@ -39,6 +40,7 @@ class StepStats:
     calls: list[int]  # bytes sent by each exchange of the step
     path_bytes: dict[str, int]  # bytes sent within the node and to other nodes
     path_msgs: dict[str, int]
+    phases: dict[str, float] = field(default_factory=dict)  # s per phase of the step (.phases.Phases)
 
 
 @dataclass
@@ -199,11 +201,16 @@ def _minibatch_step(ctx: Context, comm, batch: Batch, train_total: int, meanwhil
     paths = (dict(ex.counters.paths), dict(ex.counters.path_msgs))
     if ctx.batch_graph is None:
         raise RuntimeError("mini-batch steps need the context's batch operators")
+    ph = Phases()
     with ex.using(v.cp):
         graph = ctx.batch_graph(v)
         logits, cache = model.forward(x_in if x_in is not None else d.x[rows], graph, _noise(ctx, key))
+        ph.mark("forward")
         loss_sum, g, counts = ctx.targets.loss(logits, d.labels[rows], train_b, 1, weights)  # sums
+        ph.mark("loss")
         grads = model.backward(cache, g, graph)
+        ph.mark("backward")
+    ph.add("exchange_wait", ex.counters.comm_time - before[2])
     sent = (ex.counters.bytes_sent - before[0], ex.counters.msgs_sent - before[1])
     calls = ex.counters.calls[before[3]:]
     w = ctx.targets.width  # counts: [training rows, the score's counts...]
@@ -211,14 +218,14 @@ def _minibatch_step(ctx: Context, comm, batch: Batch, train_total: int, meanwhil
     def total_of(flat: np.ndarray) -> float:  # GraphSAINT normalizes by all training vertices, else the batch's
         return float(max(train_total if weights is not None else int(round(float(flat[-w]))), 1))
 
-    flat, l2, ready = _reduce_and_step(ctx, comm, grads, [loss_sum, *counts], total_of, meanwhile)
+    flat, l2, ready = _reduce_and_step(ctx, comm, grads, [loss_sum, *counts], total_of, meanwhile, phases=ph)
     loss_sum, counts = float(flat[-w - 1]), np.round(flat[-w:].astype(np.float64))
     total = total_of(flat)
     wait = ex.counters.comm_time - before[2]
     by_path = ({k: ex.counters.paths[k] - paths[0][k] for k in paths[0]},
                {k: ex.counters.path_msgs[k] - paths[1][k] for k in paths[1]})
-    return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls, *by_path), counts, \
-        ready
+    return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls, *by_path,
+                     ph.rounded()), counts, ready
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
@@ -244,13 +251,15 @@ def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
 
 
 def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[float], total_of=None,
-                     meanwhile=None) -> tuple[np.ndarray, float, object]:
+                     meanwhile=None, *, phases: Phases | None = None) -> tuple[np.ndarray, float, object]:
     """The step's one collective: the local gradients and ``stats`` in one
     float32 buffer, summed by one non-blocking allreduce while
     ``meanwhile()`` runs (the next batch's plan and input); then the
     optimizer step, the gradients divided by ``total_of(buffer)`` when given.
-    Returns (the summed buffer, the L2 term, what ``meanwhile`` returned)."""
+    Returns (the summed buffer, the L2 term, what ``meanwhile`` returned); ``phases`` gets the time of each part."""
     from mpi4py import MPI
+
+    ph = phases if phases is not None else Phases()
 
     hosts = [ctx.backend.to_host(g) for g in grads]
     flat = np.empty(sum(h.size for h in hosts) + len(stats), np.float32)
@@ -261,14 +270,18 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
     flat[pos:] = stats
     if not ctx.primary:  # the same buffer (the same bytes as 1D's allreduce), this row's share counted once
         flat[:] = 0
+    ph.mark("pack")
     t0 = time.perf_counter()
     req = comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
     waited = time.perf_counter() - t0
     ready = meanwhile() if meanwhile is not None else None
+    ph.mark("next_batch")
     t0 = time.perf_counter()
     req.Wait()
     ctx.ex.counters.comm_time += waited + time.perf_counter() - t0
+    ph.mark("allreduce_wait")
     l2 = apply_gradients(ctx, flat, np.float32(total_of(flat)) if total_of is not None else None)
+    ph.mark("optimizer")
     return flat, l2, ready
 
 
@@ -353,7 +366,8 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
                                       wait_time=[ss[i].wait for ss in steps],
                                       exchange_bytes=[ss[i].calls for ss in steps],
                                       path_bytes=[ss[i].path_bytes for ss in steps],
-                                      path_msgs=[ss[i].path_msgs for ss in steps]))
+                                      path_msgs=[ss[i].path_msgs for ss in steps],
+                                      phase_time=[ss[i].phases for ss in steps]))
     if log is not None:
         log.write(rec)
     return rec
