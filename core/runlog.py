@@ -111,6 +111,7 @@ class Epoch:
     path_msgs: list[dict[str, int]] | None = None  # 1d: per rank, msgs_sent within its node and to other nodes
     exchange_paths: list[list[dict[str, int]]] | None = None  # 1d full batch: per rank, each exchange's path_bytes
     node_inter_bytes: list[int] | None = None  # 1d: per node, the bytes its ranks sent to other nodes
+    kernel_time: list[dict[str, float]] | None = None  # full batch: per rank, s per backend kernel in the training step
     val_acc: float | None = None  # evaluation epochs only
     test_acc: float | None = None
     steps: int | None = None  # mini-batch mode
@@ -135,6 +136,7 @@ class Step:
     path_bytes: list[dict[str, int]] | None = None  # per rank, bytes sent within its node and to other nodes
     path_msgs: list[dict[str, int]] | None = None
     phase_time: list[dict[str, float]] | None = None  # per rank, s per phase of the step (trainer/phases.py)
+    kernel_time: list[dict[str, float]] | None = None  # per rank, s per backend kernel in the step (numpy backend)
     type: ClassVar[str] = "step"
 
 

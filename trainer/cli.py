@@ -19,7 +19,8 @@ import os
 import signal
 import sys
 
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+THREAD_VARS = (*BLAS_VARS, "NUMBA_NUM_THREADS")
 
 
 def cores_share() -> int:
@@ -31,16 +32,21 @@ def cores_share() -> int:
 
 
 def share_cores(threads: int | None = None) -> int:
-    """Set the threads of BLAS (OpenMP, OpenBLAS, MKL) and numba before numpy loads, and return the threads
-    a rank uses: ``threads`` (``--threads``) sets every variable; without it each rank gets its share of the
-    cores (:func:`cores_share`; several ranks each starting one thread per core would oversubscribe the
-    machine) and variables the user set are left alone."""
+    """Set the threads of BLAS and numba before numpy loads, and return the threads a rank uses: ``threads``
+    (``--threads``), else the rank's share of the cores (:func:`cores_share`; several ranks each starting
+    one thread per core would oversubscribe the machine).
+
+    numba's pool gets that many threads; BLAS (OpenMP, OpenBLAS, MKL) one: the backend splits the dense
+    products between its threads itself (:meth:`.backends.numpy.NumpyBackend.gemm`), so that their sums do
+    not depend on the thread count, and OpenBLAS's threads, which spin while they wait, never compete with
+    numba's. ``--threads`` sets every variable; without it variables the user set are left alone."""
     share = threads or cores_share()
     for var in THREAD_VARS:
+        value = str(share) if var == "NUMBA_NUM_THREADS" else "1"
         if threads is not None:
-            os.environ[var] = str(threads)
+            os.environ[var] = value
         else:
-            os.environ.setdefault(var, str(share))
+            os.environ.setdefault(var, value)
     return share
 
 

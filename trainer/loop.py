@@ -18,7 +18,7 @@ from . import checkpoint, summary, watchdog
 from .backends import Dropped, Noise
 from .context import Context, versions
 from .minibatch import BatchView, MiniBatches, PlanAhead
-from .phases import Phases
+from .phases import Phases, kernel_time
 
 
 class Diverged(RuntimeError):
@@ -41,6 +41,7 @@ class StepStats:
     path_bytes: dict[str, int]  # bytes sent within the node and to other nodes
     path_msgs: dict[str, int]
     phases: dict[str, float] = field(default_factory=dict)  # s per phase of the step (.phases.Phases)
+    kernels: dict[str, float] = field(default_factory=dict)  # s per backend kernel in the step
 
 
 @dataclass
@@ -64,6 +65,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
         print(f"resumed at epoch {ctx.start} from {checkpoint.path(cfg)}", flush=True)
     records = []
     plans = PlanAhead(ctx.batches, threaded=cfg.plan_ahead == "thread") if ctx.batches is not None else None
+    kernel_time(ctx.backend)  # the setup's calls are no epoch's
     try:
         for epoch in range(ctx.start, cfg.epochs):
             watchdog.tick()
@@ -78,13 +80,13 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
             if not math.isfinite(res.loss):
                 raise Diverged(f"the training loss became {res.loss} at epoch {epoch}; "
                                "lower --lr or check the features")
-            train_comm = ctx.ex.counters.reset()
+            train_comm = {**ctx.ex.counters.reset(), "kernel_time": kernel_time(ctx.backend)}
             epoch_time = time.perf_counter() - t0
             accs = None
             if (epoch + 1) % cfg.eval_every == 0 or epoch == cfg.epochs - 1:
                 accs = evaluate(ctx, comm, totals)
                 watchdog.tick()
-            eval_comm = ctx.ex.counters.reset()
+            eval_comm, _ = ctx.ex.counters.reset(), kernel_time(ctx.backend)  # evaluation's kernels are not training's
             per_rank = comm.gather((epoch_time, train_comm, eval_comm["bytes_sent"], res.steps), root=0)
             if cfg.debug_every and (epoch + 1) % cfg.debug_every == 0:
                 check_weights_agree(ctx, comm, epoch)
@@ -225,7 +227,7 @@ def _minibatch_step(ctx: Context, comm, batch: Batch, train_total: int, meanwhil
     by_path = ({k: ex.counters.paths[k] - paths[0][k] for k in paths[0]},
                {k: ex.counters.path_msgs[k] - paths[1][k] for k in paths[1]})
     return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls, *by_path,
-                     ph.rounded()), counts, ready
+                     ph.rounded(), kernel_time(ctx.backend)), counts, ready
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
@@ -350,6 +352,7 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
         eval_bytes_sent=[b for _, _, b, _ in per_rank],
         exchange_bytes=[c["calls"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
         bytes_split=[c["split"] for _, c, _, _ in per_rank] if any(c["split"] for _, c, _, _ in per_rank) else None,
+        kernel_time=[c["kernel_time"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
         **_paths(ctx, [c for _, c, _, _ in per_rank]))
     if accs is not None:
         rec.val_acc, rec.test_acc = accs
@@ -367,7 +370,8 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
                                       exchange_bytes=[ss[i].calls for ss in steps],
                                       path_bytes=[ss[i].path_bytes for ss in steps],
                                       path_msgs=[ss[i].path_msgs for ss in steps],
-                                      phase_time=[ss[i].phases for ss in steps]))
+                                      phase_time=[ss[i].phases for ss in steps],
+                                      kernel_time=[ss[i].kernels for ss in steps]))
     if log is not None:
         log.write(rec)
     return rec

@@ -33,3 +33,10 @@ class Phases:
     def rounded(self, digits: int = 7) -> dict[str, float]:
         """The phases rounded for the run log (0.1 µs)."""
         return {k: round(v, digits) for k, v in self.seconds.items()}
+
+
+def kernel_time(backend) -> dict[str, float]:
+    """The backend's seconds per kernel since the last call, rounded for the run log (0.1 µs); {} for a
+    backend that does not time its kernels (torch's: its kernels run asynchronously on a GPU)."""
+    take = getattr(backend, "take_kernel_time", None)
+    return {k: round(v, 7) for k, v in take().items()} if take is not None else {}

@@ -9,8 +9,12 @@ is scipy's and every kernel serial, as before threads existed."""
 
 from __future__ import annotations
 
+import functools
+import time
 import weakref
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,6 +24,30 @@ from .base import AdamState, Attention, Dropped, Noise
 
 ACT_CODES = {"none": 0, "relu": 1, "elu": 2}
 _EMPTY_KEEP = np.zeros((0, 0), np.uint8)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+_SPLIT_MIN = 1 << 20  # multiply-adds below which a dense product runs whole (a pool hand-off costs ~50 µs)
+
+
+def _blockable(a: Any, b: Any) -> bool:
+    """A float32 dense product big enough to split between threads."""
+    return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.ndim == 2 and b.ndim == 2
+            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] * a.shape[1] * b.shape[1] >= _SPLIT_MIN)
+
+
+def _timed(kernel: str) -> Callable[[_F], _F]:
+    """Add a method's seconds to ``self.kernel_time[kernel]`` (the run log's time per kernel; ~1 µs a call)."""
+    def wrap(f: _F) -> _F:
+        @functools.wraps(f)
+        def timed(self, *args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return f(self, *args, **kwargs)
+            finally:
+                self.kernel_time[kernel] = self.kernel_time.get(kernel, 0.0) + time.perf_counter() - t0
+        return cast(_F, timed)
+    return wrap
 
 
 class NumpyBackend:
@@ -29,6 +57,7 @@ class NumpyBackend:
 
     def __init__(self, threads: int = 1):
         self.threads = max(1, int(threads))
+        self.kernel_time: dict[str, float] = {}  # s per kernel since the last take_kernel_time()
         # the SpMM's row chunks of every operator, computed once: id -> (the matrix, weakly; its indptr; bounds);
         # an entry leaves with its matrix (mini-batch views make new matrices every step)
         self._bounds: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}
@@ -38,9 +67,15 @@ class NumpyBackend:
             from .threads import layer
 
             self._par = parallel
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="blas")
             one = sp.csr_matrix(np.ones((1, 1), np.float32))
             self.spmm(one, np.ones((1, 1), np.float32))  # loads the kernel and the threading layer now, not in epoch 0
             self.threading_layer = layer()
+
+    def take_kernel_time(self) -> dict[str, float]:
+        """Seconds per kernel (spmm, gemm, elementwise, attention, loss, optimizer) since the last call."""
+        out, self.kernel_time = self.kernel_time, {}
+        return out
 
     def _row_bounds(self, m: sp.csr_matrix) -> np.ndarray:
         """``m``'s row chunks (:func:`.parallel.row_bounds`), cached by the matrix object."""
@@ -58,6 +93,7 @@ class NumpyBackend:
         return self._par.even_rows(n, self.threads)
 
     # --------------------------------------------------------- products
+    @_timed("spmm")
     def spmm(self, m: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
         """(n, k) sparse times (k, d) dense: (n, d) float32. With threads, the parallel kernel (the same sums
         in the same order as scipy's, so the same bits) on float32 CSR operands; scipy's otherwise."""
@@ -67,13 +103,34 @@ class NumpyBackend:
             return self._par.spmm(m.indptr, m.indices, m.data, np.ascontiguousarray(x), self._row_bounds(m), out)
         return np.asarray(m @ x, dtype=np.float32)
 
+    @_timed("gemm")
     def gemm(self, a: Any, b: np.ndarray) -> np.ndarray:
-        """Dense (or CSR, first layer) times dense: float32."""
+        """Dense (or CSR, first layer) times dense: float32. With threads: CSR by the parallel SpMM, dense
+        split by rows (:meth:`_split`)."""
+        if self.threads > 1 and sp.issparse(a):
+            return self.spmm(a, b)
+        if self.threads > 1 and _blockable(a, b):
+            out = np.empty((a.shape[0], b.shape[1]), np.float32)
+            return self._split(a.shape[0], lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), out)
         return np.asarray(a @ b, dtype=np.float32)
 
+    @_timed("gemm")
     def gemm_tn(self, a: Any, b: np.ndarray) -> np.ndarray:
-        """aᵀ b (weight gradients), float32."""
+        """aᵀ b (weight gradients), float32. With threads: split by the rows of the result (a's columns)."""
+        if self.threads > 1 and not sp.issparse(a) and _blockable(a, b):
+            out = np.empty((a.shape[1], b.shape[1]), np.float32)
+            return self._split(a.shape[1], lambda lo, hi: np.matmul(a[:, lo:hi].T, b, out=out[lo:hi]), out)
         return np.asarray(a.T @ b, dtype=np.float32)
+
+    def _split(self, rows: int, part: Callable[[int, int], Any], out: np.ndarray) -> np.ndarray:
+        """Run ``part(lo, hi)`` on T contiguous row ranges of ``out``, one per thread of the backend's pool
+        (numpy's matmul releases the GIL), and return ``out``. BLAS itself runs one thread
+        (:func:`shgcn.trainer.cli.share_cores`): OpenBLAS on several threads splits a skinny product's inner
+        dimension between them, so its sums, and the losses, would depend on the thread count; a row of the
+        result computed whole by one single-threaded call is the same whichever range holds it (tested)."""
+        bounds = self._par.even_rows(rows, self.threads)
+        list(self._pool.map(lambda i: part(int(bounds[i]), int(bounds[i + 1])), range(self.threads)))
+        return out
 
     # --------------------------------------------------------- arrays
     def asarray(self, x: Any) -> Any:
@@ -103,6 +160,7 @@ class NumpyBackend:
         return h.toarray() if sp.issparse(h) else h
 
     # --------------------------------------------------------- elementwise
+    @_timed("elementwise")
     def act_dropout(self, h: Any, act: str, noise: Noise | None, layer: int, gids: np.ndarray,
                     keep: bool = False) -> tuple[Any, np.ndarray | None]:
         """``dropout(act(h))`` in one pass, and the keep mask (uint8) when
@@ -133,6 +191,7 @@ class NumpyBackend:
         out = self._par.dropout_dense(*args, self._rows(h.shape[0])) if self.threads > 1 else kernels.dropout_dense(*args)
         return out, (mask if mask.size else None)
 
+    @_timed("elementwise")
     def act_dropout_grad(self, g: np.ndarray, hd: np.ndarray, act: str, noise: Noise | None,
                          keep: np.ndarray | None) -> np.ndarray:
         """The gradient through :meth:`act_dropout` (``hd`` its output), in place."""
@@ -152,6 +211,7 @@ class NumpyBackend:
         return g * np.float32(scale) if scale != 1.0 else g
 
     # --------------------------------------------------------- attention
+    @_timed("attention")
     def gat_forward(self, rows: np.ndarray, att: Attention) -> None:
         """GAT's aggregation of ``rows`` into ``att.out`` (see :func:`.kernels.gat_forward`)."""
         noise = att.noise
@@ -163,6 +223,7 @@ class NumpyBackend:
         kernels.gat_forward(rows, att.csr.indptr, att.csr.indices, att.z, att.s_src, att.s_dst, np.float32(att.slope),
                             att.rgid, att.cgid, key, ctr, np.uint64(t), scale, att.alpha, att.alpha_d, att.out)
 
+    @_timed("attention")
     def gat_backward(self, att: Attention, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dz (m, H*d), ds_src (m, H), ds_dst (n, H)) of :meth:`gat_forward`."""
         dz = np.zeros_like(att.z)
@@ -173,6 +234,7 @@ class NumpyBackend:
         return dz, ds_src, ds_dst
 
     # --------------------------------------------------------- losses
+    @_timed("loss")
     def softmax_xent(self, logits: np.ndarray, labels: np.ndarray, idx: np.ndarray, w: np.ndarray, total: int
                      ) -> tuple[float, np.ndarray, int]:
         """Masked softmax cross-entropy of rows ``idx`` (weights ``w``): the
@@ -182,6 +244,7 @@ class NumpyBackend:
                                              idx, w, 1.0 / total, g)
         return float(loss), g, int(correct)
 
+    @_timed("loss")
     def sigmoid_bce(self, logits: np.ndarray, labels: np.ndarray, idx: np.ndarray, w: np.ndarray, total: int
                     ) -> tuple[float, np.ndarray]:
         """A sigmoid per class and binary cross-entropy summed over the classes, of rows ``idx`` (weights ``w``):
@@ -195,6 +258,7 @@ class NumpyBackend:
         return float((per_row * w).sum()), g
 
     # --------------------------------------------------------- optimizer
+    @_timed("optimizer")
     def adam_step(self, state: AdamState, grads: list[np.ndarray]) -> None:
         """One Adam step on ``state.params``, in place."""
         if not state.m:

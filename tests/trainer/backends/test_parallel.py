@@ -138,6 +138,32 @@ def test_losses_are_the_same_for_every_thread_count(mpi_stores, tmp_path, ranks,
                     "--hidden", "32,32", "--arch", "sage" if mode == "minibatch" else "gcn", log=log, timeout=600)
         assert res.returncode == 0, res.stderr
         header, seen[t] = _losses(log, kind)
+        if mode == "minibatch":  # every step says where its time went, on every rank
+            from helpers.mpi import read_log
+
+            phases = read_log(log, "step")[1][0].phase_time
+            assert len(phases) == ranks and {"forward", "backward", "allreduce_wait", "next_batch"} <= set(phases[0])
         assert header.threads == t and (header.threading_layer is None) == (t == 1)
         assert header.config["threads"] == t and len(seen[t]) >= 3
     assert seen[1] == seen[2] == seen[4]
+
+
+def test_dense_products_split_by_rows_equal_the_whole_product():
+    """With threads, X W and Xᵀ G run as T row ranges of the result, each one single-threaded BLAS call (the
+    trainer's BLAS runs one thread): the same bits as the whole call, for skinny results too (the shapes
+    whose inner dimension a multi-threaded OpenBLAS splits), and for any T."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((30011, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 16)).astype(np.float32)
+    g = rng.standard_normal((30011, 16)).astype(np.float32)
+    with threadpool_limits(1, user_api="blas"):
+        whole = NumpyBackend(threads=1)
+        for t in (2, 3, 4):
+            be = NumpyBackend(threads=t)
+            np.testing.assert_array_equal(be.gemm(x, w), whole.gemm(x, w))
+            np.testing.assert_array_equal(be.gemm_tn(x, g), whole.gemm_tn(x, g))
+            np.testing.assert_array_equal(be.gemm_tn(g, x), whole.gemm_tn(g, x))
+        csr = sp.csr_matrix(np.where(x > 1, x, 0))  # sparse features: the first layer's product is an SpMM
+        np.testing.assert_array_equal(NumpyBackend(threads=2).gemm(csr, w), whole.gemm(csr, w))
