@@ -25,9 +25,10 @@ from .base import AdamState, Attention, Dropped, Noise
 ACT_CODES = {"none": 0, "relu": 1, "elu": 2}
 _EMPTY_KEEP = np.zeros((0, 0), np.uint8)
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-
 _SPLIT_MIN = 1 << 20  # multiply-adds below which a dense product runs whole (a pool hand-off costs ~50 µs)
+# values (SpMM: nonzeros x columns) below which a numba kernel runs serially: waking the pool costs ~10 µs on
+# an idle core (and a scheduling slice, ms, on a busy one), ~20 µs of serial work; the results are the same
+_PARALLEL_MIN = 1 << 14
 
 
 def _blockable(a: Any, b: Any) -> bool:
@@ -68,8 +69,9 @@ class NumpyBackend:
 
             self._par = parallel
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="blas")
-            one = sp.csr_matrix(np.ones((1, 1), np.float32))
-            self.spmm(one, np.ones((1, 1), np.float32))  # loads the kernel and the threading layer now, not in epoch 0
+            one = sp.csr_matrix(np.ones((1, 1), np.float32))  # loads the kernel and the threading layer now, not in epoch 0
+            parallel.spmm(one.indptr, one.indices, one.data, np.ones((1, 1), np.float32), self._row_bounds(one),
+                          np.empty((1, 1), np.float32))
             self.threading_layer = layer()
 
     def take_kernel_time(self) -> dict[str, float]:
@@ -88,6 +90,10 @@ class NumpyBackend:
         weakref.finalize(m, self._bounds.pop, key, None)
         return bounds
 
+    def _wide(self, x: np.ndarray) -> bool:
+        """Whether an elementwise kernel on ``x`` runs over the threads (big enough to pay the wake-up)."""
+        return self.threads > 1 and x.size >= _PARALLEL_MIN
+
     def _rows(self, n: int) -> np.ndarray:
         """Even row chunks of the elementwise kernels."""
         return self._par.even_rows(n, self.threads)
@@ -98,7 +104,8 @@ class NumpyBackend:
         """(n, k) sparse times (k, d) dense: (n, d) float32. With threads, the parallel kernel (the same sums
         in the same order as scipy's, so the same bits) on float32 CSR operands; scipy's otherwise."""
         if self.threads > 1 and sp.issparse(m) and m.format == "csr" and m.dtype == np.float32 \
-                and isinstance(x, np.ndarray) and x.ndim == 2 and x.dtype == np.float32:
+                and isinstance(x, np.ndarray) and x.ndim == 2 and x.dtype == np.float32 \
+                and m.nnz * x.shape[1] >= _PARALLEL_MIN:
             out = np.empty((m.shape[0], x.shape[1]), np.float32)
             return self._par.spmm(m.indptr, m.indices, m.data, np.ascontiguousarray(x), self._row_bounds(m), out)
         return np.asarray(m @ x, dtype=np.float32)
@@ -188,7 +195,7 @@ class NumpyBackend:
         t = noise.threshold(rate) if noise is not None else 0
         args = (h, gids, key, ctr, np.uint64(t), noise.scale(rate) if noise else 1.0, ACT_CODES[act], np.empty_like(h),
                 mask)
-        out = self._par.dropout_dense(*args, self._rows(h.shape[0])) if self.threads > 1 else kernels.dropout_dense(*args)
+        out = self._par.dropout_dense(*args, self._rows(h.shape[0])) if self._wide(h) else kernels.dropout_dense(*args)
         return out, (mask if mask.size else None)
 
     @_timed("elementwise")
@@ -198,12 +205,12 @@ class NumpyBackend:
         scale = noise.scale(noise.rate) if noise is not None else 1.0
         g = np.ascontiguousarray(g, dtype=np.float32)
         if act == "relu":
-            if self.threads > 1:
+            if self._wide(g):
                 return self._par.relu_dropout_grad(g, hd, scale, self._rows(g.shape[0]))
             return kernels.relu_dropout_grad(g, hd, scale)
         if act == "elu":
             keep_ = keep if keep is not None else _EMPTY_KEEP
-            if self.threads > 1:
+            if self._wide(g):
                 return self._par.elu_dropout_grad(g, hd, keep_, scale, self._rows(g.shape[0]))
             return kernels.elu_dropout_grad(g, hd, keep_, scale)
         if keep is not None:
