@@ -11,11 +11,10 @@ chunks) and each row is computed by one thread, in the order the serial kernel c
 - the dropout masks are keyed by vertex id (counter-based Philox), so a row's mask is the same whichever
   thread draws it.
 
-Threading layer: numba's ``omp`` (GNU OpenMP) when it loads, else ``tbb``, else ``workqueue``
-(:func:`shgcn.trainer.threads.configure`). All three start their threads inside the process, never
-fork, so they work in ranks started by ``mpirun``; ``omp`` and ``tbb`` also accept parallel kernels
-launched from two Python threads at once (``workqueue`` does not: the trainer launches them from its
-main thread only).
+Threading layer: numba's first that loads of tbb, omp (GNU OpenMP), workqueue (:mod:`.threads`; omp on
+this project's machines). None of them forks: each starts its threads inside the process, so they work in
+ranks started by ``mpirun``; omp and tbb also accept parallel kernels launched from two Python threads at
+once (workqueue does not: the trainer launches them from its main thread only).
 """
 
 from __future__ import annotations
