@@ -37,6 +37,7 @@ class Job:
         how a 1.5D row combines (``reduce`` or ``gather``)
     ranks_per_node : consecutive ranks that share a node (0: every rank on a node of its own)
     input_density : the fraction of the features that are nonzero (the first layer's work; 1: dense)
+    threads : threads in each rank (``shgcn-train --threads``; the compute terms run over them)
     """
 
     dims: tuple[int, ...]
@@ -49,6 +50,7 @@ class Job:
     combine: str = "reduce"
     ranks_per_node: int = 0
     input_density: float = 1.0
+    threads: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))

@@ -59,7 +59,7 @@ def rank_times(cost: PartitionCost, job: Job, machine: str | Machine) -> dict[st
     """Predicted seconds of one training step per rank: ``compute``, ``comm`` (not hidden behind compute,
     allreduce included), ``total`` (P,), and ``epoch`` (the slowest rank)."""
     EXCHANGES.get_spec(job.exchange)
-    return ALGORITHMS.get_spec(job.algorithm).times(cost, job, machine_of(machine))
+    return ALGORITHMS.get_spec(job.algorithm).times(cost, job, machine_of(machine).with_threads(job.threads))
 
 
 def _imbalance(x) -> float:
@@ -120,6 +120,7 @@ def predict(costs: list[PartitionCost], job: Job, machine: str | Machine = "infi
             rp = epoch.get((BASELINE, ex))
             tr = rank_traffic(c, j)
             out.append({"model": c.model, "parts": c.parts, "exchange": ex, "ranks_per_node": j.ranks_per_node,
+                        "threads": j.threads,
                         "epoch": t["epoch"], "compute": float(t["compute"][slow]), "comm": float(t["comm"][slow]),
                         "rows_imbalance": _imbalance(c.rows), "nnz_imbalance": _imbalance(c.load),
                         "compute_imbalance": _imbalance(t["compute"]), "max_bytes": int(tr["bytes_sent"].max()),
@@ -159,7 +160,7 @@ def predict_algorithm(costs: list[PartitionCost], job: Job, machine: str | Machi
         for ex in ([alg.own_exchange] if alg.own_exchange else list(exchanges) if exchanges is not None
                    else [job.exchange]):
             j = job.with_(exchange=ex)
-            t = alg.times(cost, j, m)
+            t = alg.times(cost, j, m.with_threads(j.threads))
             tr = alg.traffic(cost, j)
             slow = int(np.argmax(t["total"]))
             busiest = int(np.argmax(tr["bytes_sent"]))

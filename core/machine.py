@@ -62,6 +62,11 @@ class ComputeModel:
     const : float
         s per step (Adam, small reductions).
     source : str
+    parallel : the fraction of each term (spmm, dense, elem, const) that runs over a rank's threads: the SpMM
+        (its parallel kernel) and the dense products (BLAS) all of it; elementwise work half (the fused dropout
+        kernels are parallel, numpy's own elementwise operations and the loss are not); Adam none (numpy).
+        Assumed, then checked against measured 1x1, 1x2 and 2x1 epochs (a preset's JSON may give its own)
+    threads : the threads per rank the coefficients are for (fitted: 1)
     """
 
     spmm: float
@@ -69,13 +74,33 @@ class ComputeModel:
     elem: float
     const: float
     source: str = ""
+    parallel: tuple[float, float, float, float] = (1.0, 1.0, 0.5, 0.0)
+    threads: int = 1
 
     def scaled(self, factor: float, source: str) -> ComputeModel:
         """Every coefficient times ``factor`` (another CPU, by a documented ratio)."""
-        return ComputeModel(self.spmm * factor, self.dense * factor, self.elem * factor, self.const * factor, source)
+        return replace(self, spmm=self.spmm * factor, dense=self.dense * factor, elem=self.elem * factor,
+                       const=self.const * factor, source=source)
+
+    def _slowdown(self, threads: int) -> np.ndarray:
+        """Each term's time on ``threads`` threads over its time on one (Amdahl: (1 - f) + f / T)."""
+        f = np.asarray(self.parallel, float)
+        return (1 - f) + f / max(1, int(threads))
+
+    def threaded(self, threads: int) -> ComputeModel:
+        """The model of a rank computing with ``threads`` threads (from this one's, whatever its threads):
+        each term's parallel fraction runs T times faster (Amdahl's law; cores the node does not have are
+        the oversubscription's, :meth:`Machine.oversubscription`)."""
+        c = np.array([self.spmm, self.dense, self.elem, self.const]) / self._slowdown(self.threads)
+        c = c * self._slowdown(threads)
+        return replace(self, spmm=float(c[0]), dense=float(c[1]), elem=float(c[2]), const=float(c[3]),
+                       threads=max(1, int(threads)))
 
     def to_json(self) -> dict:
-        return {"spmm": self.spmm, "dense": self.dense, "elem": self.elem, "const": self.const, "source": self.source}
+        out = {"spmm": self.spmm, "dense": self.dense, "elem": self.elem, "const": self.const, "source": self.source}
+        if self.parallel != ComputeModel.parallel:  # the assumed fractions are not written into every fit
+            out["parallel"] = dict(zip(("spmm", "dense", "elem", "const"), self.parallel))
+        return out
 
 
 @dataclass(frozen=True)
@@ -94,6 +119,7 @@ class Machine:
     oversubscribed_sync : seconds a synchronization costs per unit of oversubscription (ranks x threads over a
         node's cores): a waiting MPI rank busy-polls, so the rank it waits for gets its core a scheduling slice
         later (measured here by ``benchmarks.training.pingpong --oversubscribed``; 0: not modelled)
+    threads : threads in each rank (:meth:`with_threads`; ``compute`` is a rank's with them)
     """
 
     name: str
@@ -106,6 +132,7 @@ class Machine:
     description: str = ""
     source: str = ""
     oversubscribed_sync: float = 0.0
+    threads: int = 1
 
     def nodes(self, ranks: int) -> int:
         """Nodes a job of ``ranks`` ranks spans."""
@@ -118,13 +145,20 @@ class Machine:
     def with_ranks_per_node(self, k: int) -> Machine:
         return replace(self, ranks_per_node=int(k))
 
+    def with_threads(self, threads: int) -> Machine:
+        """This machine with ``threads`` threads in each rank: their compute model, and ranks x threads
+        counted against the node's cores."""
+        threads = max(1, int(threads))
+        return self if threads == self.threads else replace(self, threads=threads, compute=self.compute.threaded(threads))
+
     def flat_path(self, ranks: int) -> Channel:
         """The path a collective among ``ranks`` ranks crosses: the network once they span nodes."""
         return self.inter if self.nodes(ranks) > 1 else self.intra
 
-    def oversubscription(self, ranks: int, threads: int = 1) -> float:
-        """How much slower compute runs when a node's ranks x threads exceed its cores (1 when they fit)."""
-        busy = self.node_size(ranks) * max(1, threads)
+    def oversubscription(self, ranks: int, threads: int | None = None) -> float:
+        """How much slower compute runs when a node's ranks x threads (default: the machine's) exceed its cores
+        (1 when they fit)."""
+        busy = self.node_size(ranks) * max(1, self.threads if threads is None else threads)
         return max(1.0, busy / max(1, self.cores_per_node))
 
     def sync_delay(self, ranks: int) -> float:
@@ -163,7 +197,11 @@ def _compute_of(d: dict | str) -> ComputeModel:
     if "scale_of" in d:
         base = load_compute(d["scale_of"])
         return base.scaled(float(d["factor"]), f"{base.source}, times {d['factor']}: {d.get('source', '')}")
-    return ComputeModel(float(d["spmm"]), float(d["dense"]), float(d["elem"]), float(d["const"]), d.get("source", ""))
+    c = ComputeModel(float(d["spmm"]), float(d["dense"]), float(d["elem"]), float(d["const"]), d.get("source", ""))
+    par = d.get("parallel")  # the fractions that run over threads, when the file gives its own
+    if par:
+        c = replace(c, parallel=(float(par["spmm"]), float(par["dense"]), float(par["elem"]), float(par["const"])))
+    return c
 
 
 def load_compute(name: str = "this") -> ComputeModel:

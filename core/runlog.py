@@ -50,6 +50,8 @@ class Header:
     ranks_per_node: int | None = None  # the job's nodes: consecutive ranks sharing one (intra / inter bytes)
     nodes: list[int] | None = None  # the node of every rank
     input_density: float = 1.0  # the fraction of the features that are nonzero (the first layer's work)
+    threads: int | None = None  # threads in each rank (--threads); None: a log from before the option (BLAS only)
+    threading_layer: str | None = None  # numba's (omp, tbb, workqueue) when its parallel kernels ran
     type: ClassVar[str] = "header"
 
     def job(self) -> Job:
@@ -109,6 +111,7 @@ class Epoch:
     path_msgs: list[dict[str, int]] | None = None  # 1d: per rank, msgs_sent within its node and to other nodes
     exchange_paths: list[list[dict[str, int]]] | None = None  # 1d full batch: per rank, each exchange's path_bytes
     node_inter_bytes: list[int] | None = None  # 1d: per node, the bytes its ranks sent to other nodes
+    kernel_time: list[dict[str, float]] | None = None  # full batch: per rank, s per backend kernel in the training step
     val_acc: float | None = None  # evaluation epochs only
     test_acc: float | None = None
     steps: int | None = None  # mini-batch mode
@@ -132,6 +135,8 @@ class Step:
     exchange_bytes: list[list[int]] = field(default_factory=list)  # per rank, bytes of each exchange of the step
     path_bytes: list[dict[str, int]] | None = None  # per rank, bytes sent within its node and to other nodes
     path_msgs: list[dict[str, int]] | None = None
+    phase_time: list[dict[str, float]] | None = None  # per rank, s per phase of the step (trainer/phases.py)
+    kernel_time: list[dict[str, float]] | None = None  # per rank, s per backend kernel in the step (numpy backend)
     type: ClassVar[str] = "step"
 
 

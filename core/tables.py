@@ -98,8 +98,8 @@ def format_minibatch(ds) -> str:
 def format_epochs(rows: list[dict]) -> str:
     """Fixed-width text table of :func:`shgcn.core.epoch.predict` rows."""
     cols = [("parts", "P", "{}"), ("model", "model", "{}"), ("exchange", "exchange", "{}"),
-            ("ranks_per_node", "ranks/node", "{}"), ("epoch", "epoch ms", "{:.3f}"), ("compute", "compute ms", "{:.3f}"),
-            ("comm", "comm ms", "{:.3f}"),
+            ("ranks_per_node", "ranks/node", "{}"), ("threads", "threads", "{}"), ("epoch", "epoch ms", "{:.3f}"),
+            ("compute", "compute ms", "{:.3f}"), ("comm", "comm ms", "{:.3f}"),
             ("max_bytes", "max bytes", "{:,}"), ("node_inter_bytes", "node inter bytes", "{:,}"),
             ("rows_imbalance", "rows imb", "{:.3f}"),
             ("nnz_imbalance", "nnz imb", "{:.3f}"), ("compute_imbalance", "compute imb", "{:.3f}"),
@@ -107,7 +107,7 @@ def format_epochs(rows: list[dict]) -> str:
     scale = {"epoch": 1e3, "compute": 1e3, "comm": 1e3}
     cells = [[h for _, h, _ in cols]]
     for r in rows:
-        cells.append([f.format(r[k] * scale.get(k, 1)) for k, _, f in cols])
+        cells.append([f.format(r.get(k, 1) * scale.get(k, 1)) for k, _, f in cols])  # rows before threads: 1
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
 

@@ -244,6 +244,10 @@ def _simulate_parser(sub, common) -> None:
     sim.add_argument("--beta", type=float, default=None, help="seconds per byte (both paths; overrides the machine)")
     sim.add_argument("--exchange", default="p2p,alltoallv,bcast,node", help="exchanges to predict, a comma list")
     sim.add_argument("--hidden", type=_ints, default=(16,), help="hidden widths, as shgcn-train's")
+    sim.add_argument("--threads", type=_ints, default=(1,),
+                     help="threads per rank to predict, a comma list (shgcn-train --threads); after the table, one "
+                          "line per machine preset names the fastest ranks x threads split of a node's cores among "
+                          "the --ranks")
     sim.add_argument("--arch", default="gcn", help="the architecture, as shgcn-train's --arch")
     sim.add_argument("--algorithm", default=None,
                      help="a comma list of shgcn-train's algorithms (1d, 1.5d, 2d): predict each on every rank "

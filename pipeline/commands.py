@@ -208,7 +208,7 @@ def cmd_simulate(args) -> int:
     s = store.open_store(args.store)
     machine = simulation_machine(args.machine, args.alpha, args.beta)
     exchanges = [x.strip() for x in args.exchange.split(",") if x.strip()]
-    jobs = simulation_jobs(s, args.hidden, args.arch, machine, args.ranks_per_node)
+    jobs = simulation_jobs(s, args.hidden, args.arch, machine, args.ranks_per_node, args.threads)
     if args.algorithm:
         algorithms = [x.strip() for x in args.algorithm.split(",") if x.strip()]
         rows = predict_algorithms(s, args.ranks, algorithms, args.replication, jobs[0], machine=machine,
@@ -224,10 +224,28 @@ def cmd_simulate(args) -> int:
         rows += predict_ranks(s, args.ranks, job, machine, exchanges, partitioner=model_partitioner(s))
     print(f"machine {machine.name}: {machine.description or machine.source}")
     print(tables.format_epochs(rows))
+    _print_splits(s, args, jobs[0], exchanges)
     for r in epoch.recommend([{**r, "ranks": r["parts"]} for r in rows]):
-        print(f"P={r['parts']}: fastest {r['model']} with {r['exchange']} at {r['ranks_per_node']} ranks per node: "
-              f"{r['epoch'] * 1e3:.3f} ms per epoch ({r['vs_rp']:.2f}x rp's speed with {r['exchange']})")
+        print(f"P={r['parts']}: fastest {r['model']} with {r['exchange']} at {r['ranks_per_node']} ranks per node "
+              f"x {r['threads']} threads: {r['epoch'] * 1e3:.3f} ms per epoch ({r['vs_rp']:.2f}x rp's speed with "
+              f"{r['exchange']})")
     return 0
+
+
+def _print_splits(s, args, job, exchanges) -> None:
+    """One line per machine preset: the fastest ranks x threads split of a node's cores."""
+    from shgcn.core.machine import presets
+
+    from .simulate import fastest_splits, model_partitioner
+
+    rows = fastest_splits(s, args.ranks, job, presets(), exchanges, partitioner=model_partitioner(s))
+    for name in dict.fromkeys(r["machine"] for r in rows):
+        mine = [r for r in rows if r["machine"] == name]
+        best = next(r for r in mine if r["best"])
+        others = ", ".join(f"{r['ranks']}x{r['threads']} {r['epoch'] * 1e3:.3f} ms" for r in mine if not r["best"])
+        print(f"{name} ({best['cores']} cores per node): fastest split {best['ranks']} ranks x {best['threads']} "
+              f"threads: {best['epoch'] * 1e3:.3f} ms per epoch ({best['model']}, {best['exchange']})"
+              + (f"; {others}" if others else ""))
 
 
 def cmd_export(args) -> int:

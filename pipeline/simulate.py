@@ -142,15 +142,47 @@ def simulation_machine(name: str, alpha: float | None = None, beta: float | None
 
 
 def simulation_jobs(s: Store, hidden: Iterable[int], arch: str, machine: Machine,
-                    ranks_per_node: Iterable[int] | None) -> list[Job]:
-    """One job per ranks-per-node value (default: the machine's; the store's when it was placed on nodes)."""
+                    ranks_per_node: Iterable[int] | None, threads: Iterable[int] = (1,)) -> list[Job]:
+    """One job per ranks-per-node value (default: the machine's; the store's when it was placed on nodes) and
+    threads per rank."""
     dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
     ks = list(ranks_per_node) if ranks_per_node else [int(s.attrs.get("ranks_per_node") or machine.ranks_per_node)]
     for k in ks:
         if k < 1:
             raise UserError(f"--ranks-per-node {k}: must be >= 1")
     density = s.feature_density()  # the trainer's first layer is sparse for sparse features (Cora's 1.3%)
-    return [Job(tuple(dims), arch=arch, ranks_per_node=k, input_density=density) for k in ks]
+    for t in threads:
+        if t < 1:
+            raise UserError(f"--threads {t}: must be >= 1")
+    return [Job(tuple(dims), arch=arch, ranks_per_node=k, input_density=density, threads=t) for k in ks for t in threads]
+
+
+def fastest_splits(store, ranks: Iterable[int] | None, job: Job, machines: Mapping[str, Machine],
+                   exchanges: Iterable[str] | None = None,
+                   partitioner: Callable[[sp.csr_matrix, str, int], np.ndarray] | None = None) -> list[dict]:
+    """How to split one node's cores between ranks and threads, per machine: for each rank count k of
+    ``ranks`` (None: the store's P) that fits a node of C cores, k ranks of C // k threads on that node, with
+    the fastest model and exchange (:func:`shgcn.core.epoch.predict`). Returns one row per (machine, k):
+    ``machine``, ``cores``, ``ranks``, ``threads``, ``epoch``, ``model``, ``exchange``, ``best`` (the
+    machine's fastest split)."""
+    s = as_store(store)
+    costs: dict[int, list[PartitionCost]] = {}
+    out = []
+    for name, m in machines.items():
+        rows = []
+        for k in sorted({s.parts} if ranks is None else {int(r) for r in ranks}):
+            if k > m.cores_per_node:
+                continue
+            if k not in costs:
+                costs[k] = _costs_at(s, k, partitioner)
+            split = job.with_(ranks_per_node=k, threads=m.cores_per_node // k)
+            best = min(epoch.predict(costs[k], split, m.with_ranks_per_node(k), exchanges), key=lambda r: r["epoch"])
+            rows.append({"machine": name, "cores": m.cores_per_node, "ranks": k, "threads": split.threads,
+                         "epoch": best["epoch"], "model": best["model"], "exchange": best["exchange"], "best": False})
+        if rows:
+            min(rows, key=lambda r: r["epoch"])["best"] = True
+        out += rows
+    return out
 
 
 def as_store(store) -> Store:

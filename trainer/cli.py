@@ -19,16 +19,46 @@ import os
 import signal
 import sys
 
+BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+THREAD_VARS = (*BLAS_VARS, "NUMBA_NUM_THREADS")
 
-def share_cores() -> None:
-    """Give each rank on this machine its share of the cores for BLAS, before
-    numpy loads; several ranks each starting one BLAS thread per core would
-    oversubscribe the machine. Variables the user set are left alone."""
+
+def cores_share() -> int:
+    """This rank's share of the machine's cores: cores / ranks on this machine (the launcher's local size),
+    at least 1."""
     local = next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                                 "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
-    threads = str(max(1, (os.cpu_count() or 1) // max(local, 1)))
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ.setdefault(var, threads)
+    return max(1, (os.cpu_count() or 1) // max(local, 1))
+
+
+def share_cores(threads: int | None = None) -> int:
+    """Set the threads of BLAS and numba before numpy loads, and return the threads a rank uses: ``threads``
+    (``--threads``), else the rank's share of the cores (:func:`cores_share`; several ranks each starting
+    one thread per core would oversubscribe the machine).
+
+    numba's pool gets that many threads; BLAS (OpenMP, OpenBLAS, MKL) one: the backend splits the dense
+    products between its threads itself (:meth:`.backends.numpy.NumpyBackend.gemm`), so that their sums do
+    not depend on the thread count, and OpenBLAS's threads, which spin while they wait, never compete with
+    numba's. ``--threads`` sets every variable; without it variables the user set are left alone."""
+    share = threads or cores_share()
+    for var in THREAD_VARS:
+        value = str(share) if var == "NUMBA_NUM_THREADS" else "1"
+        if threads is not None:
+            os.environ[var] = value
+        else:
+            os.environ.setdefault(var, value)
+    return share
+
+
+def threads_option(argv: list[str]) -> int | None:
+    """``--threads T`` from the command line before argparse runs (the variables must be set before numpy
+    loads, and parsing loads it); None when absent or not a positive number (the options' check reports it)."""
+    for i, a in enumerate(argv):
+        name, eq, value = a.partition("=")
+        if len(name) > 4 and "--threads".startswith(name):  # argparse takes unambiguous prefixes too
+            value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            return int(value) if value.isdigit() and int(value) > 0 else None
+    return None
 
 
 def _version() -> str:
@@ -99,6 +129,9 @@ def _model_options(p: argparse.ArgumentParser) -> None:
                         "torch is an optional dependency)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where the backend computes: cuda needs --backend torch and a GPU torch sees")
+    p.add_argument("--threads", type=int, default=None, metavar="T",
+                   help="threads in each rank: BLAS, numba's SpMM and elementwise kernels, torch's intra-op threads; "
+                        "losses do not depend on T (default: the cores of the machine / the ranks on it)")
     p.add_argument("--heads", type=int, default=8, help="gat: attention heads of the hidden layers (concatenated)")
     p.add_argument("--out-heads", type=int, default=1, help="gat: attention heads of the last layer (averaged)")
     p.add_argument("--attn-dropout", type=float, default=None,
@@ -162,8 +195,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    share_cores()
+    threads = share_cores(threads_option(sys.argv[1:] if argv is None else argv))
     args = parser().parse_args(argv)
+    if args.threads is None:  # the default; a bad --threads (0) stays for the options' check to report
+        args.threads = threads
     from mpi4py import MPI
 
     from . import watchdog

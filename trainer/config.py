@@ -65,6 +65,7 @@ class TrainConfig:
     ranks_per_node: int = 0  # nodes of consecutive ranks (virtual nodes); 0: MPI_Comm_split_type(SHARED)
     backend: str = "numpy"  # the compute backend (shgcn.trainer.backends.BACKENDS)
     device: str = "cpu"  # where it computes (shgcn.trainer.backends.DEVICES): cpu, or cuda (torch)
+    threads: int = 1  # threads in each rank (BLAS, numba's kernels, torch); the command line's default: the cores' share
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""
@@ -84,6 +85,8 @@ class TrainConfig:
             raise TrainError(f"--weight-decay {self.weight_decay}: must be >= 0")
         if not self.hidden or any(h < 1 for h in self.hidden):
             raise TrainError(f"--hidden {','.join(map(str, self.hidden))}: widths must be >= 1")
+        if self.threads < 1:
+            raise TrainError(f"--threads {self.threads}: must be >= 1 (default: the cores of the machine / its ranks)")
         if self.ranks_per_node < 0:
             raise TrainError(f"--ranks-per-node {self.ranks_per_node}: must be >= 1 (0: the machine's nodes)")
         if self.eval_every < 1 or self.checkpoint_every < 1:

@@ -18,6 +18,7 @@ from . import checkpoint, summary, watchdog
 from .backends import Dropped, Noise
 from .context import Context, versions
 from .minibatch import BatchView, MiniBatches, PlanAhead
+from .phases import Phases, kernel_time
 
 
 class Diverged(RuntimeError):
@@ -39,6 +40,8 @@ class StepStats:
     calls: list[int]  # bytes sent by each exchange of the step
     path_bytes: dict[str, int]  # bytes sent within the node and to other nodes
     path_msgs: dict[str, int]
+    phases: dict[str, float] = field(default_factory=dict)  # s per phase of the step (.phases.Phases)
+    kernels: dict[str, float] = field(default_factory=dict)  # s per backend kernel in the step
 
 
 @dataclass
@@ -62,6 +65,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
         print(f"resumed at epoch {ctx.start} from {checkpoint.path(cfg)}", flush=True)
     records = []
     plans = PlanAhead(ctx.batches, threaded=cfg.plan_ahead == "thread") if ctx.batches is not None else None
+    kernel_time(ctx.backend)  # the setup's calls are no epoch's
     try:
         for epoch in range(ctx.start, cfg.epochs):
             watchdog.tick()
@@ -76,13 +80,13 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
             if not math.isfinite(res.loss):
                 raise Diverged(f"the training loss became {res.loss} at epoch {epoch}; "
                                "lower --lr or check the features")
-            train_comm = ctx.ex.counters.reset()
+            train_comm = {**ctx.ex.counters.reset(), "kernel_time": kernel_time(ctx.backend)}
             epoch_time = time.perf_counter() - t0
             accs = None
             if (epoch + 1) % cfg.eval_every == 0 or epoch == cfg.epochs - 1:
                 accs = evaluate(ctx, comm, totals)
                 watchdog.tick()
-            eval_comm = ctx.ex.counters.reset()
+            eval_comm, _ = ctx.ex.counters.reset(), kernel_time(ctx.backend)  # evaluation's kernels are not training's
             per_rank = comm.gather((epoch_time, train_comm, eval_comm["bytes_sent"], res.steps), root=0)
             if cfg.debug_every and (epoch + 1) % cfg.debug_every == 0:
                 check_weights_agree(ctx, comm, epoch)
@@ -199,11 +203,16 @@ def _minibatch_step(ctx: Context, comm, batch: Batch, train_total: int, meanwhil
     paths = (dict(ex.counters.paths), dict(ex.counters.path_msgs))
     if ctx.batch_graph is None:
         raise RuntimeError("mini-batch steps need the context's batch operators")
+    ph = Phases()
     with ex.using(v.cp):
         graph = ctx.batch_graph(v)
         logits, cache = model.forward(x_in if x_in is not None else d.x[rows], graph, _noise(ctx, key))
+        ph.mark("forward")
         loss_sum, g, counts = ctx.targets.loss(logits, d.labels[rows], train_b, 1, weights)  # sums
+        ph.mark("loss")
         grads = model.backward(cache, g, graph)
+        ph.mark("backward")
+    ph.add("exchange_wait", ex.counters.comm_time - before[2])
     sent = (ex.counters.bytes_sent - before[0], ex.counters.msgs_sent - before[1])
     calls = ex.counters.calls[before[3]:]
     w = ctx.targets.width  # counts: [training rows, the score's counts...]
@@ -211,14 +220,14 @@ def _minibatch_step(ctx: Context, comm, batch: Batch, train_total: int, meanwhil
     def total_of(flat: np.ndarray) -> float:  # GraphSAINT normalizes by all training vertices, else the batch's
         return float(max(train_total if weights is not None else int(round(float(flat[-w]))), 1))
 
-    flat, l2, ready = _reduce_and_step(ctx, comm, grads, [loss_sum, *counts], total_of, meanwhile)
+    flat, l2, ready = _reduce_and_step(ctx, comm, grads, [loss_sum, *counts], total_of, meanwhile, phases=ph)
     loss_sum, counts = float(flat[-w - 1]), np.round(flat[-w:].astype(np.float64))
     total = total_of(flat)
     wait = ex.counters.comm_time - before[2]
     by_path = ({k: ex.counters.paths[k] - paths[0][k] for k in paths[0]},
                {k: ex.counters.path_msgs[k] - paths[1][k] for k in paths[1]})
-    return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls, *by_path), counts, \
-        ready
+    return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls, *by_path,
+                     ph.rounded(), kernel_time(ctx.backend)), counts, ready
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
@@ -244,13 +253,15 @@ def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
 
 
 def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[float], total_of=None,
-                     meanwhile=None) -> tuple[np.ndarray, float, object]:
+                     meanwhile=None, *, phases: Phases | None = None) -> tuple[np.ndarray, float, object]:
     """The step's one collective: the local gradients and ``stats`` in one
     float32 buffer, summed by one non-blocking allreduce while
     ``meanwhile()`` runs (the next batch's plan and input); then the
     optimizer step, the gradients divided by ``total_of(buffer)`` when given.
-    Returns (the summed buffer, the L2 term, what ``meanwhile`` returned)."""
+    Returns (the summed buffer, the L2 term, what ``meanwhile`` returned); ``phases`` gets the time of each part."""
     from mpi4py import MPI
+
+    ph = phases if phases is not None else Phases()
 
     hosts = [ctx.backend.to_host(g) for g in grads]
     flat = np.empty(sum(h.size for h in hosts) + len(stats), np.float32)
@@ -261,14 +272,18 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
     flat[pos:] = stats
     if not ctx.primary:  # the same buffer (the same bytes as 1D's allreduce), this row's share counted once
         flat[:] = 0
+    ph.mark("pack")
     t0 = time.perf_counter()
     req = comm.Iallreduce(MPI.IN_PLACE, flat, op=MPI.SUM)
     waited = time.perf_counter() - t0
     ready = meanwhile() if meanwhile is not None else None
+    ph.mark("next_batch")
     t0 = time.perf_counter()
     req.Wait()
     ctx.ex.counters.comm_time += waited + time.perf_counter() - t0
+    ph.mark("allreduce_wait")
     l2 = apply_gradients(ctx, flat, np.float32(total_of(flat)) if total_of is not None else None)
+    ph.mark("optimizer")
     return flat, l2, ready
 
 
@@ -319,7 +334,8 @@ def _open_log(ctx: Context, comm, train_count: int, input_density: float) -> run
         algorithm=cfg.algorithm, replication=cfg.replication, grid=[ctx.shape.rows, ctx.shape.cols],
         combine=ctx.job.combine if ctx.shape.cols > 1 else None, memory=list(ctx.memory_all),
         ranks_per_node=cfg.ranks_per_node or None,
-        nodes=ctx.peers.node.tolist() if ctx.peers is not None else None, input_density=round(input_density, 6))
+        nodes=ctx.peers.node.tolist() if ctx.peers is not None else None, input_density=round(input_density, 6),
+        threads=cfg.threads, threading_layer=getattr(ctx.backend, "threading_layer", None))
     return runlog.RunLogWriter(cfg.log or "", header, resume_from=ctx.start if cfg.resume else None)
 
 
@@ -336,6 +352,7 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
         eval_bytes_sent=[b for _, _, b, _ in per_rank],
         exchange_bytes=[c["calls"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
         bytes_split=[c["split"] for _, c, _, _ in per_rank] if any(c["split"] for _, c, _, _ in per_rank) else None,
+        kernel_time=[c["kernel_time"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
         **_paths(ctx, [c for _, c, _, _ in per_rank]))
     if accs is not None:
         rec.val_acc, rec.test_acc = accs
@@ -352,7 +369,9 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
                                       wait_time=[ss[i].wait for ss in steps],
                                       exchange_bytes=[ss[i].calls for ss in steps],
                                       path_bytes=[ss[i].path_bytes for ss in steps],
-                                      path_msgs=[ss[i].path_msgs for ss in steps]))
+                                      path_msgs=[ss[i].path_msgs for ss in steps],
+                                      phase_time=[ss[i].phases for ss in steps],
+                                      kernel_time=[ss[i].kernels for ss in steps]))
     if log is not None:
         log.write(rec)
     return rec

@@ -180,3 +180,18 @@ def test_predicted_bytes_equal_measured(sim_stores, tmp_path, kind, ranks, excha
         assert e.bytes_recv == pred["bytes_recv"].tolist()
     rows = epoch.predict(s.partition_costs(), job(dims=dims), "shm", exchanges=["p2p", "bcast"])
     assert {r["model"] for r in rows} == {"hp", "rp"} and all(r["epoch"] > 0 for r in rows)
+
+
+def test_threads_in_the_compute_terms():
+    """One rank of 10 nonzeros: 0.1 s x 10 x (4 + 2 + 4 + 2) SpMM columns = 12 s on one thread. The SpMM runs
+    wholly over the threads (6 s on 2); on a node of 2 cores, 4 threads are 2x oversubscribed (12 / 4 x 2 = 6 s);
+    elementwise work is half parallel (Amdahl: 0.5 + 0.5 / 2 = 0.75 of its time)."""
+    one = epoch.PartitionCost(model="hp", volume=np.array([[0]]), load=np.array([10]), rows=np.array([4]),
+                              own=np.array([10]), directed=False)
+    two_cores = Machine("hand", 1, Channel(1.0, 0.01), Channel(1.0, 0.01), None, 2, SPMM_ONLY)
+    seconds = {t: epoch.rank_times(one, job().with_(threads=t), two_cores)["epoch"] for t in (1, 2, 4)}
+    assert seconds == pytest.approx({1: 12.0, 2: 6.0, 4: 6.0})
+    elem = epoch.ComputeModel(spmm=0.0, dense=0.0, elem=1.0, const=0.0)
+    e1, e2 = (epoch.rank_times(one, job().with_(threads=t), hand_machine(elem).with_ranks_per_node(1))["epoch"]
+              for t in (1, 2))
+    assert e2 == pytest.approx(0.75 * e1 * 2)  # the hand machine has one core: 2 threads also oversubscribe it 2x

@@ -186,3 +186,21 @@ def test_allreduce_time_by_hand():
     assert allreduce_time(1000, 3, ch) == pytest.approx(2 * 2 + 2 * 0.01 * 1000 * 2 / 3)
     assert allreduce_time(1000, 2, ch) == pytest.approx(2 + 10)
     assert allreduce_time(1000, 1, ch) == 0.0
+
+
+def test_threads_divide_each_terms_parallel_fraction():
+    """Amdahl per term: (1 - f) + f / T of the one-thread coefficient, from any thread count back and forth."""
+    c = ComputeModel(1.0, 2.0, 3.0, 4.0, "fit", parallel=(1.0, 0.5, 0.0, 0.25))
+    two = c.threaded(2)
+    assert (two.spmm, two.dense, two.elem, two.const, two.threads) == (0.5, 1.5, 3.0, 3.5, 2)
+    assert two.threaded(4) == c.threaded(4) and two.threaded(1) == c
+    assert c.to_json()["parallel"] == {"spmm": 1.0, "dense": 0.5, "elem": 0.0, "const": 0.25}
+    assert "parallel" not in ComputeModel(1.0, 2.0, 3.0, 4.0).to_json()  # the assumed default is not written
+
+
+def test_a_machine_with_threads_counts_them_against_its_cores():
+    m = replace(machine(), cores_per_node=8, ranks_per_node=4)
+    assert m.with_threads(1) is m and m.with_threads(2).compute == m.compute.threaded(2)
+    assert m.with_threads(2).oversubscription(4) == 1.0  # 4 x 2 = the 8 cores
+    assert m.with_threads(4).oversubscription(4) == 2.0 and m.with_threads(4).oversubscription(2) == 1.0
+    assert m.oversubscription(4, threads=3) == 1.5

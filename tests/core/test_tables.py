@@ -73,11 +73,12 @@ def epoch_row(**kw) -> dict:
 def test_format_epochs_shows_milliseconds():
     lines = format_epochs([epoch_row(), epoch_row(model="rp", epoch=0.5)]).splitlines()
     assert len(lines) == 3
-    assert cells(lines[0]) == ["P", "model", "exchange", "ranks/node", "epoch ms", "compute ms", "comm ms", "max bytes",
-                               "node inter bytes", "rows imb", "nnz imb", "compute imb", "vs rp", "vs bcast"]
-    assert cells(lines[1]) == ["4", "hp", "p2p", "2", "12.300", "10.000", "2.300", "123,456", "1,000", "0.050", "0.100",
-                               "0.125", "1.50", "3.00"]
-    assert cells(lines[2])[4] == "500.000"
+    assert cells(lines[0]) == ["P", "model", "exchange", "ranks/node", "threads", "epoch ms", "compute ms", "comm ms",
+                               "max bytes", "node inter bytes", "rows imb", "nnz imb", "compute imb", "vs rp", "vs bcast"]
+    # a row without threads (made before they were modelled): one thread per rank
+    assert cells(lines[1]) == ["4", "hp", "p2p", "2", "1", "12.300", "10.000", "2.300", "123,456", "1,000", "0.050",
+                               "0.100", "0.125", "1.50", "3.00"]
+    assert cells(lines[2])[5] == "500.000"
     assert format_epochs([]).splitlines() == lines[:1]
 
 

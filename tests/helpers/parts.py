@@ -407,13 +407,14 @@ def naive_gat(csr: sp.csr_matrix, z, s_src, s_dst, slope):
 
 
 class BackendTests:
-    """Subclass and set ``backend`` (a name in :data:`shgcn.trainer.backends.BACKENDS`)."""
+    """Subclass and set ``backend`` (a name in :data:`shgcn.trainer.backends.BACKENDS`) and ``threads``."""
 
     backend = ""
+    threads = 1
 
     @pytest.fixture
     def be(self):
-        return backend(self.backend)
+        return backend(self.backend, threads=self.threads)
 
     def test_products(self, be):
         rng = np.random.default_rng(0)

@@ -115,3 +115,34 @@ def test_the_command_recommends_an_algorithm(store4):
     lines = out.stdout.splitlines()
     assert lines[0].split()[:4] == ["P", "algorithm", "c", "k"] and len(lines) == 1 + 2 * 2 + 1
     assert lines[-1].startswith("P=4: fastest ") and "ms per epoch" in lines[-1]
+
+
+def test_fastest_splits_of_a_nodes_cores(store4):
+    """A node of 4 cores: 4 ranks x 1 thread (the store's P) and, re-partitioned, 2 x 2 and 1 x 4; a node of 2
+    cores has room for 1 and 2 ranks only. Compute-only machines whose SpMM runs wholly over the threads: the
+    split with fewer ranks does the same work with as many threads, without the exchange, so it wins."""
+    from dataclasses import replace
+
+    from helpers.costs import machine
+
+    compute = epoch.ComputeModel(spmm=1e-9, dense=0.0, elem=0.0, const=0.0, parallel=(1.0, 1.0, 1.0, 1.0))
+    four = replace(machine(ranks_per_node=4, cores=4, compute=compute), name="four")
+    two = replace(four, name="two", cores_per_node=2)
+    rows = simulate.fastest_splits(store.open_store(store4), [1, 2, 4], Job((24, 16, 4)), {"four": four, "two": two},
+                                   ["p2p"], partitioner=lambda a, model, parts: np.arange(a.shape[0]) % parts)
+    assert [(r["machine"], r["ranks"], r["threads"]) for r in rows] == [
+        ("four", 1, 4), ("four", 2, 2), ("four", 4, 1), ("two", 1, 2), ("two", 2, 1)]
+    assert [r["best"] for r in rows] == [True, False, False, True, False]
+    one = [r for r in rows if r["ranks"] == 1]
+    assert one[0]["epoch"] == pytest.approx(one[1]["epoch"] / 2)  # 4 threads against 2: half the time
+
+
+def test_the_command_predicts_threads_and_names_the_fastest_split(store4):
+    out = run_cli("simulate", str(store4), "--machine", "this", "--threads", "1,2", "--exchange", "p2p")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "paper (48 cores per node): fastest split 4 ranks x 12 threads: " in out.stdout  # the store's P only
+    assert not any(ln.startswith("this (") for ln in lines)  # 4 ranks do not fit its 2 cores
+    assert lines[-1].startswith("P=4: fastest ") and "threads" in lines[-1]
+    bad = run_cli("simulate", str(store4), "--threads", "0")
+    assert bad.returncode == 2 and "argument --threads: expected positive integers" in bad.stderr

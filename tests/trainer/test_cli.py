@@ -96,3 +96,35 @@ def test_banner_names_the_mode_and_the_run_ends_with_a_summary(stores, tmp_path)
     assert lines[0].startswith("1d, mini-batch (node sampler, batch size 40) on 1 x 1 ranks"), lines
     assert lines[-1].startswith("summary: best validation accuracy ") and " (test accuracy there " in lines[-1]
     assert lines[-1].endswith(f"; run log: {log}") and "final loss " in lines[-1]
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["s.zarr", "--threads", "3"], 3), (["s.zarr", "--threads=2"], 2), (["--thread", "4", "s.zarr"], 4),
+    (["s.zarr"], None), (["s.zarr", "--threads", "0"], None), (["s.zarr", "--threads", "x"], None),
+    (["s.zarr", "--threads"], None)])
+def test_threads_are_read_before_argparse(argv, expected):
+    from shgcn.trainer.cli import threads_option
+
+    assert threads_option(argv) == expected
+
+
+def test_share_cores_sets_the_threads_or_leaves_the_users_variables(monkeypatch):
+    from shgcn.trainer import cli
+
+    for var in cli.THREAD_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MPI_LOCALNRANKS", "2")
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 8)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")  # the user's: kept without --threads
+    assert cli.share_cores() == 4
+    assert [cli.os.environ[v] for v in cli.THREAD_VARS] == ["1", "3", "1", "4"]  # BLAS one thread, numba the share
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    assert cli.share_cores(3) == 3 and [cli.os.environ[v] for v in cli.THREAD_VARS] == ["1", "1", "1", "3"]
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 1)
+    assert cli.cores_share() == 1  # never 0 threads
+
+
+def test_threads_zero_is_one_line_exit_2(tmp_path):
+    res = train(1, tmp_path / "nope.zarr", "--threads", 0, use_mpirun=False, timeout=120)
+    assert res.returncode == 2 and res.stderr.strip() == \
+        "shgcn-train: error: --threads 0: must be >= 1 (default: the cores of the machine / its ranks)"

@@ -26,7 +26,7 @@ def test_an_architectures_own_options_enter_the_checkpoint_identity():
     ({"exchange": "bcast", "exchange_dtype": "float16"}, "bcast"), ({"algorithm": "2d", "arch": "gat"}, "2d"),
     ({"replication": 2}, "needs --algorithm 1.5d"), ({"lr": float("nan")}, "--lr"),
     ({"device": "cuda"}, "--device cuda: the numpy backend"), ({"backend": "torch", "device": "tpu"}, "--device tpu"),
-    ({"backend": "abacus"}, "--backend 'abacus'")])
+    ({"backend": "abacus"}, "--backend 'abacus'"), ({"threads": 0}, "--threads 0: must be >= 1")])
 def test_bad_options_are_one_line_errors(kw, fragment):
     with pytest.raises(TrainError, match=fragment.replace("(", r"\(")):
         TrainConfig(store="s", **kw).check()

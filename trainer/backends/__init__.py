@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 from .base import ACTS, AdamState, Attention, Backend, BackendError, Dropped, Noise
 
-BACKENDS: dict[str, Callable[[str], Backend]] = {}
+# name -> a maker taking (device, threads): threads in the rank (``--threads``)
+BACKENDS: dict[str, Callable[[str, int], Backend]] = {}
 # the devices each backend runs on (``--device``), checked with the options, before any library loads
 DEVICES: dict[str, tuple[str, ...]] = {"numpy": ("cpu",), "torch": ("cpu", "cuda")}
 
@@ -25,14 +26,14 @@ def check_device(name: str, device: str) -> None:
                            + (" (--backend torch --device cuda runs on a GPU)" if device == "cuda" else ""))
 
 
-def _numpy(device: str = "cpu") -> Backend:
+def _numpy(device: str = "cpu", threads: int = 1) -> Backend:
     from .numpy import NumpyBackend
 
     check_device("numpy", device)
-    return NumpyBackend()
+    return NumpyBackend(threads)
 
 
-def _torch(device: str = "cpu") -> Backend:
+def _torch(device: str = "cpu", threads: int = 1) -> Backend:
     check_device("torch", device)
     try:
         import torch  # noqa: F401 - the optional dependency, loaded only for this backend
@@ -42,16 +43,21 @@ def _torch(device: str = "cpu") -> Backend:
                            "unpinned torch resolves to a multi-GB CUDA build), then pip install 'shgcn[pyg]'") from None
     from .torch import TorchBackend
 
-    return TorchBackend(device)
+    return TorchBackend(device, threads)
 
 
 BACKENDS["numpy"] = _numpy
 BACKENDS["torch"] = _torch
 
 
-def backend(name: str = "numpy", device: str = "cpu") -> Backend:
-    """A new backend by name, on ``device`` (``cpu``, or ``cuda`` for a GPU backend)."""
-    return BACKENDS[name](device)
+def backend(name: str = "numpy", device: str = "cpu", threads: int = 1) -> Backend:
+    """A new backend by name, on ``device`` (``cpu``, or ``cuda`` for a GPU backend), computing with
+    ``threads`` threads (numba's and torch's; BLAS's are set before numpy loads)."""
+    if threads > 1:
+        from .threads import set_threads
+
+        set_threads(threads)
+    return BACKENDS[name](device, threads)
 
 
 __all__ = ["ACTS", "BACKENDS", "DEVICES", "AdamState", "Attention", "Backend", "BackendError", "Dropped", "Noise",

@@ -11,8 +11,9 @@ draws, one per column of an 8-column block (``keep = draw >= threshold``, the
 rate quantized to 1/65536 and the scale 65536 / (65536 - threshold), so the
 kept values' expectation is exact).
 
-Every kernel is serial (one thread per rank: the ranks are the parallelism)
-and compiled once per machine (``cache=True``).
+Every kernel here is serial (``--threads 1``: the ranks are the parallelism)
+and compiled once per machine (``cache=True``); :mod:`.parallel` runs the
+per-row ones over threads (``--threads T``), with the same results.
 """
 
 from __future__ import annotations
@@ -87,12 +88,20 @@ def dropout_dense(h, gids, key, ctr, threshold, scale, act, out, keep):
     threshold : uint64 (0: no dropout); act : 0 none, 1 ReLU, 2 ELU;
     keep : (n, d) uint8 written with the mask when it has n rows (else ignored).
     """
+    dropout_rows(0, h.shape[0], h, gids, key, ctr, threshold, scale, act, out, keep)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def dropout_rows(lo, hi, h, gids, key, ctr, threshold, scale, act, out, keep):
+    """Rows ``lo:hi`` of :func:`dropout_dense` (a row's result depends on that row only: the parallel
+    kernel, :mod:`.parallel`, gives each thread its own rows)."""
     n, d = h.shape
     store = keep.shape[0] == n
     sc = np.float32(scale)
     zero = np.float32(0)
     mult = np.full(((d + 7) // 8) * 8, sc, np.float32)
-    for i in range(n):
+    for i in range(lo, hi):
         if threshold > 0:
             _row_scales(mult, np.uint64(gids[i]), key, ctr, threshold, sc)
         if act == 1:
@@ -108,7 +117,6 @@ def dropout_dense(h, gids, key, ctr, threshold, scale, act, out, keep):
         if store:
             for c in range(d):
                 keep[i, c] = mult[c] != 0
-    return out
 
 
 @numba.njit(cache=True, nogil=True)

@@ -1,11 +1,20 @@
 """The numpy / scipy / numba backend (:class:`NumpyBackend`): float32 end
-to end, one thread per rank (the BLAS threads are set before numpy loads:
-:func:`shgcn.trainer.cli.share_cores`); the fused kernels are numba's
-(:mod:`.kernels`)."""
+to end; the fused kernels are numba's (:mod:`.kernels`).
+
+Threads (``--threads T``): the BLAS threads are set before numpy loads
+(:func:`shgcn.trainer.cli.share_cores`); with T > 1 the SpMM and the
+per-row elementwise kernels run over T numba threads (:mod:`.parallel`),
+with results equal to the serial ones bit for bit. With T = 1 every product
+is scipy's and every kernel serial, as before threads existed."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import time
+import weakref
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,6 +24,31 @@ from .base import AdamState, Attention, Dropped, Noise
 
 ACT_CODES = {"none": 0, "relu": 1, "elu": 2}
 _EMPTY_KEEP = np.zeros((0, 0), np.uint8)
+_F = TypeVar("_F", bound=Callable[..., Any])
+_SPLIT_MIN = 1 << 20  # multiply-adds below which a dense product runs whole (a pool hand-off costs ~50 µs)
+# values (SpMM: nonzeros x columns) below which a numba kernel runs serially: waking the pool costs ~10 µs on
+# an idle core (and a scheduling slice, ms, on a busy one), ~20 µs of serial work; the results are the same
+_PARALLEL_MIN = 1 << 14
+
+
+def _blockable(a: Any, b: Any) -> bool:
+    """A float32 dense product big enough to split between threads."""
+    return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.ndim == 2 and b.ndim == 2
+            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] * a.shape[1] * b.shape[1] >= _SPLIT_MIN)
+
+
+def _timed(kernel: str) -> Callable[[_F], _F]:
+    """Add a method's seconds to ``self.kernel_time[kernel]`` (the run log's time per kernel; ~1 µs a call)."""
+    def wrap(f: _F) -> _F:
+        @functools.wraps(f)
+        def timed(self, *args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return f(self, *args, **kwargs)
+            finally:
+                self.kernel_time[kernel] = self.kernel_time.get(kernel, 0.0) + time.perf_counter() - t0
+        return cast(_F, timed)
+    return wrap
 
 
 class NumpyBackend:
@@ -22,18 +56,88 @@ class NumpyBackend:
 
     name = "numpy"
 
+    def __init__(self, threads: int = 1):
+        self.threads = max(1, int(threads))
+        self.kernel_time: dict[str, float] = {}  # s per kernel since the last take_kernel_time()
+        # the SpMM's row chunks of every operator, computed once: id -> (the matrix, weakly; its indptr; bounds);
+        # an entry leaves with its matrix (mini-batch views make new matrices every step)
+        self._bounds: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}
+        self.threading_layer: str | None = None  # numba's, once its parallel kernels ran (the run log's header)
+        if self.threads > 1:
+            from . import parallel  # compiles (or loads from numba's cache) the parallel kernels only when used
+            from .threads import layer
+
+            self._par = parallel
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="blas")
+            one = sp.csr_matrix(np.ones((1, 1), np.float32))  # loads the kernel and the threading layer now, not in epoch 0
+            parallel.spmm(one.indptr, one.indices, one.data, np.ones((1, 1), np.float32), self._row_bounds(one),
+                          np.empty((1, 1), np.float32))
+            self.threading_layer = layer()
+
+    def take_kernel_time(self) -> dict[str, float]:
+        """Seconds per kernel (spmm, gemm, elementwise, attention, loss, optimizer) since the last call."""
+        out, self.kernel_time = self.kernel_time, {}
+        return out
+
+    def _row_bounds(self, m: sp.csr_matrix) -> np.ndarray:
+        """``m``'s row chunks (:func:`.parallel.row_bounds`), cached by the matrix object."""
+        key = id(m)
+        hit = self._bounds.get(key)
+        if hit is not None and hit[1] is m.indptr and hit[0]() is m:
+            return hit[2]
+        bounds = self._par.row_bounds(m.indptr, self.threads)
+        self._bounds[key] = (weakref.ref(m), m.indptr, bounds)
+        weakref.finalize(m, self._bounds.pop, key, None)
+        return bounds
+
+    def _wide(self, x: np.ndarray) -> bool:
+        """Whether an elementwise kernel on ``x`` runs over the threads (big enough to pay the wake-up)."""
+        return self.threads > 1 and x.size >= _PARALLEL_MIN
+
+    def _rows(self, n: int) -> np.ndarray:
+        """Even row chunks of the elementwise kernels."""
+        return self._par.even_rows(n, self.threads)
+
     # --------------------------------------------------------- products
+    @_timed("spmm")
     def spmm(self, m: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
-        """(n, k) sparse times (k, d) dense: (n, d) float32."""
+        """(n, k) sparse times (k, d) dense: (n, d) float32. With threads, the parallel kernel (the same sums
+        in the same order as scipy's, so the same bits) on float32 CSR operands; scipy's otherwise."""
+        if self.threads > 1 and sp.issparse(m) and m.format == "csr" and m.dtype == np.float32 \
+                and isinstance(x, np.ndarray) and x.ndim == 2 and x.dtype == np.float32 \
+                and m.nnz * x.shape[1] >= _PARALLEL_MIN:
+            out = np.empty((m.shape[0], x.shape[1]), np.float32)
+            return self._par.spmm(m.indptr, m.indices, m.data, np.ascontiguousarray(x), self._row_bounds(m), out)
         return np.asarray(m @ x, dtype=np.float32)
 
+    @_timed("gemm")
     def gemm(self, a: Any, b: np.ndarray) -> np.ndarray:
-        """Dense (or CSR, first layer) times dense: float32."""
+        """Dense (or CSR, first layer) times dense: float32. With threads: CSR by the parallel SpMM, dense
+        split by rows (:meth:`_split`)."""
+        if self.threads > 1 and sp.issparse(a):
+            return self.spmm(a, b)
+        if self.threads > 1 and _blockable(a, b):
+            out = np.empty((a.shape[0], b.shape[1]), np.float32)
+            return self._split(a.shape[0], lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), out)
         return np.asarray(a @ b, dtype=np.float32)
 
+    @_timed("gemm")
     def gemm_tn(self, a: Any, b: np.ndarray) -> np.ndarray:
-        """aᵀ b (weight gradients), float32."""
+        """aᵀ b (weight gradients), float32. With threads: split by the rows of the result (a's columns)."""
+        if self.threads > 1 and not sp.issparse(a) and _blockable(a, b):
+            out = np.empty((a.shape[1], b.shape[1]), np.float32)
+            return self._split(a.shape[1], lambda lo, hi: np.matmul(a[:, lo:hi].T, b, out=out[lo:hi]), out)
         return np.asarray(a.T @ b, dtype=np.float32)
+
+    def _split(self, rows: int, part: Callable[[int, int], Any], out: np.ndarray) -> np.ndarray:
+        """Run ``part(lo, hi)`` on T contiguous row ranges of ``out``, one per thread of the backend's pool
+        (numpy's matmul releases the GIL), and return ``out``. BLAS itself runs one thread
+        (:func:`shgcn.trainer.cli.share_cores`): OpenBLAS on several threads splits a skinny product's inner
+        dimension between them, so its sums, and the losses, would depend on the thread count; a row of the
+        result computed whole by one single-threaded call is the same whichever range holds it (tested)."""
+        bounds = self._par.even_rows(rows, self.threads)
+        list(self._pool.map(lambda i: part(int(bounds[i]), int(bounds[i + 1])), range(self.threads)))
+        return out
 
     # --------------------------------------------------------- arrays
     def asarray(self, x: Any) -> Any:
@@ -63,6 +167,7 @@ class NumpyBackend:
         return h.toarray() if sp.issparse(h) else h
 
     # --------------------------------------------------------- elementwise
+    @_timed("elementwise")
     def act_dropout(self, h: Any, act: str, noise: Noise | None, layer: int, gids: np.ndarray,
                     keep: bool = False) -> tuple[Any, np.ndarray | None]:
         """``dropout(act(h))`` in one pass, and the keep mask (uint8) when
@@ -88,24 +193,32 @@ class NumpyBackend:
         key = noise.key() if noise is not None else np.zeros(2, np.uint64)
         ctr = noise.ctr(layer, kernels.NODE) if noise is not None else np.zeros(2, np.uint64)
         t = noise.threshold(rate) if noise is not None else 0
-        out = kernels.dropout_dense(h, gids, key, ctr, np.uint64(t), noise.scale(rate) if noise else 1.0,
-                                    ACT_CODES[act], np.empty_like(h), mask)
+        args = (h, gids, key, ctr, np.uint64(t), noise.scale(rate) if noise else 1.0, ACT_CODES[act], np.empty_like(h),
+                mask)
+        out = self._par.dropout_dense(*args, self._rows(h.shape[0])) if self._wide(h) else kernels.dropout_dense(*args)
         return out, (mask if mask.size else None)
 
+    @_timed("elementwise")
     def act_dropout_grad(self, g: np.ndarray, hd: np.ndarray, act: str, noise: Noise | None,
                          keep: np.ndarray | None) -> np.ndarray:
         """The gradient through :meth:`act_dropout` (``hd`` its output), in place."""
         scale = noise.scale(noise.rate) if noise is not None else 1.0
         g = np.ascontiguousarray(g, dtype=np.float32)
         if act == "relu":
+            if self._wide(g):
+                return self._par.relu_dropout_grad(g, hd, scale, self._rows(g.shape[0]))
             return kernels.relu_dropout_grad(g, hd, scale)
         if act == "elu":
-            return kernels.elu_dropout_grad(g, hd, keep if keep is not None else _EMPTY_KEEP, scale)
+            keep_ = keep if keep is not None else _EMPTY_KEEP
+            if self._wide(g):
+                return self._par.elu_dropout_grad(g, hd, keep_, scale, self._rows(g.shape[0]))
+            return kernels.elu_dropout_grad(g, hd, keep_, scale)
         if keep is not None:
             return g * keep * np.float32(scale)
         return g * np.float32(scale) if scale != 1.0 else g
 
     # --------------------------------------------------------- attention
+    @_timed("attention")
     def gat_forward(self, rows: np.ndarray, att: Attention) -> None:
         """GAT's aggregation of ``rows`` into ``att.out`` (see :func:`.kernels.gat_forward`)."""
         noise = att.noise
@@ -117,6 +230,7 @@ class NumpyBackend:
         kernels.gat_forward(rows, att.csr.indptr, att.csr.indices, att.z, att.s_src, att.s_dst, np.float32(att.slope),
                             att.rgid, att.cgid, key, ctr, np.uint64(t), scale, att.alpha, att.alpha_d, att.out)
 
+    @_timed("attention")
     def gat_backward(self, att: Attention, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dz (m, H*d), ds_src (m, H), ds_dst (n, H)) of :meth:`gat_forward`."""
         dz = np.zeros_like(att.z)
@@ -127,6 +241,7 @@ class NumpyBackend:
         return dz, ds_src, ds_dst
 
     # --------------------------------------------------------- losses
+    @_timed("loss")
     def softmax_xent(self, logits: np.ndarray, labels: np.ndarray, idx: np.ndarray, w: np.ndarray, total: int
                      ) -> tuple[float, np.ndarray, int]:
         """Masked softmax cross-entropy of rows ``idx`` (weights ``w``): the
@@ -136,6 +251,7 @@ class NumpyBackend:
                                              idx, w, 1.0 / total, g)
         return float(loss), g, int(correct)
 
+    @_timed("loss")
     def sigmoid_bce(self, logits: np.ndarray, labels: np.ndarray, idx: np.ndarray, w: np.ndarray, total: int
                     ) -> tuple[float, np.ndarray]:
         """A sigmoid per class and binary cross-entropy summed over the classes, of rows ``idx`` (weights ``w``):
@@ -149,6 +265,7 @@ class NumpyBackend:
         return float((per_row * w).sum()), g
 
     # --------------------------------------------------------- optimizer
+    @_timed("optimizer")
     def adam_step(self, state: AdamState, grads: list[np.ndarray]) -> None:
         """One Adam step on ``state.params``, in place."""
         if not state.m:

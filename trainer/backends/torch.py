@@ -12,8 +12,8 @@ On the CPU a tensor and its host array share memory (``Tensor.numpy()``, ``torch
 copied. On CUDA every such call copies its inputs to the host and its results back (correct, not fast: the
 attention and the losses are the parts a CUDA run would want as torch kernels).
 
-Intra-op threads: as many as the BLAS of the numpy backend has (``OMP_NUM_THREADS``, set per rank by
-:func:`shgcn.trainer.cli.share_cores`; 1 when unset): the ranks are the parallelism.
+Intra-op threads: ``threads`` (``--threads``), else as many as the BLAS of the numpy backend has
+(``OMP_NUM_THREADS``, set per rank by :func:`shgcn.trainer.cli.share_cores`; 1 when unset).
 """
 
 from __future__ import annotations
@@ -50,16 +50,17 @@ class TorchBackend:
     Parameters
     ----------
     device : str, where the tensors live; "cuda" needs a GPU that torch sees
+    threads : int, torch's intra-op threads (None: ``OMP_NUM_THREADS``)
     """
 
     name = "torch"
 
-    def __init__(self, device: str = "cpu"):
+    def __init__(self, device: str = "cpu", threads: int | None = None):
         if device == "cuda" and not torch.cuda.is_available():
             raise BackendError("--device cuda: torch sees no CUDA GPU here (torch.cuda.is_available() is False; "
                                f"torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'})")
         self.device = torch.device(device)
-        torch.set_num_threads(_threads())
+        torch.set_num_threads(threads or _threads())
         # the sparse operators converted once per scipy matrix: id -> (the matrix, weakly; its tensor); an
         # entry leaves with its matrix (mini-batch views make new matrices every step)
         self._csr: dict[int, tuple[weakref.ref, torch.Tensor]] = {}

@@ -1,0 +1,99 @@
+"""The CPU backend's kernels over T threads (``shgcn-train --threads T``, T > 1): the SpMM, and the per-row
+elementwise kernels of :mod:`.kernels` (dropout fused with the activation, and its gradients).
+
+Results do not depend on T. Each kernel splits the rows into T contiguous chunks (a ``prange`` over the
+chunks) and each row is computed by one thread, in the order the serial kernel computes it:
+
+- :func:`spmm` sums an output row over its nonzeros in CSR order, starting from zero, in float32: the
+  order of scipy's ``csr_matvecs`` (``y += a * x`` per stored entry), so it equals ``m @ x`` bit for bit
+  (tested) and needs no atomics. The chunks split the *nonzeros* evenly (:func:`row_bounds`: nonzeros
+  plus rows, so empty rows count too); a hub row stays whole in one chunk.
+- the dropout masks are keyed by vertex id (counter-based Philox), so a row's mask is the same whichever
+  thread draws it.
+
+Threading layer: numba's first that loads of tbb, omp (GNU OpenMP), workqueue (:mod:`.threads`; omp on
+this project's machines). None of them forks: each starts its threads inside the process, so they work in
+ranks started by ``mpirun``; omp and tbb also accept parallel kernels launched from two Python threads at
+once (workqueue does not: the trainer launches them from its main thread only).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .kernels import dropout_rows
+
+
+def row_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
+    """(chunks + 1,) int64 row boundaries splitting rows 0..n into ``chunks`` contiguous ranges of about
+    equal work, work being a row's nonzeros plus one (its output row). A row heavier than a chunk's share
+    (a hub) is never split: chunks after it may be empty."""
+    n = indptr.size - 1
+    work = np.asarray(indptr, np.int64) + np.arange(n + 1, dtype=np.int64)  # cumulative nonzeros + rows
+    targets = (work[-1] * np.arange(chunks + 1, dtype=np.int64)) // max(chunks, 1)
+    bounds = np.searchsorted(work, targets, side="left").astype(np.int64)
+    bounds[0], bounds[-1] = 0, n
+    return np.maximum.accumulate(bounds)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def spmm(indptr, indices, data, x, bounds, out):
+    """``out = m @ x`` for CSR ``m`` (indptr, indices, data float32) and dense x (k, d) float32 (C order):
+    rows ``bounds[c]:bounds[c + 1]`` by one thread, each row's sum in CSR order from zero."""
+    d = x.shape[1]
+    for c in numba.prange(bounds.size - 1):
+        acc = np.empty(d, np.float32)
+        for i in range(bounds[c], bounds[c + 1]):
+            acc[:] = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                a = data[p]
+                j = indices[p]
+                for k in range(d):
+                    acc[k] += a * x[j, k]
+            for k in range(d):
+                out[i, k] = acc[k]
+    return out
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def dropout_dense(h, gids, key, ctr, threshold, scale, act, out, keep, bounds):
+    """:func:`.kernels.dropout_dense` over the row chunks ``bounds``."""
+    for c in numba.prange(bounds.size - 1):
+        dropout_rows(bounds[c], bounds[c + 1], h, gids, key, ctr, threshold, scale, act, out, keep)
+    return out
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def relu_dropout_grad(g, hd, scale, bounds):
+    """:func:`.kernels.relu_dropout_grad` (in place) over the row chunks ``bounds``."""
+    d = g.shape[1]
+    sc = np.float32(scale)
+    zero = np.float32(0)
+    for c in numba.prange(bounds.size - 1):
+        for i in range(bounds[c], bounds[c + 1]):
+            for k in range(d):
+                g[i, k] = g[i, k] * (sc if hd[i, k] > 0 else zero)
+    return g
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def elu_dropout_grad(g, hd, keep, scale, bounds):
+    """:func:`.kernels.elu_dropout_grad` (in place) over the row chunks ``bounds``."""
+    n, d = g.shape
+    sc = np.float32(scale)
+    for c in numba.prange(bounds.size - 1):
+        for i in range(bounds[c], bounds[c + 1]):
+            for k in range(d):
+                if keep.shape[0] == n and keep[i, k] == 0:
+                    g[i, k] = 0
+                else:
+                    v = hd[i, k] / sc
+                    g[i, k] = g[i, k] * sc * (np.float32(1) if v > 0 else v + np.float32(1))
+    return g
+
+
+def even_rows(n: int, chunks: int) -> np.ndarray:
+    """(chunks + 1,) boundaries of ``chunks`` contiguous row ranges of (nearly) equal size: the elementwise
+    kernels' split (every row costs the same)."""
+    return (np.arange(chunks + 1, dtype=np.int64) * n) // max(chunks, 1)
