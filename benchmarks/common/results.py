@@ -106,6 +106,8 @@ QUESTIONS = (
               "Ping-pong: MPI latency and bandwidth on this machine",
               "Oversubscribed synchronization: 8 ranks on 2 cores"),
              (_T + "simulate_bench", _T + "pingpong")),
+    Question("threads", "Threads inside a rank: do T threads per rank speed up an epoch, and does the model know?",
+             ("Threads inside a rank: P x T on soc-slashdot0902 (issue 34)",), (_T + "thread_bench",)),
     Question("torch", "PyTorch: does a torch model on the store train what one process trains, at the predicted bytes?",
              ("PyTorch on the store: the torch backend and torchdist against one process (issue 35)",),
              (_T + "torch_bench",)),
@@ -121,7 +123,8 @@ MODULES = {m.rsplit(".", 1)[1]: m for m in (
     *(_P + n for n in ("quality_table", "vb_quality", "hp_speed", "hp_start", "balance_sim", "partition_scale")),
     *(_B + n for n in ("build_stages", "scale_build", "dataset_dirs", "compare_stores", "plan_check")),
     *(_T + n for n in ("trainer_bench", "arch_bench", "accuracy", "minibatch_bench", "algo_bench", "pingpong",
-                       "simulate_bench", "node_bench", "torch_bench", "_phases", "_pyg_epoch", "_reference_epoch")),
+                       "simulate_bench", "node_bench", "torch_bench", "thread_bench", "_phases", "_pyg_epoch",
+                       "_reference_epoch")),
     "benchmarks.minibatch_partitioning.shp_bench", "benchmarks.minibatch_partitioning.shp_batches",
     "benchmarks.interop.dgl_roundtrip")}
 MODULES["_graphs"] = "benchmarks.common.graphs"
