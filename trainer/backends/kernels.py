@@ -147,19 +147,26 @@ def relu_dropout_grad(g, hd, scale):
     return g
 
 
-@numba.njit(cache=True, nogil=True)
-def elu_dropout_grad(g, hd, keep, scale):
-    """In place: the gradient through dropout (``keep``, ``scale``) and ELU,
-    whose derivative is 1 above 0 and ELU(z) + 1 below (from hd / scale)."""
+@numba.njit(cache=True, inline="always")
+def elu_grad_rows(lo, hi, g, hd, keep, scale):
+    """Rows ``lo:hi`` of :func:`elu_dropout_grad` (a row's gradient depends on that row only: the parallel
+    kernel, :mod:`.parallel`, gives each thread its own rows)."""
     n, d = g.shape
     sc = np.float32(scale)
-    for i in range(n):
+    for i in range(lo, hi):
         for c in range(d):
             if keep.shape[0] == n and keep[i, c] == 0:
                 g[i, c] = 0
             else:
                 v = hd[i, c] / sc
                 g[i, c] = g[i, c] * sc * (np.float32(1) if v > 0 else v + np.float32(1))
+
+
+@numba.njit(cache=True, nogil=True)
+def elu_dropout_grad(g, hd, keep, scale):
+    """In place: the gradient through dropout (``keep``, ``scale``) and ELU,
+    whose derivative is 1 above 0 and ELU(z) + 1 below (from hd / scale)."""
+    elu_grad_rows(0, g.shape[0], g, hd, keep, scale)
     return g
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .kernels import dropout_rows
+from .kernels import dropout_rows, elu_grad_rows
 
 
 def row_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
@@ -80,16 +80,8 @@ def relu_dropout_grad(g, hd, scale, bounds):
 @numba.njit(cache=True, parallel=True, nogil=True)
 def elu_dropout_grad(g, hd, keep, scale, bounds):
     """:func:`.kernels.elu_dropout_grad` (in place) over the row chunks ``bounds``."""
-    n, d = g.shape
-    sc = np.float32(scale)
     for c in numba.prange(bounds.size - 1):
-        for i in range(bounds[c], bounds[c + 1]):
-            for k in range(d):
-                if keep.shape[0] == n and keep[i, k] == 0:
-                    g[i, k] = 0
-                else:
-                    v = hd[i, k] / sc
-                    g[i, k] = g[i, k] * sc * (np.float32(1) if v > 0 else v + np.float32(1))
+        elu_grad_rows(bounds[c], bounds[c + 1], g, hd, keep, scale)
     return g
 
 
