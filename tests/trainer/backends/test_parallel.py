@@ -153,7 +153,7 @@ def test_dense_products_split_by_rows_equal_the_whole_product():
     """With threads, X W and Xᵀ G run as T row ranges of the result, each one single-threaded BLAS call (the
     trainer's BLAS runs one thread): the same bits as the whole call, for skinny results too (the shapes
     whose inner dimension a multi-threaded OpenBLAS splits), and for any T."""
-    threadpool_limits = pytest.importorskip("threadpoolctl").threadpool_limits  # to pin BLAS to one thread here
+    from threadpoolctl import threadpool_limits  # the test extra's: pins BLAS to one thread here
 
     rng = np.random.default_rng(5)
     x = rng.standard_normal((30011, 64)).astype(np.float32)
