@@ -94,6 +94,9 @@ def mask_of(ids: np.ndarray, n: int, where: str) -> np.ndarray:
         raise located(where, f"expected a flat list of vertex ids, got {what}")
     if ids.dtype.kind == "f" and (~np.isfinite(ids) | (ids != np.round(ids))).any():
         raise located(where, "vertex ids must be whole numbers")
+    if ids.dtype.kind == "f" and ids.size and ((ids < 0) | (ids >= n)).any():  # before the cast: 1e30 has no int64
+        bad_f = ids[(ids < 0) | (ids >= n)][0]
+        raise located(where, f"vertex id {bad_f:.17g} outside 0..{n - 1}")
     ids = ids.astype(np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= n):
         bad = ids[(ids < 0) | (ids >= n)][0]

@@ -1,6 +1,8 @@
 """Node data of dataset directories (pipeline/sources/nodefiles.py): labels checked and converted block by block,
 masks from vertex ids, edges of (2, E) and CSR arrays in chunks, the scratch directory."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -44,6 +46,10 @@ def test_mask_of_vertex_ids():
         nodefiles.mask_of(np.array([1, 9]), 4, "s")
     with pytest.raises(UserError, match="whole numbers"):
         nodefiles.mask_of(np.array([0.5]), 4, "s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "invalid value encountered in cast": checked before the cast
+        with pytest.raises(UserError, match=r"vertex id 1e\+30 outside 0..3"):
+            nodefiles.mask_of(np.array([1.0, 1e30]), 4, "s")
 
 
 def test_edges_of_pairs_and_of_csr_rows(tmp_path):
