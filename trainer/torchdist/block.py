@@ -22,6 +22,8 @@ import numpy as np
 from shgcn import store
 from shgcn.core.errors import UserError
 
+from ..plan import comm_plan
+
 EDGE_KINDS = ("norm", "pattern", "attention")
 
 
@@ -149,7 +151,7 @@ def open_block(path: str | Path | store.Store, rank: int | None = None, size: in
         raise UserError(f"{s.path}: the store is partitioned for {s.parts} ranks, not {size}: "
                         f"run it with {s.parts} processes, or build one with --parts {size}")
     b = s.rank(rank, verify=verify)
-    plan = _halo_plan(torch, b.plan, rank, size)
+    plan = _halo_plan(torch, b.plan, rank, s.offsets)
     indptr = np.asarray(b.plan.indptr, np.int64)
     rows = np.repeat(np.arange(plan.n_own, dtype=np.int64), np.diff(indptr))
     multi = s.attrs.get("label_kind") == "multi"
@@ -171,14 +173,12 @@ def open_block(path: str | Path | store.Store, rank: int | None = None, size: in
         directed=bool(s.attrs["directed"]), multilabel=multi)
 
 
-def _halo_plan(torch: Any, plan: store.Plan, rank: int, size: int) -> HaloPlan:
-    sp_ = np.asarray(plan.send_ptr, np.int64)
-    rows = np.asarray(plan.send_rows, np.int64)
-    rp = np.asarray(plan.recv_ptr, np.int64)
-    send = [(q, torch.from_numpy(rows[sp_[q]:sp_[q + 1]].copy())) for q in range(size)
-            if q != rank and sp_[q + 1] > sp_[q]]
-    recv = [(q, int(rp[q]), int(rp[q + 1] - rp[q])) for q in range(size) if q != rank and rp[q + 1] > rp[q]]
-    return HaloPlan(rank, size, plan.n_own, int(rp[-1]), send, recv)
+def _halo_plan(torch: Any, plan: store.Plan, rank: int, offsets: np.ndarray) -> HaloPlan:
+    """The trainer's plan of the block (:func:`shgcn.trainer.plan.comm_plan`) with torch index tensors."""
+    cp = comm_plan(plan, rank, offsets)
+    send = [(q, torch.from_numpy(np.ascontiguousarray(rows, np.int64))) for q, rows in cp.send_to]
+    recv = [(q, int(cp.recv_start[q]), count) for q, count in cp.recv_from]
+    return HaloPlan(rank, cp.size, plan.n_own, cp.recv_rows, send, recv)
 
 
 def predicted_rows(path: str | Path | store.Store) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
