@@ -39,7 +39,13 @@ def share_cores(threads: int | None = None) -> int:
     numba's pool gets that many threads; BLAS (OpenMP, OpenBLAS, MKL) one: the backend splits the dense
     products between its threads itself (:meth:`.backends.numpy.NumpyBackend.gemm`), so that their sums do
     not depend on the thread count, and OpenBLAS's threads, which spin while they wait, never compete with
-    numba's. ``--threads`` sets every variable; without it variables the user set are left alone."""
+    numba's. ``--threads`` sets every variable; without it variables the user set are left alone.
+
+    numba's OpenMP threads sleep as soon as a kernel ends (``OMP_WAIT_POLICY=PASSIVE`` unless the user chose):
+    GNU OpenMP's default spins a worker for milliseconds after each parallel region, and on a rank whose
+    threads alternate between numba's kernels and the backend's dense split (Python threads) that spinning
+    worker holds the core the split's second half needs (measured: a mini-batch step's products 1.5x
+    slower than with sleeping workers, benchmarks/RESULTS.md)."""
     share = threads or cores_share()
     for var in THREAD_VARS:
         value = str(share) if var == "NUMBA_NUM_THREADS" else "1"
@@ -47,6 +53,7 @@ def share_cores(threads: int | None = None) -> int:
             os.environ[var] = value
         else:
             os.environ.setdefault(var, value)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return share
 
 
@@ -152,9 +159,10 @@ def _minibatch_options(p: argparse.ArgumentParser) -> None:
                     help="0: n / batch size, which covers the training vertices once on average")
     mb.add_argument("--saint", choices=("auto", "on", "off"), default="auto",
                     help="GraphSAINT aggregator and loss normalization (auto: on for edge and rw, off for node)")
-    mb.add_argument("--plan-ahead", choices=("inline", "thread"), default="inline",
-                    help="build the next batch's plan while the step's allreduce completes (inline), or in a helper "
-                         "thread while the step computes and waits (pays when a core is free for it)")
+    mb.add_argument("--plan-ahead", choices=("auto", "inline", "thread"), default="auto",
+                    help="sample and build the next batch's plan while the step's allreduce completes (inline), or "
+                         "in a helper thread while the step computes and waits (thread: pays when a core is free "
+                         "for it); auto: thread when each rank has --threads above 1, else inline")
     mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
 
 

@@ -16,6 +16,7 @@ from .wire import DTYPES
 
 MODES = ("full", "minibatch")
 SAMPLERS = ("node", "edge", "rw")
+PLAN_AHEAD = ("auto", "inline", "thread")
 
 
 class TrainError(UserError):
@@ -57,7 +58,8 @@ class TrainConfig:
     out_heads: int = 1  # gat: of the last layer (averaged)
     attn_dropout: float | None = None  # gat: None = the same as dropout
     exchange_dtype: str = "float32"
-    plan_ahead: str = "inline"  # mini-batch: build the next batch's plan in the allreduce's wait, or in a "thread"
+    plan_ahead: str = "auto"  # mini-batch: the next batch's plan "inline" (in the allreduce's wait) or in a "thread";
+    # auto: a thread when the rank has threads (``threads`` > 1), inline otherwise
     algorithm: str = "1d"  # 1d | 1.5d | 2d (shgcn.core.algorithms)
     replication: int = 1  # 1.5d: ranks per block row (c)
     row_combine: str = "auto"  # 1.5d: reduce (partial sums) | gather (received rows); auto: by the architecture
@@ -104,8 +106,8 @@ class TrainConfig:
                 raise TrainError(f"--batch-size {self.batch_size}: must be >= 1 (0: 10% of the vertices)")
             if self.walk_length < 1:
                 raise TrainError("--walk-length must be >= 1")
-            if self.plan_ahead not in ("thread", "inline"):
-                raise TrainError(f"--plan-ahead {self.plan_ahead!r}: choose thread or inline")
+            if self.plan_ahead not in PLAN_AHEAD:
+                raise TrainError(f"--plan-ahead {self.plan_ahead!r}: choose {', '.join(PLAN_AHEAD)}")
             if self.saint not in ("auto", "on", "off") or self.batches_per_epoch < 0 or self.norm_batches < 1:
                 raise TrainError("--saint is auto, on or off; --batches-per-epoch >= 0; --norm-batches >= 1")
 
@@ -166,6 +168,12 @@ class TrainConfig:
     def use_saint(self) -> bool:
         """GraphSAINT normalization: on by default for the edge and rw samplers."""
         return self.saint == "on" or (self.saint == "auto" and self.sampler in ("edge", "rw"))
+
+    @property
+    def plan_thread(self) -> bool:
+        """Whether the next mini-batch's plan is sampled and built on a helper thread while the step computes
+        (``--plan-ahead``; auto: when the rank has threads of its own, ``threads`` > 1)."""
+        return self.plan_ahead == "thread" or (self.plan_ahead == "auto" and self.threads > 1)
 
     def batch_size_for(self, n: int) -> int:
         """The mini-batch size on a graph of ``n`` vertices (the pipeline's default: 10% of n)."""

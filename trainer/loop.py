@@ -64,7 +64,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
     if ctx.start and root and not cfg.quiet:
         print(f"resumed at epoch {ctx.start} from {checkpoint.path(cfg)}", flush=True)
     records = []
-    plans = PlanAhead(ctx.batches, threaded=cfg.plan_ahead == "thread") if ctx.batches is not None else None
+    plans = PlanAhead(ctx.batches, threaded=cfg.plan_thread) if ctx.batches is not None else None
     kernel_time(ctx.backend)  # the setup's calls are no epoch's
     try:
         for epoch in range(ctx.start, cfg.epochs):

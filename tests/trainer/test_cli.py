@@ -124,6 +124,18 @@ def test_share_cores_sets_the_threads_or_leaves_the_users_variables(monkeypatch)
     assert cli.cores_share() == 1  # never 0 threads
 
 
+def test_numbas_openmp_workers_sleep_between_kernels_unless_the_user_chose(monkeypatch):
+    from shgcn.trainer import cli
+
+    for var in (*cli.THREAD_VARS, "OMP_WAIT_POLICY"):  # restored after the test
+        monkeypatch.delenv(var, raising=False)
+    cli.share_cores(2)
+    assert cli.os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    cli.share_cores(2)
+    assert cli.os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
 def test_threads_zero_is_one_line_exit_2(tmp_path):
     res = train(1, tmp_path / "nope.zarr", "--threads", 0, use_mpirun=False, timeout=120)
     assert res.returncode == 2 and res.stderr.strip() == \

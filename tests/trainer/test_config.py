@@ -26,7 +26,14 @@ def test_an_architectures_own_options_enter_the_checkpoint_identity():
     ({"exchange": "bcast", "exchange_dtype": "float16"}, "bcast"), ({"algorithm": "2d", "arch": "gat"}, "2d"),
     ({"replication": 2}, "needs --algorithm 1.5d"), ({"lr": float("nan")}, "--lr"),
     ({"device": "cuda"}, "--device cuda: the numpy backend"), ({"backend": "torch", "device": "tpu"}, "--device tpu"),
-    ({"backend": "abacus"}, "--backend 'abacus'"), ({"threads": 0}, "--threads 0: must be >= 1")])
+    ({"backend": "abacus"}, "--backend 'abacus'"), ({"threads": 0}, "--threads 0: must be >= 1"),
+    ({"mode": "minibatch", "plan_ahead": "later"}, "--plan-ahead 'later': choose auto, inline, thread")])
 def test_bad_options_are_one_line_errors(kw, fragment):
     with pytest.raises(TrainError, match=fragment.replace("(", r"\(")):
         TrainConfig(store="s", **kw).check()
+
+
+@pytest.mark.parametrize("plan_ahead,threads,threaded", [
+    ("auto", 1, False), ("auto", 2, True), ("inline", 4, False), ("thread", 1, True), ("thread", 2, True)])
+def test_the_next_batch_is_made_on_a_thread_when_the_rank_has_threads(plan_ahead, threads, threaded):
+    assert TrainConfig(store="s", plan_ahead=plan_ahead, threads=threads).plan_thread is threaded

@@ -1,8 +1,9 @@
 """Starting torch.distributed the way the job was launched
 (:func:`init_from_env`): ``torchrun`` (its ``RANK``, ``WORLD_SIZE``,
 ``MASTER_ADDR``/``MASTER_PORT``), ``mpirun`` (MPICH's ``PMI_*`` or Open MPI's
-``OMPI_COMM_WORLD_*``: rank 0 picks a free port and MPI broadcasts where to
-meet), or a single process."""
+``OMPI_COMM_WORLD_*``: rank 0 opens torch's key-value store on a port the
+system picks and MPI broadcasts where it listens, so no other job can take
+the port between choosing and binding it), or a single process."""
 
 from __future__ import annotations
 
@@ -15,27 +16,25 @@ import torch.distributed as dist
 MPI_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
-
-
 def launched_by_mpi() -> bool:
     """Whether an MPI launcher started more than one process."""
     return any(int(os.environ.get(v, "1") or 1) > 1 for v in MPI_SIZE_VARS)
 
 
-def _mpi_rendezvous() -> tuple[str, int, int]:
-    """(``tcp://host:port`` of rank 0, rank, size) agreed over MPI: rank 0's loopback when every rank runs on
-    its host, else its host name."""
+def _mpi_rendezvous(timeout: timedelta) -> tuple[dist.Store, int, int]:
+    """(the job's store, rank, size), agreed over MPI: rank 0 serves a TCPStore bound to port 0 (the system
+    picks a free one and the store holds it from then on) and broadcasts the port; the others connect to rank
+    0's loopback when every rank runs on its host, else to its host name."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     hosts = comm.allgather(socket.gethostname())
-    port = comm.bcast(_free_port() if comm.rank == 0 else None, root=0)
     host = "127.0.0.1" if len(set(hosts)) == 1 else hosts[0]
-    return f"tcp://{host}:{port}", comm.rank, comm.size
+    server = dist.TCPStore(host, 0, comm.size, True, timeout=timeout, wait_for_workers=False) \
+        if comm.rank == 0 else None
+    port = comm.bcast(server.port if server is not None else None, root=0)
+    store = server if server is not None else dist.TCPStore(host, port, comm.size, False, timeout=timeout)
+    return store, comm.rank, comm.size
 
 
 def init_from_env(backend: str = "gloo", timeout_s: float = 300.0) -> tuple[int, int]:
@@ -52,9 +51,8 @@ def init_from_env(backend: str = "gloo", timeout_s: float = 300.0) -> tuple[int,
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun, or a user's own launcher
         dist.init_process_group(backend, init_method="env://", timeout=timeout)
     elif launched_by_mpi():
-        url, rank, size = _mpi_rendezvous()
-        dist.init_process_group(backend, init_method=url, rank=rank, world_size=size, timeout=timeout)
-    else:
-        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1,
-                                timeout=timeout)
+        store, rank, size = _mpi_rendezvous(timeout)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
+    else:  # one process: an in-memory store, no port at all
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return dist.get_rank(), dist.get_world_size()
