@@ -181,11 +181,22 @@ def gat_forward(rows, indptr, indices, z, s_src, s_dst, slope, rgid, cgid, key, 
     alpha (nnz, H) (softmax), alpha_d (nnz, H) (after dropout) and out[rows].
     Every pass runs over a row's edges with the heads innermost (contiguous).
     """
+    gat_rows(0, rows.size, rows, indptr, indices, z, s_src, s_dst, slope, rgid, cgid, key, ctr, threshold, scale,
+             alpha, alpha_d, out)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def gat_rows(lo_i, hi_i, rows, indptr, indices, z, s_src, s_dst, slope, rgid, cgid, key, ctr, threshold, scale,
+             alpha, alpha_d, out):
+    """:func:`gat_forward` of ``rows[lo_i:hi_i]`` (a row writes only its own edges and output row, so row
+    ranges may run on different threads)."""
     heads = s_dst.shape[1]
     d = z.shape[1] // heads
     m = np.empty(heads, np.float32)
     tot = np.empty(heads, np.float32)
-    for r in rows:
+    for i in range(lo_i, hi_i):
+        r = rows[i]
         lo, hi = indptr[r], indptr[r + 1]
         m[:] = -np.inf
         tot[:] = 0
@@ -205,7 +216,6 @@ def gat_forward(rows, indptr, indices, z, s_src, s_dst, slope, rgid, cgid, key, 
             for h in range(heads):
                 alpha[p, h] /= tot[h]
         _attend(r, lo, hi, indices, z, rgid, cgid, key, ctr, threshold, scale, alpha, alpha_d, out, heads, d)
-    return out
 
 
 @numba.njit(cache=True, inline="always")
@@ -245,50 +255,72 @@ def gat_backward(indptr, indices, z, g, s_src, s_dst, slope, alpha, alpha_d, dz,
 
     Accumulates dz (m, H*d) through the aggregation (received columns too:
     partial sums for their owners), ds_src (m, H) and ds_dst (n, H) through
-    the scores (softmax, LeakyReLU, attention dropout)."""
-    heads = s_dst.shape[1]
-    d = z.shape[1] // heads
-    hd = heads * d
+    the scores (softmax, LeakyReLU, attention dropout). A column's sums run
+    over its rows in ascending order (what :mod:`.parallel`'s column pass
+    repeats)."""
     width = 0
     for r in range(indptr.size - 1):
         width = max(width, indptr[r + 1] - indptr[r])
-    da = np.zeros((width, heads), np.float32)
-    dot = np.empty(heads, np.float32)
-    aw = np.empty(hd, np.float32)
-    prod = np.empty(hd, np.float32)
+    de = np.zeros((width, s_dst.shape[1]), np.float32)
+    live = np.zeros(width, np.bool_)
+    dot = np.empty(s_dst.shape[1], np.float32)
     for r in range(indptr.size - 1):
         lo, hi = indptr[r], indptr[r + 1]
-        dot[:] = 0
+        gat_score_grads(r, lo, hi, lo, indices, z, g, s_src, s_dst, slope, alpha, alpha_d, de, live, dot, ds_dst)
         for p in range(lo, hi):
-            j = indices[p]
-            live = False
-            for h in range(heads):
-                live = live or alpha_d[p, h] != 0
-                for c in range(d):
-                    aw[h * d + c] = alpha_d[p, h]
-            da[p - lo, :] = 0
-            if not live:  # every head dropped (or underflowed): no gradient through this edge
-                continue
-            for c in range(hd):
-                prod[c] = g[r, c] * z[j, c]
-                dz[j, c] += aw[c] * g[r, c]
-            for h in range(heads):
-                a_d = alpha_d[p, h]
-                if a_d != 0:  # d alpha = d alpha_d * (mask * scale) = d alpha_d * alpha_d / alpha
-                    s = np.float32(0)
-                    for c in range(d):
-                        s += prod[h * d + c]
-                    da[p - lo, h] = s * (a_d / alpha[p, h])
-                    dot[h] += alpha[p, h] * da[p - lo, h]
-        for p in range(lo, hi):
-            j = indices[p]
-            for h in range(heads):
-                de = alpha[p, h] * (da[p - lo, h] - dot[h])
-                if s_dst[r, h] + s_src[j, h] <= 0:
-                    de *= slope
-                ds_dst[r, h] += de
-                ds_src[j, h] += de
+            gat_column_grads(indices[p], r, p, p - lo, g, alpha_d, de, live, dz, ds_src)
     return dz
+
+
+@numba.njit(cache=True, inline="always")
+def gat_score_grads(r, lo, hi, base, indices, z, g, s_src, s_dst, slope, alpha, alpha_d, de, live, dot, ds_dst):
+    """Row r's part of :func:`gat_backward` that stays in the row (its edges ``lo:hi``): each edge p's score
+    gradient ``de[p - base]`` (H) and whether any head kept it (``live[p - base]``), and ds_dst[r];
+    ``dot`` (H,) is scratch."""
+    heads = s_dst.shape[1]
+    d = z.shape[1] // heads
+    dot[:] = 0
+    for p in range(lo, hi):
+        j = indices[p]
+        q = p - base
+        live[q] = False
+        for h in range(heads):
+            live[q] = live[q] or alpha_d[p, h] != 0
+            de[q, h] = 0
+        if not live[q]:  # every head dropped (or underflowed): no gradient through this edge
+            continue
+        for h in range(heads):
+            a_d = alpha_d[p, h]
+            if a_d != 0:  # d alpha = d alpha_d * (mask * scale) = d alpha_d * alpha_d / alpha
+                s = np.float32(0)
+                for c in range(h * d, (h + 1) * d):
+                    s += g[r, c] * z[j, c]
+                de[q, h] = s * (a_d / alpha[p, h])  # da, until the pass below
+                dot[h] += alpha[p, h] * de[q, h]
+    for p in range(lo, hi):
+        j = indices[p]
+        q = p - base
+        for h in range(heads):
+            e = alpha[p, h] * (de[q, h] - dot[h])
+            if s_dst[r, h] + s_src[j, h] <= 0:
+                e *= slope
+            de[q, h] = e
+            ds_dst[r, h] += e
+
+
+@numba.njit(cache=True, inline="always")
+def gat_column_grads(j, r, p, q, g, alpha_d, de, live, dz, ds_src):
+    """Edge p = (r, j)'s part of :func:`gat_backward` that lands in column j: dz[j] through the aggregation
+    (when a head kept the edge) and ds_src[j] (``de[q]``, ``live[q]`` from :func:`gat_score_grads`)."""
+    heads = ds_src.shape[1]
+    d = dz.shape[1] // heads
+    if live[q]:
+        for h in range(heads):
+            a = alpha_d[p, h]
+            for c in range(h * d, (h + 1) * d):
+                dz[j, c] += a * g[r, c]
+    for h in range(heads):
+        ds_src[j, h] += de[q, h]
 
 
 @numba.njit(cache=True, nogil=True)

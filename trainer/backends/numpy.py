@@ -61,7 +61,7 @@ class NumpyBackend:
         self.kernel_time: dict[str, float] = {}  # s per kernel since the last take_kernel_time()
         # the SpMM's row chunks of every operator, computed once: id -> (the matrix, weakly; its indptr; bounds);
         # an entry leaves with its matrix (mini-batch views make new matrices every step)
-        self._bounds: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}
+        self._bounds: dict[tuple[int, str], tuple[weakref.ref, np.ndarray, Any]] = {}
         self.threading_layer: str | None = None  # numba's, once its parallel kernels ran (the run log's header)
         if self.threads > 1:
             from . import parallel  # compiles (or loads from numba's cache) the parallel kernels only when used
@@ -81,14 +81,18 @@ class NumpyBackend:
 
     def _row_bounds(self, m: sp.csr_matrix) -> np.ndarray:
         """``m``'s row chunks (:func:`.parallel.row_bounds`), cached by the matrix object."""
-        key = id(m)
+        return self._derived(m, "bounds", lambda: self._par.row_bounds(m.indptr, self.threads))
+
+    def _derived(self, m: sp.csr_matrix, kind: str, make: Callable[[], Any]) -> Any:
+        """``make()``, computed once per matrix object and ``kind`` (an entry leaves with its matrix)."""
+        key = (id(m), kind)
         hit = self._bounds.get(key)
         if hit is not None and hit[1] is m.indptr and hit[0]() is m:
             return hit[2]
-        bounds = self._par.row_bounds(m.indptr, self.threads)
-        self._bounds[key] = (weakref.ref(m), m.indptr, bounds)
+        value = make()
+        self._bounds[key] = (weakref.ref(m), m.indptr, value)
         weakref.finalize(m, self._bounds.pop, key, None)
-        return bounds
+        return value
 
     def _wide(self, x: np.ndarray) -> bool:
         """Whether an elementwise kernel on ``x`` runs over the threads (big enough to pay the wake-up)."""
@@ -220,25 +224,44 @@ class NumpyBackend:
     # --------------------------------------------------------- attention
     @_timed("attention")
     def gat_forward(self, rows: np.ndarray, att: Attention) -> None:
-        """GAT's aggregation of ``rows`` into ``att.out`` (see :func:`.kernels.gat_forward`)."""
+        """GAT's aggregation of ``rows`` into ``att.out`` (see :func:`.kernels.gat_forward`); with threads, over
+        chunks of ``rows`` of about equal edges (the same results)."""
         noise = att.noise
         rate = noise.attn_rate if noise is not None else 0.0
         key = noise.key() if noise is not None else np.zeros(2, np.uint64)
         ctr = noise.ctr(att.layer, kernels.ATTENTION) if noise is not None else np.zeros(2, np.uint64)
         t = noise.threshold(rate) if noise is not None else 0
         scale = noise.scale(rate) if noise is not None else 1.0
-        kernels.gat_forward(rows, att.csr.indptr, att.csr.indices, att.z, att.s_src, att.s_dst, np.float32(att.slope),
-                            att.rgid, att.cgid, key, ctr, np.uint64(t), scale, att.alpha, att.alpha_d, att.out)
+        args = (rows, att.csr.indptr, att.csr.indices, att.z, att.s_src, att.s_dst, np.float32(att.slope), att.rgid,
+                att.cgid, key, ctr, np.uint64(t), scale, att.alpha, att.alpha_d, att.out)
+        if self._threaded(att):
+            deg = np.diff(att.csr.indptr)[rows]
+            self._par.gat_forward(*args, self._par.row_bounds(np.concatenate([[0], np.cumsum(deg)]), self.threads))
+        else:
+            kernels.gat_forward(*args)
 
     @_timed("attention")
     def gat_backward(self, att: Attention, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(dz (m, H*d), ds_src (m, H), ds_dst (n, H)) of :meth:`gat_forward`."""
+        """(dz (m, H*d), ds_src (m, H), ds_dst (n, H)) of :meth:`gat_forward`; with threads, rows then columns
+        (:func:`.parallel.gat_backward`, the same results)."""
         dz = np.zeros_like(att.z)
         ds_src = np.zeros_like(att.s_src)
         ds_dst = np.zeros_like(att.s_dst)
-        kernels.gat_backward(att.csr.indptr, att.csr.indices, att.z, np.ascontiguousarray(g), att.s_src, att.s_dst,
-                             np.float32(att.slope), att.alpha, att.alpha_d, dz, ds_src, ds_dst)
+        m = att.csr
+        args = (m.indptr, m.indices, att.z, np.ascontiguousarray(g), att.s_src, att.s_dst, np.float32(att.slope),
+                att.alpha, att.alpha_d, dz, ds_src, ds_dst)
+        if self._threaded(att):
+            col_ptr, col_edge, col_row = self._derived(m, "columns",
+                                                       lambda: self._par.columns(m.indptr, m.indices, att.z.shape[0]))
+            self._par.gat_backward(*args, self._row_bounds(m), col_ptr, col_edge, col_row,
+                                   self._par.row_bounds(col_ptr, self.threads))
+        else:
+            kernels.gat_backward(*args)
         return dz, ds_src, ds_dst
+
+    def _threaded(self, att: Attention) -> bool:
+        """Whether GAT's attention runs over the threads (big enough to pay the wake-up)."""
+        return self.threads > 1 and att.csr.nnz * att.z.shape[1] >= _PARALLEL_MIN
 
     # --------------------------------------------------------- losses
     @_timed("loss")

@@ -10,6 +10,10 @@ chunks) and each row is computed by one thread, in the order the serial kernel c
   plus rows, so empty rows count too); a hub row stays whole in one chunk.
 - the dropout masks are keyed by vertex id (counter-based Philox), so a row's mask is the same whichever
   thread draws it.
+- GAT's backward adds into the *columns* (dz and ds_src of every neighbour). It runs in two passes: the
+  rows' own part (score gradients, ds_dst) over row chunks, then each column's sums over column chunks,
+  visiting the column's rows in ascending order through the CSC of the pattern: the order the serial
+  kernel adds them in, so the same bits, again without atomics.
 
 Threading layer: numba's first that loads of tbb, omp (GNU OpenMP), workqueue (:mod:`.threads`; omp on
 this project's machines). None of them forks: each starts its threads inside the process, so they work in
@@ -21,8 +25,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 
-from .kernels import dropout_rows, elu_grad_rows
+from .kernels import dropout_rows, elu_grad_rows, gat_column_grads, gat_rows, gat_score_grads
 
 
 def row_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
@@ -89,3 +94,43 @@ def even_rows(n: int, chunks: int) -> np.ndarray:
     """(chunks + 1,) boundaries of ``chunks`` contiguous row ranges of (nearly) equal size: the elementwise
     kernels' split (every row costs the same)."""
     return (np.arange(chunks + 1, dtype=np.int64) * n) // max(chunks, 1)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def gat_forward(rows, indptr, indices, z, s_src, s_dst, slope, rgid, cgid, key, ctr, threshold, scale,
+                alpha, alpha_d, out, bounds):
+    """:func:`.kernels.gat_forward` over chunks of ``rows`` (positions ``bounds[c]:bounds[c + 1]``)."""
+    for c in numba.prange(bounds.size - 1):
+        gat_rows(bounds[c], bounds[c + 1], rows, indptr, indices, z, s_src, s_dst, slope, rgid, cgid, key, ctr,
+                 threshold, scale, alpha, alpha_d, out)
+    return out
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def gat_backward(indptr, indices, z, g, s_src, s_dst, slope, alpha, alpha_d, dz, ds_src, ds_dst, bounds,
+                 col_ptr, col_edge, col_row, col_bounds):
+    """:func:`.kernels.gat_backward`: the rows' part over the row chunks ``bounds``, then the columns' sums
+    over the column chunks ``col_bounds``; column j's edges are ``col_edge[col_ptr[j]:col_ptr[j + 1]]``
+    (rows ``col_row``, ascending)."""
+    heads = s_dst.shape[1]
+    de = np.empty((indices.size, heads), np.float32)
+    live = np.empty(indices.size, np.bool_)
+    for c in numba.prange(bounds.size - 1):
+        dot = np.empty(heads, np.float32)
+        for r in range(bounds[c], bounds[c + 1]):
+            gat_score_grads(r, indptr[r], indptr[r + 1], 0, indices, z, g, s_src, s_dst, slope, alpha, alpha_d,
+                            de, live, dot, ds_dst)
+    for c in numba.prange(col_bounds.size - 1):
+        for j in range(col_bounds[c], col_bounds[c + 1]):
+            for t in range(col_ptr[j], col_ptr[j + 1]):
+                p = col_edge[t]
+                gat_column_grads(j, col_row[t], p, p, g, alpha_d, de, live, dz, ds_src)
+    return dz
+
+
+def columns(indptr: np.ndarray, indices: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CSC of a CSR pattern with m columns: (col_ptr (m + 1,), col_edge (nnz,) the CSR position of each
+    entry, col_row (nnz,) its row), each column's entries in ascending row order (scipy's counting sort)."""
+    n, nnz = indptr.size - 1, indices.size
+    csc = sp.csr_matrix((np.arange(nnz, dtype=np.int64), indices, indptr), shape=(n, m)).tocsc()
+    return csc.indptr.astype(np.int64), csc.data.astype(np.int64), csc.indices.astype(np.int64)

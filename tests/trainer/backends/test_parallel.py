@@ -1,6 +1,6 @@
 """The parallel kernels (trainer/backends/parallel.py): the SpMM against scipy's (allclose; and bit for bit, which
 makes the losses of every ``--threads`` the same) and between chunk counts (exact), on random, skewed (one hub
-row) and empty-row matrices; the row chunks; the elementwise kernels against the serial ones."""
+row) and empty-row matrices; the row chunks; the elementwise and GAT attention kernels against the serial ones."""
 
 import gc
 
@@ -98,6 +98,87 @@ def test_dropout_kernels_equal_the_serial_ones(act):
                                   kernels.relu_dropout_grad(g.copy(), serial, 1.4))
     np.testing.assert_array_equal(parallel.elu_dropout_grad(g.copy(), serial, keep_s, 1.4, bounds),
                                   kernels.elu_dropout_grad(g.copy(), serial, keep_s, 1.4))
+
+
+def _attention(seed: int, hub: bool):
+    """A GAT layer's inputs over a CSR with more columns than rows (received ones), self loops, maybe a hub."""
+    rng = np.random.default_rng(seed)
+    n, m, heads, d = 60 + 7 * seed, 90 + 5 * seed, 1 + seed % 3, 4 + seed
+    csr = (sp.random(n, m, density=0.06, random_state=seed, format="lil") + sp.eye(n, m, format="lil")).tolil()
+    if hub:
+        csr[3, :] = 1.0
+    csr = csr.tocsr()
+    csr.sort_indices()
+    z = rng.standard_normal((m, heads * d)).astype(np.float32)
+    scores = rng.standard_normal((m, heads)).astype(np.float32), rng.standard_normal((n, heads)).astype(np.float32)
+    gids = rng.permutation(10 * m)[:n].astype(np.int64), rng.permutation(10 * m)[:m].astype(np.int64)
+    g = rng.standard_normal((n, heads * d)).astype(np.float32)
+    return csr.indptr.astype(np.int64), csr.indices.astype(np.int64), z, scores, gids, g
+
+
+@pytest.mark.parametrize("seed,hub", [(0, False), (1, True), (2, True)])
+@pytest.mark.parametrize("threshold", [0, 20000])
+def test_attention_kernels_equal_the_serial_ones(seed, hub, threshold):
+    """GAT's forward over row chunks and its backward (rows, then columns through the CSC) give the serial
+    kernels' bits for any chunk count, attention dropout on and off, a hub row included."""
+    indptr, indices, z, (s_src, s_dst), (rgid, cgid), g = _attention(seed, hub)
+    n, heads = s_dst.shape
+    rows = np.arange(n, dtype=np.int64)[::-1].copy()  # any order of rows: the forward takes them as given
+
+    def layer(chunks):
+        alpha, alpha_d = np.empty((indices.size, heads), np.float32), np.empty((indices.size, heads), np.float32)
+        out = np.full((n, z.shape[1]), np.nan, np.float32)
+        fwd = (rows, indptr, indices, z, s_src, s_dst, np.float32(0.2), rgid, cgid, np.array([9, 1], np.uint64),
+               np.array([3, 5], np.uint64), np.uint64(threshold), np.float32(1.5), alpha, alpha_d, out)
+        grads = np.zeros_like(z), np.zeros_like(s_src), np.zeros_like(s_dst)
+        bwd = (indptr, indices, z, g, s_src, s_dst, np.float32(0.2), alpha, alpha_d, *grads)
+        if chunks is None:
+            kernels.gat_forward(*fwd)
+            kernels.gat_backward(*bwd)
+        else:
+            deg = np.diff(indptr)[rows]
+            parallel.gat_forward(*fwd, parallel.row_bounds(np.concatenate([[0], np.cumsum(deg)]), chunks))
+            col_ptr, col_edge, col_row = parallel.columns(indptr, indices, z.shape[0])
+            parallel.gat_backward(*bwd, parallel.row_bounds(indptr, chunks), col_ptr, col_edge, col_row,
+                                  parallel.row_bounds(col_ptr, chunks))
+        return alpha, alpha_d, out, *grads
+
+    serial = layer(None)
+    assert not np.isnan(serial[2]).any() and (serial[1] == 0).any() == (threshold > 0)
+    for chunks in CHUNKS:
+        for a, b in zip(layer(chunks), serial):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_the_backends_attention_with_threads_equals_one_thread(monkeypatch):
+    """Through the backend: forward of two row sets (interior, then boundary, as the GAT layer calls it) and
+    the backward twice (the second reuses the cached columns), on 2 threads against 1, bit for bit."""
+    from shgcn.trainer.backends import numpy as backend_module
+    from shgcn.trainer.backends.base import Attention
+
+    monkeypatch.setattr(backend_module, "_PARALLEL_MIN", 0)  # this small layer runs the threaded kernels too
+    indptr, indices, z, (s_src, s_dst), (rgid, cgid), g = _attention(1, True)
+    n, heads = s_dst.shape
+    csr = sp.csr_matrix((np.ones(indices.size, np.float32), indices, indptr), shape=(n, z.shape[0]))
+    results = []
+    for threads in (1, 2):
+        be = NumpyBackend(threads=threads)
+        att = Attention(csr, z, s_src, s_dst, 0.2, rgid, cgid, None, 0, np.empty((csr.nnz, heads), np.float32),
+                        np.empty((csr.nnz, heads), np.float32), np.empty((n, z.shape[1]), np.float32))
+        be.gat_forward(np.arange(0, n, 2, dtype=np.int64), att)
+        be.gat_forward(np.arange(1, n, 2, dtype=np.int64), att)
+        first, second = be.gat_backward(att, g), be.gat_backward(att, g)
+        assert all(np.array_equal(a, b) for a, b in zip(first, second))
+        results.append((att.alpha, att.out, *first))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_columns_of_a_pattern_list_each_columns_rows_in_order():
+    indptr, indices = np.array([0, 2, 3, 5]), np.array([1, 2, 0, 1, 2])  # rows: {1, 2}, {0}, {1, 2}
+    col_ptr, col_edge, col_row = parallel.columns(indptr, indices, 4)
+    assert col_ptr.tolist() == [0, 1, 3, 5, 5] and col_edge.tolist() == [2, 0, 3, 1, 4]
+    assert col_row.tolist() == [1, 0, 2, 0, 2]
 
 
 def test_the_backend_caches_a_matrix_chunks_until_the_matrix_goes():
