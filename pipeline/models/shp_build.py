@@ -17,6 +17,7 @@ from shgcn.core.sample import BUILD, VALIDATION, Sampler
 
 from ..metrics.batches import BatchSet, expected_volume_node
 from ..metrics.hypergraph import BatchNets, Hypergraph, batch_nets, concat_nets, hoeffding_nets, stochastic_hypergraph
+from ..runtime.child import report
 from ..runtime.monitor import peak_rss_mib
 from .base import PartitionConfig
 from .inclusion import inclusion
@@ -98,8 +99,8 @@ class _Steps:
     """The incumbent and the record of every step (each judged by the
     validation objective, kept only when it lowers it)."""
 
-    def __init__(self, objective: Validation, t0: float):
-        self.objective, self.t0 = objective, t0
+    def __init__(self, objective: Validation, t0: float, budget: float | None = None):
+        self.objective, self.t0, self.budget = objective, t0, budget
         self.rounds: list[dict] = []
         self.best: np.ndarray | None = None
         self.best_vol = float("inf")
@@ -114,7 +115,18 @@ class _Steps:
         self.rounds.append({"step": step, **extra, "seconds": round(time.perf_counter() - tr, 3),
                             "validation_volume": vol, "kept": kept, "peak_rss_mib": peak_rss_mib()})
         log.info("shp %s: validation volume %.1f%s", step, vol, " (kept)" if kept else "")
+        self.tell(f"{step}: {vol:,.0f}")
         return vol
+
+    def tell(self, doing: str, next_s: float | None = None) -> None:
+        """The build's progress line (:func:`..runtime.child.report`): what shp does or did, the best
+        validation volume so far and where it came from, the time spent and, when known, the next step's and
+        the budget's time left."""
+        best = f"best {self.best_vol:,.0f} ({self.best_step})" if self.best is not None else "no partition yet"
+        left = [f"about {next_s:.0f} s for this step"] if next_s is not None else []
+        if self.budget is not None:
+            left.append(f"at most {max(0.0, self.budget - self.elapsed()):.0f} s left")
+        report("; ".join([doing, f"validation volume {best}", f"{self.elapsed():.0f} s", *left]))
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
@@ -166,7 +178,8 @@ class _Build:
         self.required = hoeffding_nets(self.p, scfg.theta, scfg.delta)
         self.a_csc = sp.csc_matrix(a)
         self.weights = np.diff(a.indptr).astype(np.int64) if weights is None else np.asarray(weights, np.int64)
-        self.steps = _Steps(Validation(a, self.sampler, self.p, scfg.resolved_validation_batches()), self.t0)
+        self.steps = _Steps(Validation(a, self.sampler, self.p, scfg.resolved_validation_batches()), self.t0,
+                            scfg.time_budget)
         self.B = self.sampler.cfg.size
         self.refine_s = 0.0
 
@@ -217,6 +230,7 @@ class _Build:
         starts and a partition from scratch, and tangent passes again if one of them won."""
         steps, scfg = self.steps, self.scfg
         tr = time.perf_counter()
+        steps.tell("the inclusion surrogate: sampling inclusion probabilities, then refining the starts")
         self.inc = inclusion(self.a, self.sampler)
         hg = inclusion_surrogate(self.inc, self.weights, chord_anchors(self.inc, self.n))
         start_vol = {r["model"]: r["validation_volume"] for r in steps.rounds}
@@ -268,6 +282,8 @@ class _Build:
                 break
             tr = time.perf_counter()
             target = first * 2**r
+            steps.tell(f"round {r} of at most {scfg.max_rounds} ({target:,} sampled units)",
+                       2 * last_round if r else None)
             nets_list.append(self.draw(drawn, target))
             drawn = target
             nets = concat_nets(nets_list)

@@ -11,10 +11,16 @@ Inputs and outputs travel as files in a working directory (a plain
 subprocess, not multiprocessing, which would re-import the caller's main
 module). A child that fails because of the user's input writes
 ``user_error.txt`` there (:func:`user_error`) and exits with code 2.
+
+A long child says how far it is with :func:`report` (a line in a file of
+the working directory, the latest wins); the parent, polling the child,
+forwards each new line to the build's client as a Dask event (topic
+:data:`PROGRESS_TOPIC`), where the stage's heartbeat and bar show it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -25,7 +31,11 @@ from pathlib import Path
 from ..errors import UserError
 
 USER_ERROR = "user_error.txt"
+PROGRESS = "progress.txt"
+PROGRESS_ENV = "SHGCN_CHILD_PROGRESS"  # the child's progress file, set by :func:`run_module`
+PROGRESS_TOPIC = "shgcn-progress"
 
+log = logging.getLogger(__name__)
 _CHILDREN: set[subprocess.Popen] = set()
 _LOCK = threading.Lock()
 
@@ -37,11 +47,12 @@ def run_module(module: str, workdir: Path, what: str) -> None:
     else ``RuntimeError`` naming ``what``, the signal or the exit code and
     the end of its stderr."""
     proc = subprocess.Popen([sys.executable, "-m", module, str(workdir), str(os.getpid())],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, PROGRESS_ENV: str(workdir / PROGRESS)})
     with _LOCK:
         _CHILDREN.add(proc)
     try:
-        err = _wait(proc, what)
+        err = _wait(proc, what, workdir / PROGRESS)
     finally:
         with _LOCK:
             _CHILDREN.discard(proc)
@@ -54,10 +65,11 @@ def run_module(module: str, workdir: Path, what: str) -> None:
     raise RuntimeError(f"{what}: failed in its child process (exit {proc.returncode}): {err[-2000:]}")
 
 
-def _wait(proc: subprocess.Popen, what: str) -> str:
-    """Wait for the child (its stderr collected); in a Dask worker that is
-    closing (its scheduler is gone, the cluster shuts down), kill the child
-    at once rather than leave it running until the worker process exits."""
+def _wait(proc: subprocess.Popen, what: str, progress: Path) -> str:
+    """Wait for the child (its stderr collected), forwarding each new line of its ``progress`` file
+    (:func:`forward`); in a Dask worker that is closing (its scheduler is gone, the cluster shuts down), kill
+    the child at once rather than leave it running until the worker process exits."""
+    seen = ""
     while True:
         try:
             return proc.communicate(timeout=POLL)[1]
@@ -67,6 +79,37 @@ def _wait(proc: subprocess.Popen, what: str) -> str:
                 proc.communicate()
                 raise RuntimeError(f"{what}: stopped, the Dask worker that ran it is closing (its scheduler is gone)") \
                     from None
+            seen = forward(progress, what, seen)
+
+
+def report(text: str) -> None:
+    """In a child of :func:`run_module`: the line of progress its parent shows (the latest replaces the one
+    before; written whole, then renamed, so the parent never reads half a line). Nothing outside a child."""
+    path = os.environ.get(PROGRESS_ENV)
+    if not path:
+        return
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def forward(progress: Path, what: str, seen: str) -> str:
+    """Publish the child's progress line when it changed since ``seen``: an event for the build's client in a
+    Dask worker, a log line elsewhere. Returns the line now seen."""
+    try:
+        text = progress.read_text()
+    except OSError:  # none yet
+        return seen
+    if text == seen:
+        return seen
+    try:
+        from distributed import get_worker
+
+        get_worker().log_event(PROGRESS_TOPIC, {"what": what, "text": text})
+    except (ImportError, ValueError):  # not in a Dask worker
+        log.info("%s: %s", what, text)
+    return text
 
 
 POLL = 0.5  # seconds between looks at the worker while a child runs

@@ -65,6 +65,7 @@ class Monitor:
         self._t0: float | None = None
         self._step = ""  # what the stage runs now (a bar's name: "partition: hp")
         self._futures: list = []
+        self.news: dict[str, str] = {}  # the running stage's children's latest progress, by what they run
         self.embedded = _embedded(client)
 
     # --- memory of every process
@@ -101,8 +102,9 @@ class Monitor:
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
         self._stage, self._futures, self._step = name, [], ""
-        self.children = {}
+        self.children, self.news = {}, {}
         self._reset_all()
+        self._listen(True)
         stop = threading.Event()
         bar = StageBar(name) if self.progress else None
         beat = threading.Thread(target=self._beat, args=(name, stop, bar), daemon=True, name=f"heartbeat-{name}")
@@ -113,6 +115,7 @@ class Monitor:
         finally:
             stop.set()
             beat.join()
+            self._listen(False)
             if bar is not None:
                 bar.close(*self._counts(), self._step)
         self.times[name] = round(time.perf_counter() - t0, 3)
@@ -141,13 +144,30 @@ class Monitor:
         t0 = last = time.perf_counter()
         while not stop.wait(REDRAW if bar is not None else self.heartbeat):
             done, total = self._counts()
+            news = "; ".join(f"{what}: {text}" for what, text in sorted(self.news.items()))
             if bar is not None:
-                bar.show(done, total, self._step)
+                bar.show(done, total, f"{self._step} ({news})" if news else self._step)
             now = time.perf_counter()
             if now - last >= self.heartbeat - 1e-3:
                 last = now
-                log.info("stage %s: running for %.0f s (%d of %d tasks done)", label(name, self._step), now - t0,
-                         done, total)
+                log.info("stage %s: running for %.0f s (%d of %d tasks done)%s", label(name, self._step), now - t0,
+                         done, total, f"; {news}" if news else "")
+
+    def _listen(self, on: bool) -> None:
+        """Subscribe to (or leave) the children's progress events (:func:`.child.forward`) for the stage."""
+        from .child import PROGRESS_TOPIC
+
+        with contextlib.suppress(Exception):  # informational only: a client without events shows none
+            if on:
+                self.client.subscribe_topic(PROGRESS_TOPIC, self._on_news)
+            else:
+                self.client.unsubscribe_topic(PROGRESS_TOPIC)
+
+    def _on_news(self, event) -> None:
+        """A progress event: (timestamp, {"what": ..., "text": ...})."""
+        msg = event[1] if isinstance(event, tuple) else event
+        if isinstance(msg, dict) and "what" in msg:
+            self.news[str(msg["what"])] = str(msg.get("text", ""))
 
     def bar(self, futures: list, name: str) -> None:
         """Show ``futures`` as the stage's running step ``name``; on a terminal

@@ -127,6 +127,30 @@ def test_shp_starts_from_the_best_start_and_keeps_improvements(sbm_graph):
     exact = batches.expected_volume_node(a, res.part, 4, 120)[0]
     assert exact == pytest.approx(best[-1]) and exact <= batches.expected_volume_node(a, good, 4, 120)[0]
 
+def test_shp_says_how_far_it_is(sbm_graph, monkeypatch):
+    """The progress lines a build shows while shp runs (runtime.child.report): every step, the best
+    validation volume so far and where it came from, the time spent, and from round 1 on the round's
+    expected time; the budget's time left when there is a budget."""
+    from shgcn.pipeline.models import shp_build
+
+    lines: list[str] = []
+    monkeypatch.setattr(shp_build, "report", lines.append)
+    g, a = sbm_graph
+    pcfg = PartitionConfig(parts=4, seed=0)
+    res = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2, min_gain=0.0, tangent_passes=0),
+                    starts={"gp": metis(a, pcfg)})
+    assert lines[0].startswith("start: ") and "(start gp)" in lines[0]
+    assert any(x.startswith("the inclusion surrogate") for x in lines)
+    rounds = [x for x in lines if x.startswith("round ") and "sampled units" in x]
+    assert len(rounds) == sum(r["step"].startswith("round") for r in res.rounds) >= 2
+    assert "about" not in rounds[0] and "s for this step" in rounds[1]  # round 1 predicts from round 0
+    best = min(r["validation_volume"] for r in res.rounds)
+    assert f"validation volume best {best:,.0f} ({res.chosen})" in lines[-1]
+    lines.clear()
+    build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=1, time_budget=1e6), starts={"gp": metis(a, pcfg)})
+    assert all(" s left" in x for x in lines)
+
+
 def test_shp_batches_override_is_the_papers_model(sbm_graph):
     g, a = sbm_graph
     res = build_shp(a, g.adj, PartitionConfig(parts=4, seed=0), SHPConfig(sampler="edge", batch_size=100, batches=5))

@@ -50,3 +50,23 @@ def test_partitioner_runs_in_a_child_and_the_client_stays_responsive(tmp_path, c
         t.join(timeout=60)
     assert during, "no round trip completed while Mt-KaHyPar ran in a child process"
     assert not _children(tmp_path)  # and the child is gone
+
+
+def test_a_report_is_written_whole_and_only_in_a_child(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from shgcn.pipeline.runtime import child
+
+    monkeypatch.delenv(child.PROGRESS_ENV, raising=False)
+    child.report("nobody listens")  # outside a child: nothing written anywhere
+    assert list(tmp_path.iterdir()) == []
+    path = tmp_path / child.PROGRESS
+    monkeypatch.setenv(child.PROGRESS_ENV, str(path))
+    child.report("round 0")
+    child.report("round 1")
+    assert path.read_text() == "round 1" and sorted(p.name for p in tmp_path.iterdir()) == [child.PROGRESS]
+    with caplog.at_level(logging.INFO, logger=child.log.name):  # not in a Dask worker: a log line, once per change
+        assert child.forward(path, "shp", "") == "round 1"
+        assert child.forward(path, "shp", "round 1") == "round 1"
+        assert child.forward(tmp_path / "none.txt", "shp", "round 1") == "round 1"
+    assert [r.getMessage() for r in caplog.records] == ["shp: round 1"]

@@ -71,3 +71,29 @@ def test_a_client_that_cannot_say_is_not_embedded():
 
     assert monitor._embedded(Broken()) is False
     assert Monitor(Broken()).embedded is False  # then every process is asked for its peak
+
+
+def test_a_childs_progress_reaches_the_heartbeat(client, caplog, tmp_path):
+    """A partitioner child's progress line (``child.report``, forwarded by the worker that waits for it) shows
+    in the stage's heartbeat, and leaves with the stage."""
+    from shgcn.pipeline.runtime import child
+
+    mon = Monitor(client, heartbeat=0.01)
+    line = tmp_path / child.PROGRESS
+    line.write_text("round 2 of at most 8; validation volume best 1,234 (start hp); 40 s")
+
+    def worker_forwards(path):  # what the worker's wait loop does with a changed progress file
+        return child.forward(path, "shp: the partitioner", "")
+
+    with caplog.at_level(logging.INFO, logger=monitor.log.name), mon.stage("partition"):
+        assert client.submit(worker_forwards, line, pure=False).result() == line.read_text()
+        for _ in range(6000):  # until the event arrived and a heartbeat showed it (a log, not a clock, is checked)
+            if any("best 1,234" in r.getMessage() for r in caplog.records):
+                break
+            threading.Event().wait(0.01)
+    assert mon.news == {"shp: the partitioner": line.read_text()}
+    beats = [r.getMessage() for r in caplog.records if "best 1,234" in r.getMessage()]
+    assert beats and beats[0].endswith("tasks done); shp: the partitioner: round 2 of at most 8; validation volume "
+                                       "best 1,234 (start hp); 40 s"), beats
+    with mon.stage("place"):
+        assert mon.news == {}  # the next stage starts without the last one's news
