@@ -32,7 +32,6 @@ from . import kernels
 from .base import AdamState, Attention, BackendError, Dropped, Noise
 from .numpy import NumpyBackend
 
-_HOST = NumpyBackend()  # the kernels on host arrays (attention, losses)
 _F32 = torch.float32
 
 
@@ -60,7 +59,9 @@ class TorchBackend:
             raise BackendError("--device cuda: torch sees no CUDA GPU here (torch.cuda.is_available() is False; "
                                f"torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'})")
         self.device = torch.device(device)
-        torch.set_num_threads(threads or _threads())
+        self.threads = threads or _threads()
+        torch.set_num_threads(self.threads)
+        self._kernels = NumpyBackend(self.threads)  # the numba kernels on host arrays (attention, losses), threaded alike
         # the sparse operators converted once per scipy matrix: id -> (the matrix, weakly; its tensor); an
         # entry leaves with its matrix (mini-batch views make new matrices every step)
         self._csr: dict[int, tuple[weakref.ref, torch.Tensor]] = {}
@@ -169,7 +170,7 @@ class TorchBackend:
             return h.x, None
         rate = noise.rate if noise is not None else 0.0
         if sp.issparse(h):
-            return _HOST.act_dropout(h, act, noise, layer, gids)
+            return self._kernels.act_dropout(h, act, noise, layer, gids)
         h = self._t(h)
         if act == "elu":
             h = torch.where(h > 0, h, torch.expm1(h))
@@ -210,7 +211,7 @@ class TorchBackend:
         """GAT's aggregation of ``rows`` into ``att.out``: the numba kernel on host views (CUDA: copies)."""
         host = replace(att, z=self._host(att.z), s_src=self._host(att.s_src), s_dst=self._host(att.s_dst),
                        alpha=self._host(att.alpha), alpha_d=self._host(att.alpha_d), out=self._host(att.out))
-        _HOST.gat_forward(rows, host)
+        self._kernels.gat_forward(rows, host)
         for name in ("alpha", "alpha_d", "out"):
             self._write_back(getattr(att, name), getattr(host, name))
 
@@ -218,20 +219,20 @@ class TorchBackend:
         """(dz (m, H*d), ds_src (m, H), ds_dst (n, H)) of :meth:`gat_forward` (the numba kernel, host views)."""
         host = replace(att, z=self._host(att.z), s_src=self._host(att.s_src), s_dst=self._host(att.s_dst),
                        alpha=self._host(att.alpha), alpha_d=self._host(att.alpha_d))
-        dz, ds_src, ds_dst = _HOST.gat_backward(host, self._host(g))
+        dz, ds_src, ds_dst = self._kernels.gat_backward(host, self._host(g))
         return self.from_host(dz), self.from_host(ds_src), self.from_host(ds_dst)
 
     # --------------------------------------------------------- losses
     def softmax_xent(self, logits: Any, labels: Any, idx: np.ndarray, w: np.ndarray, total: int
                      ) -> tuple[float, torch.Tensor, int]:
         """Masked softmax cross-entropy (the numba kernel on the host): loss sum, gradient, correct rows."""
-        loss, g, correct = _HOST.softmax_xent(self._host(logits), labels, idx, w, total)
+        loss, g, correct = self._kernels.softmax_xent(self._host(logits), labels, idx, w, total)
         return loss, self.from_host(g), correct
 
     def sigmoid_bce(self, logits: Any, labels: Any, idx: np.ndarray, w: np.ndarray, total: int
                     ) -> tuple[float, torch.Tensor]:
         """A sigmoid per class and binary cross-entropy (on the host, float64): loss sum and gradient."""
-        loss, g = _HOST.sigmoid_bce(self._host(logits), labels, idx, w, total)
+        loss, g = self._kernels.sigmoid_bce(self._host(logits), labels, idx, w, total)
         return loss, self.from_host(g)
 
     # --------------------------------------------------------- optimizer
