@@ -224,6 +224,7 @@ def _run(cfg, comm) -> int:
     from .context import Context, Local, connect, prepare
     from .loop import Diverged, train
     from .outputs import check_outputs
+    from .watchdog import say
 
     local: Local | None = None
     ctx: Context | None = None
@@ -244,13 +245,13 @@ def _run(cfg, comm) -> int:
             first = next(e for e in errors if e)
             who = [r for r, e in enumerate(errors) if e]
             where = "" if len(who) == comm.size else f" (rank {', '.join(map(str, who))})"
-            print(f"shgcn-train: error{where}: {first}", file=sys.stderr, flush=True)
+            say(f"shgcn-train: error{where}: {first}")
         return 2
     try:  # collective: every rank decides from the same allgathered data, so a refusal is the same everywhere
         ctx = connect(local, comm)
     except UserError as e:
         if comm.rank == 0:
-            print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
+            say(f"shgcn-train: error: {e}")
         return 2
     except BaseException as e:  # noqa: BLE001
         return _abort(comm, e)
@@ -266,7 +267,7 @@ def _run(cfg, comm) -> int:
         train(ctx, comm)
     except Diverged as e:  # the same on every rank: no abort needed
         if comm.rank == 0:
-            print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
+            say(f"shgcn-train: error: {e}")
         return 1
     except BaseException as e:  # noqa: BLE001
         return _abort(comm, e)
@@ -286,10 +287,10 @@ def _abort(comm, e: BaseException) -> int:
     else:
         code, text = 1, f"{type(e).__name__}: {e}"
     who = "" if comm.size == 1 or code == 130 else f"rank {comm.rank}: "
-    print(f"shgcn-train: {who}{text}", file=sys.stderr, flush=True)
-    if comm.size > 1:
-        from .watchdog import abort_job
+    from .watchdog import abort_job, say
 
+    say(f"shgcn-train: {who}{text}")  # one whole line, even when several ranks fail at once
+    if comm.size > 1:
         abort_job(code)
     return code
 
