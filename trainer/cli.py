@@ -86,6 +86,11 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _batch_size(text: str) -> int | None:
+    """``auto`` (None: 10% of the vertices) or a number; its range is the options' check's (one line)."""
+    return None if text == "auto" else int(text)
+
+
 def _fail_at(text: str) -> tuple[int, int]:
     r, _, e = text.partition(":")
     return int(r), int(e)
@@ -145,8 +150,9 @@ def _minibatch_options(p: argparse.ArgumentParser) -> None:
     mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
     mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
                     help="the pipeline's samplers; every rank re-draws batch (seed, epoch, step) itself")
-    mb.add_argument("--batch-size", type=int, default=0,
-                    help="vertices per batch (target for edge and rw); 0: 10%% of the vertices, as the pipeline")
+    mb.add_argument("--batch-size", type=_batch_size, default="auto", metavar="B",
+                    help="vertices per batch (target for edge and rw), >= 1; auto: 10%% of the vertices, as the "
+                         "pipeline")
     mb.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk")
     mb.add_argument("--batches-per-epoch", type=int, default=0,
                     help="0: n / batch size, which covers the training vertices once on average")
