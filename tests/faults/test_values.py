@@ -212,6 +212,10 @@ def test_a_full_disk_is_one_line_and_exit_2(monkeypatch, capsys, code, words):
     assert cli.main(["build", "sbm:n=50", "--parts", "2", "--out", "/data/s.zarr"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("pipeline: error: /data/s.zarr/c/0/0: ") and words in err[0], err
+    monkeypatch.setitem(commands.COMMANDS, "build", lambda args: (_ for _ in ()).throw(OSError(code, "zarr's")))
+    assert cli.main(["build", "sbm:n=50", "--parts", "2", "--out", "/data/s.zarr"]) == 2  # no file name: --out's
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pipeline: error: --out /data/s.zarr: zarr's (") and words in err[0]
     monkeypatch.setitem(commands.COMMANDS, "build", lambda args: (_ for _ in ()).throw(OSError(5, "I/O error")))
     with pytest.raises(OSError):  # other OS errors are not the user's: they stay tracebacks
         cli.main(["build", "sbm:n=50", "--parts", "2", "--out", "/data/s.zarr"])
