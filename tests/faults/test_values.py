@@ -67,6 +67,8 @@ def test_more_random_classes_than_vertices_is_one_line(tmp_path):
     (np.array([5e9]), None),
     (np.array([1.5]), None),
     (np.array([1 + 2j]), None),
+    (np.array([0, np.inf]), None),  # an OverflowError traceback before
+    (np.array([-np.inf]), None),
 ])
 def test_class_ids_are_whole_numbers_that_fit_int32(y, ok):
     if ok is None:
