@@ -134,3 +134,19 @@ def test_training_with_a_log_on_a_full_disk_is_one_line_and_exit_2(tmp_path):
     assert lines[0] == f"shgcn-train: error: {full}/run.jsonl: cannot write the run log (No space left on device)"
     left, end = res.stdout.split("left:")[1].split("\n\n")
     assert left.split() == ["run.jsonl"] and end.strip() == "\\n", res.stdout  # no .tmp-<pid>; whole records
+
+
+@pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
+def test_a_feature_beyond_float32_is_one_line_without_numpy_warnings(tmp_path):
+    """Features real and finite: a float64 1e300 became inf in the float32 cast with numpy's RuntimeWarning
+    (two more lines on stderr) before the one line, which said "NaN or infinity"."""
+    import numpy as np
+
+    root = saint(tmp_path / "ds")
+    x = np.load(root / "feats.npy")
+    x[2, 1] = 1e300
+    np.save(root / "feats.npy", x)
+    res = build_cli(str(root), "--parts", "2", "--model", "rp", "--out", str(tmp_path / "s.zarr"))
+    one_line(res, "non-finite feature at vertex 2, column 1 (NaN, infinity, or beyond float32's range)")
+    assert "RuntimeWarning" not in res.stderr
+    _nothing_but(tmp_path, "ds")
