@@ -171,6 +171,8 @@ class RunLog:
 def read_run_log(path: str | Path) -> RunLog:
     """Parse a run log; :class:`UserError` (one line) for anything that is not one."""
     p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():  # a FIFO or a device: reading it blocks or never ends
+        raise UserError(f"{p}: not a regular file (a FIFO, a device): write the run log to a file first")
     try:
         lines = p.read_text().splitlines()
     except FileNotFoundError:

@@ -199,3 +199,12 @@ def test_a_disk_full_mid_record_leaves_the_whole_records_and_closes_quietly(tmp_
     w.close()  # nothing left to flush: no second error
     assert path.read_bytes() == whole and read_run_log(path).epochs == [epoch(0)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
+
+
+def test_a_fifo_is_refused_not_read(tmp_path):
+    # issue 33: `pipeline report --run FIFO` waited forever
+    import os
+
+    os.mkfifo(tmp_path / "run.jsonl")
+    with pytest.raises(UserError, match="run.jsonl: not a regular file \\(a FIFO, a device\\)"):
+        read_run_log(tmp_path / "run.jsonl")

@@ -4,6 +4,7 @@ their modules and in test_values.py). Each case: one line on stderr naming
 the file or option, exit code 2, and nothing left behind (no
 ``.partial-*``, ``.lock`` or ``.tmp`` file, no half store)."""
 
+import importlib.util
 import json
 import os
 import shutil
@@ -150,3 +151,40 @@ def test_a_feature_beyond_float32_is_one_line_without_numpy_warnings(tmp_path):
     one_line(res, "non-finite feature at vertex 2, column 1 (NaN, infinity, or beyond float32's range)")
     assert "RuntimeWarning" not in res.stderr
     _nothing_but(tmp_path, "ds")
+
+
+def _run(*cmd):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=120)
+
+
+def test_a_fifo_where_a_command_reads_or_replaces_a_file_is_refused_not_waited_on(built, tmp_path):
+    """Case 2 (inputs that never end), beyond the graph: each of these waited forever on a FIFO (found while
+    re-checking issue 33): ``--features x.npy`` (the plan read its width), ``export --overwrite`` and
+    ``report --overwrite`` onto one (they read it to tell whether they wrote it), ``report --run``, and the
+    trainer's ``--log`` and ``--checkpoint`` with ``--overwrite`` or ``--resume``. ``--partition-file`` said
+    "file not found"."""
+    fifo = {name: tmp_path / name for name in ("x.npy", "parts.txt", "r.html", "run.jsonl")}
+    for f in fifo.values():
+        os.mkfifo(f)
+    (tmp_path / "ck").mkdir()
+    os.mkfifo(tmp_path / "ck" / "checkpoint.npz")
+    out = ("--out", tmp_path / "s.zarr")
+    one_line(build_cli(SBM, "--parts", "2", "--model", "rp", "--features", fifo["x.npy"], *out, timeout=120),
+             str(fifo["x.npy"]), "is a FIFO or pipe")
+    one_line(build_cli(SBM, "--parts", "2", "--model", "rp", "--partition-file", fifo["parts.txt"], *out,
+                       timeout=120), f"--partition-file {fifo['parts.txt']}: not a regular file")
+    one_line(run_cli("export", str(built.path), str(fifo["parts.txt"]), "--format", "assignment", "--overwrite",
+                     timeout=120), str(fifo["parts.txt"]), "exists and is not a regular file")
+    if importlib.util.find_spec("papermill") is not None:  # the report's extra
+        one_line(run_cli("report", str(built.path), "--out", str(fifo["r.html"]), "--overwrite", timeout=120),
+                 str(fifo["r.html"]), "not a report this command wrote")
+        one_line(run_cli("report", str(built.path), "--run", str(fifo["run.jsonl"]), "--out",
+                         str(tmp_path / "q.html"), timeout=120), str(fifo["run.jsonl"]), "not a regular file")
+    train = (sys.executable, TRAIN, tmp_path / "none.zarr", "--quiet")  # the outputs are checked first
+    for args, words in ((("--log", fifo["run.jsonl"], "--overwrite"), "exists and is not a run log"),
+                        (("--checkpoint", tmp_path / "ck", "--resume"), "checkpoint.npz is not a regular file"),
+                        (("--checkpoint", tmp_path / "ck", "--overwrite"), "checkpoint.npz is not a regular file")):
+        res = _run(*train, *args)
+        assert res.returncode == 2 and res.stderr.count("\n") == 1 and words in res.stderr, res.stderr
+    _nothing_but(tmp_path, "ck", *fifo)
+    assert os.listdir(tmp_path / "ck") == ["checkpoint.npz"]
