@@ -155,10 +155,15 @@ def say(line: str) -> None:
     share the launcher's stderr, and a line written in two pieces (``print``
     writes its text and its newline apart) runs into another rank's when
     several ranks fail at once ("...empty sequenceshgcn-train: rank 0: ...")."""
-    sys.stderr.flush()
-    data = (line.strip("\n").replace("\n", " ") + "\n").encode(sys.stderr.encoding or "utf-8", "backslashreplace")
-    while data:  # a pipe takes up to PIPE_BUF bytes whole; a longer line may still come in pieces
-        data = data[os.write(2, data):]
+    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+    data = (line.strip("\n").replace("\n", " ") + "\n").encode(encoding, "backslashreplace")
+    try:  # a closed stderr must not keep the job from ending (abort_job comes next)
+        if sys.stderr is not None:
+            sys.stderr.flush()
+        while data:  # a pipe takes up to PIPE_BUF bytes whole; a longer line may still come in pieces
+            data = data[os.write(2, data):]
+    except OSError:
+        pass
 
 
 def abort_job(code: int) -> None:
