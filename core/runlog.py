@@ -9,6 +9,7 @@ record. Lists with one entry per rank are indexed by rank.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, field, fields
@@ -170,6 +171,8 @@ class RunLog:
 def read_run_log(path: str | Path) -> RunLog:
     """Parse a run log; :class:`UserError` (one line) for anything that is not one."""
     p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():  # a FIFO or a device: reading it blocks or never ends
+        raise UserError(f"{p}: not a regular file (a FIFO, a device): write the run log to a file first")
     try:
         lines = p.read_text().splitlines()
     except FileNotFoundError:
@@ -212,14 +215,20 @@ class RunLogWriter:
         except OSError as e:  # a full disk, a read-only directory: nothing half-written stays behind
             tmp.unlink(missing_ok=True)
             raise UserError(f"{self.path}: cannot write the run log ({e.strerror or e})") from None
-        self._f = open(self.path, "a")
+        self._f = open(self.path, "ab", buffering=0)  # one record, one write: nothing waits in a buffer
+        self._size = self.path.stat().st_size  # the end of the last whole record
 
     def write(self, rec: Record) -> None:
+        data = (to_json(rec) + "\n").encode()
         try:
-            self._f.write(to_json(rec) + "\n")
-            self._f.flush()
-        except OSError as e:  # a full disk mid-run: the user's problem, one line (the records so far stay)
+            while data:
+                data = data[self._f.write(data):]
+        except OSError as e:  # a full disk mid-run: the user's problem, one line; the whole records so far stay
+            with contextlib.suppress(OSError):
+                os.truncate(self.path, self._size)  # not half a record
+            self._f.close()
             raise UserError(f"{self.path}: cannot write the run log ({e.strerror or e})") from None
+        self._size = self._f.tell()
 
     def close(self) -> None:
         self._f.close()

@@ -84,7 +84,7 @@ def check_out(out_path: Path, overwrite: bool) -> None:
     if out_path.exists() or out_path.is_symlink():
         if not overwrite:
             raise UserError(f"{out_path}: already exists (pass --overwrite to replace a report)")
-        if out_path.is_symlink() or not is_report(out_path):
+        if out_path.is_symlink() or not out_path.is_file() or not is_report(out_path):  # a FIFO: not read (it blocks)
             raise UserError(f"{out_path}: not a report this command wrote; --overwrite replaces only those, so it "
                             "is left as it is")
     if not os.access(out_path.parent, os.W_OK):

@@ -363,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         if e.errno not in USER_ERRNOS:
             raise
-        where = f"{e.filename}: " if e.filename else ""
+        # zarr's writes may raise without a file name: then the --out they write (build, report) is named
+        out = getattr(args, "out", None)
+        where = f"{e.filename}: " if e.filename else f"--out {out}: " if out else ""
         return fail(args, f"{where}{e.strerror or e} ({USER_ERRNOS[e.errno]})", 2)
     except MemoryError as e:
         return fail(args, f"out of memory ({type(e).__name__}: {' '.join(str(e).split())[:200]}): the graph does "

@@ -181,8 +181,11 @@ class BuildConfig:
             if m in known or not m or self.imported_models().count(m) > 1:
                 raise UserError(f"{option('--partition-file', p)}: its name {m!r} must differ from the models "
                                 f"({', '.join(known)}) and from the other files")
-            if not Path(p).is_file():  # before any work (the file is read in a task, after the partitioners)
+            if not Path(p).exists():  # before any work (the file is read in a task, after the partitioners)
                 raise UserError(f"{option('--partition-file', p)}: file not found")
+            if not Path(p).is_file():  # a FIFO would block that task, a directory is no assignment
+                what = "a directory" if Path(p).is_dir() else "not a regular file (a FIFO, a device)"
+                raise UserError(f"{option('--partition-file', p)}: {what}: write the assignment to a file first")
         if len(set(self.models)) != len(self.models):
             raise UserError(f"{option('--model')}: a model is listed twice")
         if self.layout not in self.all_models:

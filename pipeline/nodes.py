@@ -268,13 +268,16 @@ def node_block(lo: int, hi: int, spec: NodeSpec, np_: NodePlan, source: NodeSour
     """The ``nodes`` task of one row block."""
     seed = spec.seed
     if np_.features_from == "file":
-        x = np.asarray(np.load(spec.features, mmap_mode="r", allow_pickle=False)[lo:hi], dtype=np.float32)
+        with np.errstate(over="ignore"):  # a value beyond float32's range becomes inf: refused below, in one line
+            x = np.asarray(np.load(spec.features, mmap_mode="r", allow_pickle=False)[lo:hi], dtype=np.float32)
     elif np_.features_from == "source" and source is not None and source.features is not None:
-        x = np.ascontiguousarray(source.features[lo:hi], dtype=np.float32)
+        with np.errstate(over="ignore"):
+            x = np.ascontiguousarray(source.features[lo:hi], dtype=np.float32)
     else:
         x = _chunked(lo, hi, lambda c, k: np.random.default_rng([seed, _FEATURE_SEED, c])
                      .standard_normal((k, np_.dim), dtype=np.float32))
-    x = normalize_features(x, spec.feature_norm).astype(spec.feature_dtype, copy=False)
+    with np.errstate(over="ignore"):
+        x = normalize_features(x, spec.feature_norm).astype(spec.feature_dtype, copy=False)
     bad = None
     finite = np.isfinite(x)
     if not finite.all():

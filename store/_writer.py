@@ -111,8 +111,9 @@ class StoreWriter:
         if not self.overwrite:
             raise StoreError(f"{p}: already exists (pass --overwrite to replace a store)")
         if p.is_symlink() or not p.is_dir():
-            raise StoreError(f"{p}: exists and is not a shgcn store; --overwrite replaces only a store or an "
-                             "empty directory, so it is left as it is")
+            what = f"a link (to {os.readlink(p)})" if p.is_symlink() else "a file, not a shgcn store"
+            raise StoreError(f"{p}: exists and is {what}; --overwrite replaces only a store or an empty directory, "
+                             "so it is left as it is")
         if not is_store_dir(p) and any(p.iterdir()):
             raise StoreError(f"{p}: a directory that is not a shgcn store and is not empty; --overwrite replaces "
                              "only a store or an empty directory, so it is left as it is")
@@ -132,7 +133,8 @@ class StoreWriter:
             self._remove_stale_partials()
             self.tmp.mkdir()
             zarr.open_group(str(self.tmp), mode="w", zarr_format=3)
-        except OSError as e:
+        except OSError as e:  # a full disk as the partial store is begun: it goes too
+            shutil.rmtree(self.tmp, ignore_errors=True)
             self._release_lock()
             raise os_error(self.tmp, e) from None
         _ACTIVE.add(self)

@@ -93,6 +93,11 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _batch_size(text: str) -> int | None:
+    """``auto`` (None: 10% of the vertices) or a number; its range is the options' check's (one line)."""
+    return None if text == "auto" else int(text)
+
+
 def _fail_at(text: str) -> tuple[int, int]:
     r, _, e = text.partition(":")
     return int(r), int(e)
@@ -152,8 +157,9 @@ def _minibatch_options(p: argparse.ArgumentParser) -> None:
     mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
     mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
                     help="the pipeline's samplers; every rank re-draws batch (seed, epoch, step) itself")
-    mb.add_argument("--batch-size", type=int, default=0,
-                    help="vertices per batch (target for edge and rw); 0: 10%% of the vertices, as the pipeline")
+    mb.add_argument("--batch-size", type=_batch_size, default="auto", metavar="B",
+                    help="vertices per batch (target for edge and rw), >= 1; auto: 10%% of the vertices, as the "
+                         "pipeline")
     mb.add_argument("--walk-length", type=int, default=2, help="rw sampler: steps per walk")
     mb.add_argument("--batches-per-epoch", type=int, default=0,
                     help="0: n / batch size, which covers the training vertices once on average")
@@ -232,6 +238,7 @@ def _run(cfg, comm) -> int:
     from .context import Context, Local, connect, prepare
     from .loop import Diverged, train
     from .outputs import check_outputs
+    from .watchdog import say
 
     local: Local | None = None
     ctx: Context | None = None
@@ -252,13 +259,13 @@ def _run(cfg, comm) -> int:
             first = next(e for e in errors if e)
             who = [r for r, e in enumerate(errors) if e]
             where = "" if len(who) == comm.size else f" (rank {', '.join(map(str, who))})"
-            print(f"shgcn-train: error{where}: {first}", file=sys.stderr, flush=True)
+            say(f"shgcn-train: error{where}: {first}")
         return 2
     try:  # collective: every rank decides from the same allgathered data, so a refusal is the same everywhere
         ctx = connect(local, comm)
     except UserError as e:
         if comm.rank == 0:
-            print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
+            say(f"shgcn-train: error: {e}")
         return 2
     except BaseException as e:  # noqa: BLE001
         return _abort(comm, e)
@@ -274,7 +281,7 @@ def _run(cfg, comm) -> int:
         train(ctx, comm)
     except Diverged as e:  # the same on every rank: no abort needed
         if comm.rank == 0:
-            print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
+            say(f"shgcn-train: error: {e}")
         return 1
     except BaseException as e:  # noqa: BLE001
         return _abort(comm, e)
@@ -294,10 +301,10 @@ def _abort(comm, e: BaseException) -> int:
     else:
         code, text = 1, f"{type(e).__name__}: {e}"
     who = "" if comm.size == 1 or code == 130 else f"rank {comm.rank}: "
-    print(f"shgcn-train: {who}{text}", file=sys.stderr, flush=True)
-    if comm.size > 1:
-        from .watchdog import abort_job
+    from .watchdog import abort_job, say
 
+    say(f"shgcn-train: {who}{text}")  # one whole line, even when several ranks fail at once
+    if comm.size > 1:
         abort_job(code)
     return code
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from shgcn.core.algorithms import ALGORITHMS
@@ -46,7 +47,7 @@ class TrainConfig:
     quiet: bool = False
     mode: str = "full"
     sampler: str = "node"
-    batch_size: int = 0  # mini-batch: 0 = 10% of n
+    batch_size: int | None = None  # mini-batch: vertices per batch; None ("auto" on the command line): 10% of n
     walk_length: int = 2
     batches_per_epoch: int = 0
     saint: str = "auto"
@@ -102,8 +103,7 @@ class TrainConfig:
         if self.mode == "minibatch":
             if self.sampler not in SAMPLERS:
                 raise TrainError(f"--sampler {self.sampler!r}: choose node, edge or rw")
-            if self.batch_size < 0:
-                raise TrainError(f"--batch-size {self.batch_size}: must be >= 1 (0: 10% of the vertices)")
+            self._check_batch_size()
             if self.walk_length < 1:
                 raise TrainError("--walk-length must be >= 1")
             if self.plan_ahead not in PLAN_AHEAD:
@@ -175,17 +175,24 @@ class TrainConfig:
         (``--plan-ahead``; auto: when the rank has threads of its own, ``threads`` > 1)."""
         return self.plan_ahead == "thread" or (self.plan_ahead == "auto" and self.threads > 1)
 
+    def _check_batch_size(self) -> None:
+        size = self.batch_size
+        if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1):
+            raise TrainError(f"--batch-size {size!r}: vertices per batch, a whole number >= 1 (or auto, the "
+                             "default: 10% of the vertices)")
+
     def batch_size_for(self, n: int) -> int:
-        """The mini-batch size on a graph of ``n`` vertices (the pipeline's default: 10% of n)."""
-        return self.batch_size or max(1, n // 10)
+        """The mini-batch size on a graph of ``n`` vertices (auto, None: the pipeline's default, 10% of n)."""
+        return int(self.batch_size) if self.batch_size is not None else max(1, n // 10)
 
     def training_options(self) -> dict:
-        """The options a checkpoint must agree with to be resumed (the architecture's own among them)."""
+        """The options a checkpoint must agree with to be resumed (the architecture's own among them); an auto
+        batch size is 0 there, as in the checkpoints written before auto was named."""
         own = {"heads": self.heads, "out_heads": self.out_heads, "attn_dropout": self.attention_dropout}
         return {"arch": self.arch, "mode": self.mode, "lr": self.lr, "weight_decay": self.weight_decay,
                 "dropout": self.dropout, "hidden": list(self.hidden), "exchange": self.exchange, "seed": self.seed,
                 "exchange_dtype": self.exchange_dtype,
                 **{k: v for k, v in own.items() if k in self.spec.options},
-                **({"sampler": self.sampler, "batch_size": self.batch_size, "walk_length": self.walk_length,
+                **({"sampler": self.sampler, "batch_size": self.batch_size or 0, "walk_length": self.walk_length,
                     "batches_per_epoch": self.batches_per_epoch, "saint": self.saint,
                     "norm_batches": self.norm_batches} if self.mode == "minibatch" else {})}

@@ -53,6 +53,8 @@ def _check_checkpoint(directory: Path, cfg: TrainConfig) -> None:
         return
     _writable_dir(directory, what)
     saved = directory / FILE
+    if saved.exists() and not saved.is_file():  # a FIFO: reading it (to resume, or to tell) would block
+        raise TrainError(f"{what}: {saved} is not a regular file (a FIFO, a device); it is left as it is")
     if saved.exists() and not cfg.resume:
         if not is_checkpoint(saved):
             raise TrainError(f"{what}: {saved} is not a checkpoint of this trainer; it is left as it is")
@@ -74,7 +76,9 @@ def _writable_dir(directory: Path, what: str) -> None:
 
 
 def is_run_log(path: Path) -> bool:
-    """The first line is a run log's header record."""
+    """The first line is a run log's header record (of a regular file: a FIFO is never read, it would block)."""
+    if not os.path.isfile(path):
+        return False
     try:
         with open(path, "rb") as f:
             first = f.readline(1 << 20)
@@ -84,7 +88,9 @@ def is_run_log(path: Path) -> bool:
 
 
 def is_checkpoint(path: Path) -> bool:
-    """A ``.npz`` with the arrays :func:`.checkpoint.save` writes."""
+    """A ``.npz`` with the arrays :func:`.checkpoint.save` writes (a regular file's)."""
+    if not os.path.isfile(path):
+        return False
     try:
         with zipfile.ZipFile(path) as z:
             names = set(z.namelist())

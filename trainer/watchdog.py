@@ -142,12 +142,28 @@ class Watchdog:
         silent, line = self.verdict(now)
         reporter = min(r for r in range(self.size) if r not in silent)
         if self.rank == reporter:
-            print(f"{self.prefix}: error: {line}", file=sys.stderr, flush=True)
+            say(f"{self.prefix}: error: {line}")
             abort_job(2)
         # another rank reports and aborts the job; if that does not come, leave on our own
         time.sleep(self.timeout + 5 * self.interval)
-        print(f"{self.prefix}: error: {line}", file=sys.stderr, flush=True)
+        say(f"{self.prefix}: error: {line}")
         os._exit(2)
+
+
+def say(line: str) -> None:
+    """``line`` on stderr as one whole line, in one write: the ranks of a job
+    share the launcher's stderr, and a line written in two pieces (``print``
+    writes its text and its newline apart) runs into another rank's when
+    several ranks fail at once ("...empty sequenceshgcn-train: rank 0: ...")."""
+    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+    data = (line.strip("\n").replace("\n", " ") + "\n").encode(encoding, "backslashreplace")
+    try:  # a closed stderr must not keep the job from ending (abort_job comes next)
+        if sys.stderr is not None:
+            sys.stderr.flush()
+        while data:  # a pipe takes up to PIPE_BUF bytes whole; a longer line may still come in pieces
+            data = data[os.write(2, data):]
+    except OSError:
+        pass
 
 
 def abort_job(code: int) -> None:
@@ -174,7 +190,7 @@ def start(comm, timeout: float) -> Watchdog | None:
         return None
     if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
         if comm.Get_rank() == 0:
-            print("shgcn-train: warning: this MPI gives no MPI_THREAD_MULTIPLE, so no watchdog runs (--timeout "
-                  "is ignored; a rank that stops answering leaves the others waiting)", file=sys.stderr, flush=True)
+            say("shgcn-train: warning: this MPI gives no MPI_THREAD_MULTIPLE, so no watchdog runs (--timeout "
+                "is ignored; a rank that stops answering leaves the others waiting)")
         return None
     return Watchdog(comm, timeout).start()

@@ -79,6 +79,9 @@ def check_out(out: Path, overwrite: bool, directory: bool, ours=is_assignment) -
     if out.exists() or out.is_symlink():
         if not overwrite:
             raise UserError(f"{out}: already exists (use --overwrite to replace it)")
+        if not (out.is_symlink() or out.is_dir() or out.is_file()):  # a FIFO: reading it to tell would block
+            raise UserError(f"{out}: exists and is not a regular file (a FIFO, a device); --overwrite replaces only "
+                            "what this command writes, so it is left as it is")
         if out.is_symlink() or out.is_dir() != directory:
             what = (f"a link (to {os.readlink(out)})" if out.is_symlink() else "not a directory" if directory
                     else "a directory")

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +156,8 @@ def _rmat(kw: dict, directed: bool) -> tuple[float, float]:
 
 def _npy_width(path: str) -> int:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the plan (issue 33): preflight names it
+            return 0
         return int(np.load(path, mmap_mode="r").shape[1])
     except (OSError, ValueError, IndexError):
         return 0  # the build names what is wrong with the file

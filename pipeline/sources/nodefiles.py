@@ -40,9 +40,10 @@ def write_labels(blocks: Iterable[np.ndarray], out: Path, where: str) -> tuple[R
             if writer is None:
                 kind = "multi" if b.shape[1] > 1 else "single"
                 writer = RawWriter(out, bool if kind == "multi" else np.int32, (b.shape[1],) if kind == "multi" else ())
-            writer.write(_multi(b, where, done) if kind == "multi" else class_ids(b[:, 0], where, done))
-            if kind == "single" and b.size:
-                top = max(top, int(np.nanmax(b, initial=-1)))
+            ids = _multi(b, where, done) if kind == "multi" else class_ids(b[:, 0], where, done)
+            writer.write(ids)
+            if kind == "single":
+                top = max(top, int(ids.max(initial=-1)))
             done += b.shape[0]
         if writer is None:
             raise located(where, "no labels (empty)")
@@ -58,7 +59,7 @@ MAX_CLASS = int(np.iinfo(np.int32).max) - 1  # class ids are stored as int32, an
 
 def class_ids(y: np.ndarray, where: str, done: int = 0) -> np.ndarray:
     """(k,) int32 class ids of label values ``y`` (NaN or negative:
-    unlabelled, -1); a fraction, a complex value or an id above
+    unlabelled, -1); a fraction, an infinity, a complex value or an id above
     :data:`MAX_CLASS` is a :class:`UserError` naming ``where`` and the row
     (``done``: rows before this block)."""
     y = np.asarray(y)
@@ -66,7 +67,7 @@ def class_ids(y: np.ndarray, where: str, done: int = 0) -> np.ndarray:
         raise located(where, f"labels must be real numbers, got {y.dtype}")
     f = y.astype(np.float64)
     known = np.isfinite(f) & (f >= 0)
-    bad = np.flatnonzero(known & ((f != np.round(f)) | (f > MAX_CLASS)))
+    bad = np.flatnonzero(np.isinf(f) | (known & ((f != np.round(f)) | (f > MAX_CLASS))))
     if bad.size:
         raise located(where, f"row {done + int(bad[0])}: label {y[bad[0]]} is not a class number "
                              f"(whole, at most {MAX_CLASS:,})")
@@ -113,7 +114,7 @@ def pair_chunk(src: RowFile, dst: RowFile, a: int, b: int, n: int, where: str) -
     if frac is not None:
         return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"{where}: edge {a + frac[0]} has the id {frac[1]}, "
                                                                 "not a whole number"))
-    return _checked(s.astype(np.int64), d.astype(np.int64), n, where, a)
+    return _checked(s, d, n, where, a)
 
 
 def _fraction(*ids: np.ndarray) -> tuple[int, object] | None:
@@ -141,18 +142,24 @@ def csr_chunk(indptr: RowFile, indices: RowFile, lo: int, hi: int, n: int, where
     if frac is not None:
         return ParsedChunk(_EMPTY, _EMPTY, 0, 0, ChunkError(-1, f"{where}: column index {frac[1]} (entry "
                                                                 f"{int(ptr[0]) + frac[0]}) is not a whole number"))
-    cols = cols.astype(np.int64)
     rows = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(ptr))
     return _checked(rows, cols, n, where, int(ptr[0]) if ptr.size else 0)
 
 
 def _checked(s: np.ndarray, d: np.ndarray, n: int, where: str, first: int) -> ParsedChunk:
+    """The edges (s, d) as int64, or a chunk error naming the first id outside 0..n-1: checked on the ids as
+    read (an id of 1e30 or 2**64 - 1 would wrap in the cast)."""
     bad = np.flatnonzero((s < 0) | (s >= n) | (d < 0) | (d >= n))
     if bad.size:
         i = int(bad[0])
-        return ParsedChunk(_EMPTY, _EMPTY, s.size, 0, ChunkError(-1, f"{where}: edge {first + i} ({s[i]}, {d[i]}) "
-                                                                     f"has an id outside 0..{n - 1}"))
-    return ParsedChunk(s, d, int(s.size), 0)
+        return ParsedChunk(_EMPTY, _EMPTY, s.size, 0, ChunkError(-1, f"{where}: edge {first + i} ({_id(s[i])}, "
+                                                                     f"{_id(d[i])}) has an id outside 0..{n - 1}"))
+    return ParsedChunk(s.astype(np.int64), d.astype(np.int64), int(s.size), 0)
+
+
+def _id(v) -> str:
+    """An id as the file holds it: 1e+30, not the integer a cast would make of it."""
+    return str(int(v)) if np.asarray(v).dtype.kind in "iub" else f"{v:.17g}"
 
 
 def cuts(total: int, per: int) -> list[tuple[int, int]]:

@@ -195,7 +195,7 @@ def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, bounds: np.ndarray, src: So
     for bad in tasks.gather([tasks.submit("nodes-check", nodes.bad_feature, b) for b in out]):
         if bad is not None:
             where = spec.features if plan.features_from == "file" else name
-            why = "NaN or infinity" if spec.feature_dtype == "float32" else "NaN, infinity, or beyond float16's range"
+            why = f"NaN, infinity, or beyond {spec.feature_dtype}'s range"
             raise UserError(f"{where}: non-finite feature at vertex {bad[0]}, column {bad[1]} ({why})")
     return plan, out
 

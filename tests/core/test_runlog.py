@@ -176,3 +176,35 @@ def test_a_log_that_cannot_be_written_is_a_user_error_and_leaves_no_temporary(tm
     monkeypatch.setattr(w._f, "write", lambda text: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space")))
     with pytest.raises(UserError, match="cannot write the run log"):
         w.write(epoch(0))
+
+
+def test_a_disk_full_mid_record_leaves_the_whole_records_and_closes_quietly(tmp_path, monkeypatch):
+    # issue 33, case 4: the buffered tail of a failed write raised again at close (OSError, exit 1) and a
+    # half-written record ended the log
+    import errno
+
+    path = tmp_path / "run.jsonl"
+    w = RunLogWriter(path, header())
+    w.write(epoch(0))
+    whole = path.read_bytes()
+    real = w._f.write
+
+    def half(data):
+        real(data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(w._f, "write", half)
+    with pytest.raises(UserError, match="run.jsonl: cannot write the run log \\(No space left on device\\)"):
+        w.write(epoch(1))
+    w.close()  # nothing left to flush: no second error
+    assert path.read_bytes() == whole and read_run_log(path).epochs == [epoch(0)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
+
+
+def test_a_fifo_is_refused_not_read(tmp_path):
+    # issue 33: `pipeline report --run FIFO` waited forever
+    import os
+
+    os.mkfifo(tmp_path / "run.jsonl")
+    with pytest.raises(UserError, match="run.jsonl: not a regular file \\(a FIFO, a device\\)"):
+        read_run_log(tmp_path / "run.jsonl")

@@ -182,3 +182,30 @@ def test_a_model_too_big_for_memory_is_refused_before_allocating(p1):
     res = train(1, p1, "--epochs", 1, "--hidden", 100000000, use_mpirun=False, timeout=120)
     assert res.returncode == 2 and len(errors(res)) == 1, res.stderr
     assert "--hidden 100000000: the model's weights" in errors(res)[0] and "memory limit" in errors(res)[0]
+
+
+# every rank fails at the same moment of training, as with the 0-class store of issue 33
+FAIL_EVERYWHERE = """
+import sys
+import shgcn.trainer.loop as loop
+
+def fail(ctx, comm):
+    raise ValueError("max() arg is an empty sequence")
+
+loop.train = fail
+from shgcn.trainer.cli import main
+sys.exit(main())
+"""
+
+
+def test_ranks_failing_at_once_each_say_one_whole_line(p2):
+    """Issue 33, case 6: two ranks' messages ran together on one line ("...empty sequenceshgcn-train: rank 0:
+    ..."). The race is the launcher's; a few runs give it its chances."""
+    for _ in range(3):
+        res = subprocess.run([mpirun(), "-n", "2", sys.executable, "-c", FAIL_EVERYWHERE, str(p2), "--quiet",
+                              "--epochs", "2"], capture_output=True, text=True, timeout=120)
+        lines = [x for x in res.stderr.splitlines() if x.strip()]
+        assert res.returncode == 1 and 1 <= len(lines) <= 2, res.stderr
+        for line in lines:
+            assert line.count("shgcn-train:") == 1, res.stderr
+            assert line.endswith("ValueError: max() arg is an empty sequence"), res.stderr

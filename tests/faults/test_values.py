@@ -67,6 +67,8 @@ def test_more_random_classes_than_vertices_is_one_line(tmp_path):
     (np.array([5e9]), None),
     (np.array([1.5]), None),
     (np.array([1 + 2j]), None),
+    (np.array([0, np.inf]), None),  # an OverflowError traceback before
+    (np.array([-np.inf]), None),
 ])
 def test_class_ids_are_whole_numbers_that_fit_int32(y, ok):
     if ok is None:
@@ -212,6 +214,10 @@ def test_a_full_disk_is_one_line_and_exit_2(monkeypatch, capsys, code, words):
     assert cli.main(["build", "sbm:n=50", "--parts", "2", "--out", "/data/s.zarr"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("pipeline: error: /data/s.zarr/c/0/0: ") and words in err[0], err
+    monkeypatch.setitem(commands.COMMANDS, "build", lambda args: (_ for _ in ()).throw(OSError(code, "zarr's")))
+    assert cli.main(["build", "sbm:n=50", "--parts", "2", "--out", "/data/s.zarr"]) == 2  # no file name: --out's
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pipeline: error: --out /data/s.zarr: zarr's (") and words in err[0]
     monkeypatch.setitem(commands.COMMANDS, "build", lambda args: (_ for _ in ()).throw(OSError(5, "I/O error")))
     with pytest.raises(OSError):  # other OS errors are not the user's: they stay tracebacks
         cli.main(["build", "sbm:n=50", "--parts", "2", "--out", "/data/s.zarr"])

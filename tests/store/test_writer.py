@@ -121,3 +121,32 @@ def test_node_chunk_files_hold_only_the_rows(built):
     feats = built.path / "nodes" / "features" / "c" / "0" / "0"
     n, d = 600, 8
     assert feats.stat().st_size == n * d * 4
+
+
+def test_a_disk_full_as_the_partial_store_is_begun_leaves_nothing(tmp_path, monkeypatch):
+    """Issue 33, case 4: the partial directory stayed when the disk was full before its first array."""
+    import errno
+
+    import shgcn.store._writer as writer
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(writer.zarr, "open_group", full)
+    with pytest.raises(writer.StoreError, match="no space left on the device"):
+        with writer.StoreWriter(tmp_path / "s.zarr"):
+            pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_link_as_the_store_is_described_as_a_link(tmp_path):
+    from shgcn.store._writer import StoreError, StoreWriter
+
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "s.zarr").symlink_to(tmp_path / "notes.txt")
+    with pytest.raises(StoreError, match=r"s.zarr: exists and is a link \(to .*notes.txt\); --overwrite"):
+        StoreWriter(tmp_path / "s.zarr", overwrite=True).__enter__()
+    (tmp_path / "f.zarr").write_text("mine")
+    with pytest.raises(StoreError, match="f.zarr: exists and is a file, not a shgcn store"):
+        StoreWriter(tmp_path / "f.zarr", overwrite=True).__enter__()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.zarr", "notes.txt", "s.zarr"]

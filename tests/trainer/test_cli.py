@@ -70,6 +70,15 @@ def test_injected_failure_aborts_the_job(stores):
     assert "rank 2: RuntimeError: injected failure at epoch 3" in res.stderr
 
 
+def test_the_batch_size_option_is_auto_by_default():
+    from shgcn.trainer.cli import parser
+
+    assert parser().parse_args(["s.zarr"]).batch_size is None
+    assert parser().parse_args(["s.zarr", "--batch-size", "auto"]).batch_size is None
+    assert parser().parse_args(["s.zarr", "--batch-size", "40"]).batch_size == 40
+    assert "auto: 10% of the vertices" in " ".join(parser().format_help().split())
+
+
 @pytest.mark.parametrize("args", [["--help"], ["--version"]])
 def test_help_and_version_import_nothing_heavy(args):
     """--help and --version answer without loading MPI, zarr, Dask, numba or torch."""

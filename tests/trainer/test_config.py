@@ -37,3 +37,21 @@ def test_bad_options_are_one_line_errors(kw, fragment):
     ("auto", 1, False), ("auto", 2, True), ("inline", 4, False), ("thread", 1, True), ("thread", 2, True)])
 def test_the_next_batch_is_made_on_a_thread_when_the_rank_has_threads(plan_ahead, threads, threaded):
     assert TrainConfig(store="s", plan_ahead=plan_ahead, threads=threads).plan_thread is threaded
+
+
+@pytest.mark.parametrize("size", [0, -1, True, 2.5, "100"])
+def test_a_batch_size_that_is_no_count_of_vertices_is_refused(size):
+    """Issue 33: --mode minibatch --batch-size 0 trained (0 meant 10% of the vertices); the default is now
+    auto (None), and 0, negatives and non-integers are refused in one line, in the Python API too."""
+    with pytest.raises(TrainError, match=r"^--batch-size .*: vertices per batch, a whole number >= 1 \(or auto"):
+        TrainConfig(store="s", mode="minibatch", batch_size=size).check()
+
+
+def test_the_batch_size_is_auto_unless_given():
+    auto = TrainConfig(store="s", mode="minibatch")
+    auto.check()
+    assert auto.batch_size is None and auto.batch_size_for(1000) == 100 and auto.batch_size_for(5) == 1
+    assert TrainConfig(store="s", mode="minibatch", batch_size=7).batch_size_for(1000) == 7
+    # a checkpoint of an auto run says 0, as checkpoints written before the default was named did
+    assert auto.training_options()["batch_size"] == 0
+    assert {"walk_length", "batches_per_epoch", "saint", "norm_batches"} <= set(auto.training_options())

@@ -30,3 +30,11 @@ def test_an_existing_log_needs_resume_or_overwrite(tmp_path):
     check_outputs(TrainConfig(store="s", log=str(log)), 1)  # only rank 0 writes
     with pytest.raises(TrainError, match="does not exist"):
         check_outputs(TrainConfig(store="s", log=str(tmp_path / "no" / "run.jsonl")), 0)
+
+
+def test_a_fifo_is_neither_a_run_log_nor_a_checkpoint(tmp_path):
+    """Issue 33: --log and --checkpoint with --overwrite or --resume read a FIFO there, and waited forever."""
+    import os
+
+    os.mkfifo(tmp_path / "f")
+    assert not is_run_log(tmp_path / "f") and not is_checkpoint(tmp_path / "f")

@@ -23,3 +23,12 @@ def test_the_watchdog_names_the_silent_rank_or_the_slowest():
 def test_tick_is_a_no_op_without_a_watchdog():
     assert watchdog._CURRENT is None
     watchdog.tick()
+
+
+def test_say_writes_one_whole_line_in_one_write(monkeypatch):
+    """Issue 33: two ranks failing at once ran together ("...empty sequenceshgcn-train: rank 0: ..."): print
+    writes a line's text and its newline apart. say() writes the whole line, newline included, at once."""
+    calls = []
+    monkeypatch.setattr(watchdog.os, "write", lambda fd, data: calls.append((fd, data)) or len(data))
+    watchdog.say("shgcn-train: rank 1: ValueError: two\nlines")
+    assert calls == [(2, b"shgcn-train: rank 1: ValueError: two lines\n")]

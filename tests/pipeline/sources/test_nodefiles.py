@@ -75,3 +75,15 @@ def test_cuts_and_row_cuts(tmp_path):
 def test_scratch_is_inside_the_work_dir(tmp_path):
     assert nodefiles.scratch(str(tmp_path / "w"), "x.raw") == tmp_path / "w" / "x.raw" and (tmp_path / "w").is_dir()
     assert nodefiles.scratch(None, "x.raw").parent.name.startswith("shgcn-")
+
+
+def test_an_id_that_a_cast_would_wrap_is_named_as_given(tmp_path):
+    """Issue 33: an edge id of 1e30 was reported as -9223372036854775808 (the int64 cast's value)."""
+    from shgcn.pipeline.sources.nodefiles import pair_chunk
+
+    s, d = np.array([0.0, 1e30]), np.array([1.0, 2.0])
+    assert pair_chunk(s, d, 0, 2, 4, "e").error.message == "e: edge 1 (1e+30, 2) has an id outside 0..3"
+    s, d = np.array([0, 2**64 - 1], np.uint64), np.array([1, 2], np.uint64)
+    assert pair_chunk(s, d, 0, 2, 4, "e").error.message == f"e: edge 1 ({2**64 - 1}, 2) has an id outside 0..3"
+    ok = pair_chunk(np.array([0.0, 3.0]), np.array([1.0, 2.0]), 0, 2, 4, "e")
+    assert ok.error is None and ok.a.dtype == np.int64 and ok.a.tolist() == [0, 3] and ok.b.tolist() == [1, 2]
