@@ -64,6 +64,7 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
                 nrm = normalize_stage(tasks, ing, mon)
             with mon.stage("partition"):
                 parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir)
+            ing = replace(ing, at=())  # A^T's pattern: only its graph file and Â^T's blocks (nrm holds it till then) need it
             with mon.stage("place"):
                 placed = place_stage(tasks, cfg, nrm, parts, mon)
                 parts = placed.parts
@@ -72,7 +73,7 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
             with mon.stage("layout"):
                 laid = layout_stage(tasks, cfg, ing, nrm, parts, mon)
             # what the write no longer needs is freed on the workers as soon as the layout has used it
-            built = Built(replace(ing, at=()), nrm.nnz, parts, meas, laid, placed.placements)
+            built = Built(ing, nrm.nnz, parts, meas, laid, placed.placements)
             del nrm, ing
             with mon.stage("write"):
                 attrs = write_stage(tasks, cfg, built, writer, mon)
