@@ -54,8 +54,8 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.Stor
     multi = ing.node_plan.classes if ing.node_plan.label_kind == "multi" else None
     writer.create_nodes(ing.n, ing.node_plan.dim, rows, file_ids, layout_part, feature_dtype=cfg.feature_dtype,
                         multi_label_classes=multi)
-    rank_f = [tasks.submit("write-rank", _write_rank, root, x, laid.offsets, s, t)
-              for x, s, t in zip(laid.ranks, laid.sends, laid.t_sends or [None] * len(laid.ranks))]
+    rank_f = [tasks.submit("write-rank", _write_rank, root, (r, laid.offsets), s, t, *pieces)
+              for r, (pieces, s, t) in enumerate(zip(laid.ranks, laid.sends, laid.t_sends or [None] * len(laid.ranks)))]
     store_bounds = np.append(np.arange(0, ing.n, rows, dtype=np.int64), ing.n)
     graph_f, node_f = [], []
     for k, (lo, hi) in enumerate(zip(store_bounds[:-1].tolist(), store_bounds[1:].tolist())):
@@ -84,7 +84,10 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.Stor
     return attrs
 
 
-def _write_rank(root: str, x: layout.RankRows, offsets: np.ndarray, sends, t_sends) -> str:
+def _write_rank(root: str, rank: tuple[int, np.ndarray], sends, t_sends, *pieces: layout.RankPiece) -> str:
+    """Rank r's pieces joined (:func:`layout.rank_rows`), its block made and written."""
+    r, offsets = rank
+    x = layout.rank_rows(r, int(offsets[r]), int(offsets[r + 1]), *pieces)
     return store.write_rank(root, layout.rank_block(x, offsets, sends, t_sends))
 
 
