@@ -9,7 +9,7 @@ the blocks with, and the path for small graphs.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,11 +43,23 @@ class Ingested:
     a: tuple  # futures: RowBlock patterns of A, no self loops
     at: tuple  # futures: the same rows of A^T (the same futures when undirected)
     file_ids: Any  # future: (n,) int64 label of each vertex in the input
-    nodes: tuple  # futures: NodeBlock per row block
+    node_recipe: tuple  # (spec, plan, source future or None, split codes future or None): :meth:`nodes`
     node_plan: NodePlan
     feature_norm: str
     stats: dict
     notes: tuple[str, ...] = ()
+    _made: dict = field(default_factory=dict, compare=False)  # the node blocks, once made (shared by replace())
+
+    def nodes(self, tasks: Tasks) -> tuple:
+        """Futures of the NodeBlock of every row block, made on the first
+        call: the layout needs them, the partition does not (ingest checked
+        them already: :func:`_node_blocks`), so they are not in memory beside
+        the partitioner's child. Pure functions of the recipe: the same blocks."""
+        if "nodes" not in self._made:
+            spec, plan, source, codes = self.node_recipe
+            self._made["nodes"] = tuple(tasks.submit("nodes", nodes.node_block, int(lo), int(hi), spec, plan, source,
+                                                     codes) for lo, hi in zip(self.bounds[:-1], self.bounds[1:]))
+        return self._made["nodes"]
 
 
 def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any = None,
@@ -89,8 +101,8 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     notes = tuple(raw.notes) + _published(src, n, kept, directed)
     nodes_source = node_source if node_source is not None else raw.nodes
     spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed, src.feature_norm, cfg.feature_dtype)
-    node_plan, node_blocks = _node_blocks(tasks, spec, bounds, src, nodes_source, mon)
-    return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, tuple(node_blocks), node_plan,
+    node_plan, recipe = _node_blocks(tasks, spec, bounds, src, nodes_source, mon)
+    return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, recipe, node_plan,
                     src.feature_norm, stats, notes)
 
 
@@ -177,10 +189,13 @@ def _reciprocal(ab: blocks.RowBlock, tb: blocks.RowBlock) -> int:
 
 
 def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, bounds: np.ndarray, src: Source, source,
-                 mon: Monitor) -> tuple[nodes.NodePlan, list]:
-    """The node data of every row block (``bounds``, the last bound being n):
+                 mon: Monitor) -> tuple[nodes.NodePlan, tuple]:
+    """The plan of the node data and its recipe (:meth:`Ingested.nodes`):
     from ``source`` (a future of the graph's :class:`NodeSource`, or None)
-    and ``spec``; ``src`` names the graph and carries its reader's notes."""
+    and ``spec``; ``src`` names the graph and carries its reader's notes.
+    Every row block's data (``bounds``, the last bound being n) is made and
+    checked here, and only the check kept (the blocks are made again when
+    the layout asks)."""
     n, name, notes = int(bounds[-1]), src.name, src.raw.notes
     facts = tasks.submit("nodes-facts", nodes.source_facts, source).result() if source is not None \
         else (None, None, False, None, "single")
@@ -189,15 +204,15 @@ def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, bounds: np.ndarray, src: So
     plan = nodes.plan(spec, n, name, facts, npy, notes)
     codes = tasks.submit("nodes-split", nodes.split_codes, n, spec.split, spec.seed) \
         if plan.split_from == "random" else None
-    out = [tasks.submit("nodes", nodes.node_block, int(lo), int(hi), spec, plan, source, codes)
+    out = [tasks.submit("nodes-check", nodes.block_check, int(lo), int(hi), spec, plan, source, codes)
            for lo, hi in zip(bounds[:-1], bounds[1:])]
     mon.bar(out, "nodes")
-    for bad in tasks.gather([tasks.submit("nodes-check", nodes.bad_feature, b) for b in out]):
+    for bad in tasks.gather(out):
         if bad is not None:
             where = spec.features if plan.features_from == "file" else name
             why = "NaN or infinity" if spec.feature_dtype == "float32" else "NaN, infinity, or beyond float16's range"
             raise UserError(f"{where}: non-finite feature at vertex {bad[0]}, column {bad[1]} ({why})")
-    return plan, out
+    return plan, (spec, plan, source, codes)
 
 
 def relabel_raw(raw: RawGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

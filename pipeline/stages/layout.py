@@ -283,7 +283,7 @@ def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized,
     offsets = tasks.submit("layout", offsets_of, lay).result()
     perm = tasks.submit("layout", perm_of, lay).result()
     cut = [tasks.submit("layout-cut", rank_pieces, ab, tb if ing.directed else None, nb, lay)
-           for ab, tb, nb in zip(*nrm.rows(tasks), ing.nodes)]
+           for ab, tb, nb in zip(*nrm.rows(tasks), ing.nodes(tasks))]
     ranks, halos, t_halos = [], [], []
     for r in range(cfg.parts):  # a loop over ranks: each takes its piece of every block
         pieces = tuple(tasks.submit("layout-piece", piece, c, r) for c in cut)

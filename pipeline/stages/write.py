@@ -58,11 +58,12 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.Stor
               for r, (pieces, s, t) in enumerate(zip(laid.ranks, laid.sends, laid.t_sends or [None] * len(laid.ranks)))]
     store_bounds = np.append(np.arange(0, ing.n, rows, dtype=np.int64), ing.n)
     graph_f, node_f = [], []
+    node_blocks = ing.nodes(tasks)
     for k, (lo, hi) in enumerate(zip(store_bounds[:-1].tolist(), store_bounds[1:].tolist())):
         # the store's fixed row chunks, each from the slices of the blocks that cover it
         spans = blocks.pieces_of_range(ing.bounds, lo, hi)
         g = [tasks.submit("write-slice", blocks.slice_rows, ing.a[b], a, z) for b, a, z in spans]
-        v = [tasks.submit("write-slice", nodes.slice_nodes, ing.nodes[b], a, z) for b, a, z in spans]
+        v = [tasks.submit("write-slice", nodes.slice_nodes, node_blocks[b], a, z) for b, a, z in spans]
         graph_f.append(tasks.submit("write-graph", _write_graph, root, k, *g))
         node_f.append(tasks.submit("write-nodes", _write_nodes, root, *v))
     everything = rank_f + graph_f + node_f
