@@ -64,7 +64,7 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
                 nrm = normalize_stage(tasks, ing, mon)
             with mon.stage("partition"):
                 parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir)
-            ing = replace(ing, at=())  # A^T's pattern: only its graph file and Â^T's blocks (nrm holds it till then) need it
+            ing = replace(ing, at=())  # A^T's pattern: nrm holds it for the quality and the layout (not the write)
             with mon.stage("place"):
                 placed = place_stage(tasks, cfg, nrm, parts, mon)
                 parts = placed.parts

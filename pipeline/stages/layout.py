@@ -28,7 +28,7 @@ from shgcn.core.csr import segments
 from shgcn.store import Plan, RankBlock
 
 from ..arrays import index_dtype, lookup, sorted_unique
-from ..blocks import RowBlock
+from ..blocks import RowBlock, normalize
 from ..nodes import NodeBlock, NodeData
 
 if TYPE_CHECKING:
@@ -126,6 +126,17 @@ def rank_pieces(ab: RowBlock, tb: RowBlock | None, nb: NodeBlock, lay: Layout) -
         out.append(RankPiece(_select(ab, keep, lay.inverse), None if tb is None else _select(tb, keep, lay.inverse),
                              nodes, keep + ab.lo))
     return out
+
+
+def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarray, np.ndarray], nb: NodeBlock,
+              lay: Layout) -> list[RankPiece]:
+    """The ``layout-cut`` task from A's pattern (and A^T's, directed): the
+    block's rows of Â (and Â^T) made here (:func:`..blocks.normalize`) and
+    cut by rank (:func:`rank_pieces`): only the blocks being cut are in memory as Â."""
+    a, t = pattern
+    row_deg, col_deg = degrees
+    ab = normalize(a, row_deg, col_deg)
+    return rank_pieces(ab, None if t is None else normalize(t, row_deg, col_deg, True), nb, lay)
 
 
 def piece(pieces: list[RankPiece], r: int) -> RankPiece:
@@ -282,8 +293,9 @@ def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized,
     lay = tasks.submit("layout", _make_layout, parts.futures[cfg.layout], cfg.parts)
     offsets = tasks.submit("layout", offsets_of, lay).result()
     perm = tasks.submit("layout", perm_of, lay).result()
-    cut = [tasks.submit("layout-cut", rank_pieces, ab, tb if ing.directed else None, nb, lay)
-           for ab, tb, nb in zip(*nrm.rows(tasks), ing.nodes(tasks))]
+    degrees = nrm.degrees()
+    cut = [tasks.submit("layout-cut", cut_block, (ab, tb if ing.directed else None), degrees, nb, lay)
+           for ab, tb, nb in zip(*nrm.patterns(), ing.nodes(tasks))]
     ranks, halos, t_halos = [], [], []
     for r in range(cfg.parts):  # a loop over ranks: each takes its piece of every block
         pieces = tuple(tasks.submit("layout-piece", piece, c, r) for c in cut)

@@ -91,3 +91,24 @@ def test_block_quality_in_pieces_is_the_same(directed):
     for limit in (1, 9, 40):
         q = quality.block_quality(*block, part, 4, directed, limit=limit)
         assert (q.volume.tolist(), q.km1, q.edge_cut) == (whole.volume.tolist(), whole.km1, whole.edge_cut)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_block_quality_of_the_pattern_is_that_of_a_hat(directed):
+    # the quality stage measures on A's pattern (no diagonal, no values): the same volume, km1 and edge cut as on Â
+    from shgcn.pipeline.blocks import RowBlock
+
+    g = graph(30, [tuple(e) for e in np.random.default_rng(8).integers(0, 30, (120, 2)) if e[0] != e[1]],
+              directed=directed)
+    a = a_hat(30, list(zip(*g.adj.nonzero())), directed=directed).tocsr()
+    pat = g.adj.tocsr()
+
+    def rows(m):
+        m = m.tocsr()
+        m.sort_indices()
+        return RowBlock(0, 30, 30, m.indptr.astype(np.int64), m.indices, m.data if m is a else None)
+
+    part = np.random.default_rng(9).integers(0, 3, 30).astype(np.int32)
+    qa = quality.block_quality(rows(a), rows(a.T), part, 3, directed)
+    qp = quality.block_quality(rows(pat), rows(pat.T), part, 3, directed)
+    assert (qp.volume.tolist(), qp.km1, qp.edge_cut) == (qa.volume.tolist(), qa.km1, qa.edge_cut) and qa.km1 > 0

@@ -25,9 +25,10 @@ def test_the_blocks_of_a_hat_are_made_when_first_asked(fig2_directed):
 
     s = fig2_directed
     nrm = normalize_stage(s.tasks, s.ing, s.mon)
-    assert set(nrm._made) == {"at_pattern"}  # nothing of Â submitted yet: the partition stage runs without it
+    assert nrm._made == {}  # nothing of Â submitted: the partition, quality and layout stages run without it
+    assert nrm.patterns() == (s.ing.a, s.ing.at) and nrm.degrees() == (nrm.weights, nrm.in_deg)
     a, at = nrm.rows(s.tasks)
-    assert "at_pattern" not in nrm._made and nrm.rows(s.tasks) == (a, at)  # made once; A^T's patterns let go
+    assert nrm.rows(s.tasks) == (a, at)  # made once
     whole, whole_t = (blocks.full_matrix(*s.tasks.gather(list(x))).toarray() for x in (a, at))
     np.testing.assert_array_equal(whole_t, whole.T)
     np.testing.assert_allclose(whole, a_hat(6, list(zip(*blocks.full_matrix(*s.tasks.gather(list(s.ing.a))).nonzero())),
