@@ -9,7 +9,7 @@ the blocks with, and the path for small graphs.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,23 +43,15 @@ class Ingested:
     a: tuple  # futures: RowBlock patterns of A, no self loops
     at: tuple  # futures: the same rows of A^T (the same futures when undirected)
     file_ids: Any  # future: (n,) int64 label of each vertex in the input
-    node_recipe: tuple  # (spec, plan, source future or None, split codes future or None): :meth:`nodes`
+    node_recipe: tuple  # (spec, plan, source future or None, split codes future or None): see below
     node_plan: NodePlan
     feature_norm: str
     stats: dict
     notes: tuple[str, ...] = ()
-    _made: dict = field(default_factory=dict, compare=False)  # the node blocks, once made (shared by replace())
-
-    def nodes(self, tasks: Tasks) -> tuple:
-        """Futures of the NodeBlock of every row block, made on the first
-        call: the layout needs them, the partition does not (ingest checked
-        them already: :func:`_node_blocks`), so they are not in memory beside
-        the partitioner's child. Pure functions of the recipe: the same blocks."""
-        if "nodes" not in self._made:
-            spec, plan, source, codes = self.node_recipe
-            self._made["nodes"] = tuple(tasks.submit("nodes", nodes.node_block, int(lo), int(hi), spec, plan, source,
-                                                     codes) for lo, hi in zip(self.bounds[:-1], self.bounds[1:]))
-        return self._made["nodes"]
+    # The node data is made by the tasks that use it, from node_recipe (nodes.node_block(lo, hi, *node_recipe)):
+    # ingest checks it (and keeps none), the layout's cut makes its block's, the write each chunk of the store's
+    # rows. Its rows depend on (seed, vertex) only, not on how they are cut: the same values every time, and the
+    # node data never waits in memory (beside the partitioner's child, or beside the layout's pieces).
 
 
 def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any = None,

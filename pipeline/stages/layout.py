@@ -29,7 +29,7 @@ from shgcn.store import Plan, RankBlock
 
 from ..arrays import index_dtype, lookup, sorted_unique
 from ..blocks import RowBlock, normalize
-from ..nodes import NodeBlock, NodeData
+from ..nodes import NodeBlock, NodeData, node_block
 
 if TYPE_CHECKING:
     from ..config import BuildConfig
@@ -128,15 +128,18 @@ def rank_pieces(ab: RowBlock, tb: RowBlock | None, nb: NodeBlock, lay: Layout) -
     return out
 
 
-def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarray, np.ndarray], nb: NodeBlock,
-              lay: Layout) -> list[RankPiece]:
-    """The ``layout-cut`` task from A's pattern (and A^T's, directed): the
-    block's rows of Â (and Â^T) made here (:func:`..blocks.normalize`) and
-    cut by rank (:func:`rank_pieces`): only the blocks being cut are in memory as Â."""
+def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarray, np.ndarray],
+              node_rows: tuple[int, int, tuple], lay: Layout) -> list[RankPiece]:
+    """The ``layout-cut`` task from A's pattern (and A^T's, directed) and
+    the recipe of the node data (``node_rows``: lo, hi and
+    :attr:`Ingested.node_recipe <.ingest.Ingested>`): the block's rows of Â
+    (and Â^T, :func:`..blocks.normalize`) and its node data made here and
+    cut by rank (:func:`rank_pieces`): only the blocks being cut are in memory whole."""
     a, t = pattern
     row_deg, col_deg = degrees
+    lo, hi, recipe = node_rows
     ab = normalize(a, row_deg, col_deg)
-    return rank_pieces(ab, None if t is None else normalize(t, row_deg, col_deg, True), nb, lay)
+    return rank_pieces(ab, None if t is None else normalize(t, row_deg, col_deg, True), node_block(lo, hi, *recipe), lay)
 
 
 def piece(pieces: list[RankPiece], r: int) -> RankPiece:
@@ -294,8 +297,10 @@ def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized,
     offsets = tasks.submit("layout", offsets_of, lay).result()
     perm = tasks.submit("layout", perm_of, lay).result()
     degrees = nrm.degrees()
-    cut = [tasks.submit("layout-cut", cut_block, (ab, tb if ing.directed else None), degrees, nb, lay)
-           for ab, tb, nb in zip(*nrm.patterns(), ing.nodes(tasks))]
+    bounds = ing.bounds.tolist()
+    cut = [tasks.submit("layout-cut", cut_block, (ab, tb if ing.directed else None), degrees,
+                        (bounds[b], bounds[b + 1], ing.node_recipe), lay)
+           for b, (ab, tb) in enumerate(zip(*nrm.patterns()))]
     ranks, halos, t_halos = [], [], []
     for r in range(cfg.parts):  # a loop over ranks: each takes its piece of every block
         pieces = tuple(tasks.submit("layout-piece", piece, c, r) for c in cut)

@@ -26,22 +26,17 @@ def test_a_declared_size_keeps_every_id_isolated_ones_too():
     assert to_graph(raw, directed=True).n == 4
 
 
-def test_node_blocks_are_made_when_the_layout_asks(fig2):
+def test_the_node_recipe_gives_the_same_rows_however_they_are_cut(fig2):
+    # the layout makes each row block's node data, the write each chunk of the store's rows, from the same recipe
     from shgcn.pipeline import nodes
 
     ing = fig2.ing
-    blocks = ing.nodes(fig2.tasks)  # the fixture's ingest checked them and kept none
-    assert ing.nodes(fig2.tasks) is blocks and len(blocks) == ing.bounds.size - 1  # made once
     spec, plan, source, codes = ing.node_recipe
-    got = fig2.tasks.gather(list(blocks))
     codes = fig2.tasks.gather([codes])[0] if codes is not None else None
-    for b, lo, hi in zip(got, ing.bounds[:-1], ing.bounds[1:]):
-        again = nodes.node_block(int(lo), int(hi), spec, plan, None, codes)
-        assert b.features.tobytes() == again.features.tobytes() and b.labels.tobytes() == again.labels.tobytes()
-        assert (b.train.tobytes(), b.val.tobytes(), b.test.tobytes()) == (again.train.tobytes(), again.val.tobytes(),
-                                                                          again.test.tobytes())
-
-
-def test_ingest_keeps_no_node_block(fig2_directed):
-    # the fixture's ingest made and checked every block's node data; nothing is kept until the layout asks
-    assert "nodes" not in fig2_directed.ing._made and len(fig2_directed.ing.node_recipe) == 4
+    n = int(ing.bounds[-1])
+    whole = nodes.node_block(0, n, spec, plan, source, codes)
+    for lo, hi in ((0, 2), (2, 3), (3, n)):
+        part = nodes.node_block(lo, hi, spec, plan, source, codes)
+        same = nodes.slice_nodes(whole, lo, hi)
+        for name in ("features", "labels", "train", "val", "test"):
+            assert getattr(part, name).tobytes() == getattr(same, name).tobytes()
