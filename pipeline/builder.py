@@ -68,6 +68,8 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
                 if prepared[1] is not None:  # a child reads the graph file: the patterns wait on disk meanwhile
                     ing, nrm = spill_patterns(tasks, ing, nrm, writer.work_dir)
                 parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir, prepared=prepared)
+                if prepared[1] is not None:  # read by the partitioners only: its disk is the spilled patterns'
+                    os.remove(prepared[1])
             ing = replace(ing, at=())  # A^T's pattern: nrm holds it for the quality and the layout (not the write)
             with mon.stage("place"):
                 placed = place_stage(tasks, cfg, nrm, parts, mon)
