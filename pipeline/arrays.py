@@ -35,3 +35,23 @@ def lookup(sorted_ids: np.ndarray, x: np.ndarray, limit: int = 1 << 27) -> np.nd
 def index_dtype(n: int, nnz: int = 0) -> type:
     """int32 where every id and offset fits, else int64."""
     return np.int32 if max(n, nnz) < 2**31 else np.int64
+
+
+PIECE_ENTRIES = 1 << 20  # entries a block's task sorts at once: its temporary arrays bounded by this, not the block
+
+
+def row_pieces(counts: np.ndarray, limit: int = PIECE_ENTRIES) -> list[tuple[int, int]]:
+    """Consecutive ranges (lo, hi) covering rows 0..len(counts)-1, each of at
+    most ``limit`` entries (``counts``: entries per row), but for a single row
+    holding more; none empty unless there are no rows."""
+    rows = int(counts.size)
+    if rows == 0:
+        return [(0, 0)]
+    ends = np.cumsum(counts, dtype=np.int64)
+    out, lo = [], 0
+    while lo < rows:  # a loop over pieces (total / limit of them)
+        base = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(ends, base + limit, side="right")))
+        out.append((lo, min(hi, rows)))
+        lo = hi
+    return out

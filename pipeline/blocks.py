@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from dask.sizeof import sizeof
 
-from .arrays import index_dtype, sorted_unique
+from .arrays import PIECE_ENTRIES, index_dtype, row_pieces, sorted_unique
 from .sources.records import ParsedChunk
 
 
@@ -138,7 +138,8 @@ def row_counts(b: RowBlock) -> np.ndarray:
     return np.diff(b.indptr)
 
 
-def normalize(b: RowBlock, row_deg: np.ndarray, col_deg: np.ndarray, transpose: bool = False) -> RowBlock:
+def normalize(b: RowBlock, row_deg: np.ndarray, col_deg: np.ndarray, transpose: bool = False, *,
+              limit: int = PIECE_ENTRIES) -> RowBlock:
     """Rows of Â = D_r^-1/2 (A + I) D_c^-1/2 (or of Â^T with ``transpose``).
 
     Parameters
@@ -149,16 +150,23 @@ def normalize(b: RowBlock, row_deg: np.ndarray, col_deg: np.ndarray, transpose: 
         entry (i, j) is Â's (j, i): its row scale is the column degree.
     """
     rows = np.diff(b.indptr)
-    ids = np.arange(b.lo, b.hi, dtype=np.int64)
-    # the diagonal joins each row at its sorted place: sort (local row, column) keys
-    key = np.concatenate([np.repeat(ids - b.lo, rows) * b.n + b.indices, (ids - b.lo) * b.n + ids])
-    key.sort()
-    r, c = np.divmod(key, b.n)
     indptr = np.zeros(b.rows + 1, np.int64)
     np.cumsum(rows + 1, out=indptr[1:])
     r_deg, c_deg = (col_deg, row_deg) if transpose else (row_deg, col_deg)
-    data = (r_deg[r + b.lo].astype(np.float64) ** -0.5 * c_deg[c].astype(np.float64) ** -0.5).astype(np.float32)
-    return RowBlock(b.lo, b.hi, b.n, indptr, c.astype(index_dtype(b.n)), data)
+    cols: np.ndarray = np.empty(int(indptr[-1]), index_dtype(b.n))
+    data: np.ndarray = np.empty(int(indptr[-1]), np.float32)
+    for lo, hi in row_pieces(rows + 1, limit):  # a loop over pieces of the block (its temporaries: a piece's)
+        p = slice_rows(b, b.lo + lo, b.lo + hi)
+        ids = np.arange(p.lo, p.hi, dtype=np.int64)
+        # the diagonal joins each row at its sorted place: sort (local row, column) keys
+        key = np.concatenate([np.repeat(ids - p.lo, np.diff(p.indptr)) * b.n + p.indices, (ids - p.lo) * b.n + ids])
+        key.sort()
+        r, c = np.divmod(key, b.n)
+        del key
+        at = slice(int(indptr[lo]), int(indptr[hi]))
+        cols[at] = c
+        data[at] = (r_deg[r + p.lo].astype(np.float64) ** -0.5 * c_deg[c].astype(np.float64) ** -0.5)
+    return RowBlock(b.lo, b.hi, b.n, indptr, cols, data)
 
 
 def slice_rows(b: RowBlock, lo: int, hi: int) -> RowBlock:

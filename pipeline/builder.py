@@ -32,9 +32,10 @@ from .sources.resolve import is_path
 from .stages.ingest import ingest_stage
 from .stages.layout import layout_stage
 from .stages.normalize import normalize_stage
-from .stages.partition import partition_stage
+from .stages.partition import graph_file_first, partition_stage
 from .stages.place import place_stage
 from .stages.quality import quality_stage
+from .stages.spill import spill_patterns
 from .stages.write import Built, write_stage
 
 
@@ -63,7 +64,13 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
             with mon.stage("normalize"):
                 nrm = normalize_stage(tasks, ing, mon)
             with mon.stage("partition"):
-                parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir)
+                prepared = graph_file_first(tasks, cfg, ing, nrm, writer.work_dir)
+                if prepared[1] is not None:  # a child reads the graph file: the patterns wait on disk meanwhile
+                    ing, nrm = spill_patterns(tasks, ing, nrm, writer.work_dir)
+                parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir, prepared=prepared)
+                if prepared[1] is not None:  # read by the partitioners only: its disk is the spilled patterns'
+                    os.remove(prepared[1])
+            ing = replace(ing, at=())  # A^T's pattern: nrm holds it for the quality and the layout (not the write)
             with mon.stage("place"):
                 placed = place_stage(tasks, cfg, nrm, parts, mon)
                 parts = placed.parts
@@ -72,7 +79,7 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
             with mon.stage("layout"):
                 laid = layout_stage(tasks, cfg, ing, nrm, parts, mon)
             # what the write no longer needs is freed on the workers as soon as the layout has used it
-            built = Built(replace(ing, at=()), nrm.nnz, parts, meas, laid, placed.placements)
+            built = Built(ing, nrm.nnz, parts, meas, laid, placed.placements)
             del nrm, ing
             with mon.stage("write"):
                 attrs = write_stage(tasks, cfg, built, writer, mon)

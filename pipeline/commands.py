@@ -56,8 +56,10 @@ def cmd_build(args) -> int:
     from .builder import build
     from .runtime.child import kill_children
     from .runtime.client import ClusterConfig, dask_client, scheduler_lost
+    from .runtime.malloc import return_freed_memory
     from .sources.resolve import preflight
 
+    return_freed_memory()  # this process is the build's: its freed arrays go back to the system at once
     cfg = build_config(args).resolved()
     cfg.check()
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,

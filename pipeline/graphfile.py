@@ -26,25 +26,33 @@ import os
 
 import numpy as np
 
-from .arrays import index_dtype, sorted_unique
-from .blocks import RowBlock
+from .arrays import PIECE_ENTRIES, index_dtype, row_pieces, sorted_unique
+from .blocks import RowBlock, slice_rows
 
 PARHIP_VERTEX_WEIGHTS = 1  # version: vertex weights, no edge weights
 HEADER_BYTES = 24
 
 
-def symmetric_block(a: RowBlock, at: RowBlock | None) -> RowBlock:
+def symmetric_block(a: RowBlock, at: RowBlock | None, limit: int = PIECE_ENTRIES) -> RowBlock:
     """Rows lo..hi-1 of the pattern of A + Aᵀ (``at``: the same rows of Aᵀ;
     None for an undirected A, whose blocks are symmetric already). No self
-    loops (the blocks have none); columns sorted."""
+    loops (the blocks have none); columns sorted. Sorted in row ranges of at
+    most ``limit`` entries of A and Aᵀ (:func:`..arrays.row_pieces`)."""
     if at is None:
         return RowBlock(a.lo, a.hi, a.n, a.indptr, a.indices)
-    key = sorted_unique(np.concatenate([(a.row_ids() - a.lo) * a.n + a.indices,
-                                        (at.row_ids() - at.lo) * at.n + at.indices]))
-    r, c = np.divmod(key, a.n)
+    counts = np.zeros(a.rows, np.int64)
+    cols: list[np.ndarray] = []
+    for lo, hi in row_pieces(np.diff(a.indptr) + np.diff(at.indptr), limit):  # a loop over pieces of the block
+        pa, pt = slice_rows(a, a.lo + lo, a.lo + hi), slice_rows(at, a.lo + lo, a.lo + hi)
+        key = sorted_unique(np.concatenate([(pa.row_ids() - pa.lo) * a.n + pa.indices,
+                                            (pt.row_ids() - pt.lo) * a.n + pt.indices]))
+        r, c = np.divmod(key, a.n)
+        del key
+        counts[lo:hi] = np.bincount(r, minlength=hi - lo)
+        cols.append(c.astype(index_dtype(a.n)))
     indptr = np.zeros(a.rows + 1, np.int64)
-    np.cumsum(np.bincount(r, minlength=a.rows), out=indptr[1:])
-    return RowBlock(a.lo, a.hi, a.n, indptr, c.astype(index_dtype(a.n)))
+    np.cumsum(counts, out=indptr[1:])
+    return RowBlock(a.lo, a.hi, a.n, indptr, np.concatenate(cols) if cols else np.zeros(0, index_dtype(a.n)))
 
 
 def block_edges(b: RowBlock) -> int:

@@ -313,3 +313,10 @@ def join_nodes(*parts: NodeBlock) -> NodeBlock:
 
 def bad_feature(b: NodeBlock) -> tuple[int, int] | None:
     return b.bad
+
+
+def block_check(lo: int, hi: int, spec: NodeSpec, np_: NodePlan, source: NodeSource | None,
+                codes: np.ndarray | None) -> tuple[int, int] | None:
+    """The ``nodes-check`` task: :func:`node_block`'s first non-finite
+    feature (or None), the block itself let go."""
+    return node_block(lo, hi, spec, np_, source, codes).bad

@@ -13,8 +13,8 @@ import scipy.sparse as sp
 from shgcn.core.tables import METRICS, NODE_METRICS
 from shgcn.core.work import modelled_compute
 
-from ..arrays import sorted_unique
-from ..blocks import RowBlock
+from ..arrays import PIECE_ENTRIES, row_pieces, sorted_unique
+from ..blocks import RowBlock, slice_rows
 from .hypergraph import column_net, connectivity_minus_one
 from .internode import NodeQuality
 
@@ -161,20 +161,37 @@ class Partial:
     edge_cut: int
 
 
-def block_quality(a_block: RowBlock, at_block: RowBlock, part: np.ndarray, parts: int, directed: bool) -> Partial:
-    """The ``quality-<model>`` task of one block.
+def block_quality(a_block: RowBlock, at_block: RowBlock, part: np.ndarray, parts: int, directed: bool,
+                  limit: int = PIECE_ENTRIES) -> Partial:
+    """The ``quality-<model>`` task of one block, in row ranges of at most
+    ``limit`` entries (:func:`..arrays.row_pieces`; every measure is a sum
+    over rows, so the pieces add up to the block's).
 
     ``at_block`` holds rows lo..hi-1 of Â^T, i.e. columns j of Â: the parts
     of its pins give λ_j, and part(j) sends row j to the λ_j - 1 others.
     ``a_block`` holds the same rows of Â; with Â^T's rows (directed) they are
     the neighbours of u in the symmetrized graph, for the edge cut (v > u).
     """
+    volume, km1, n_cut = np.zeros((parts, parts), np.int64), 0, 0
+    lo0 = a_block.lo
+    for lo, hi in row_pieces(np.diff(a_block.indptr) + np.diff(at_block.indptr), limit):  # a loop over pieces
+        q = _piece_quality(slice_rows(a_block, lo0 + lo, lo0 + hi), slice_rows(at_block, lo0 + lo, lo0 + hi),
+                           part, parts, directed)
+        volume += q.volume
+        km1, n_cut = km1 + q.km1, n_cut + q.edge_cut
+    return Partial(volume, km1, n_cut)
+
+
+def _piece_quality(a_block: RowBlock, at_block: RowBlock, part: np.ndarray, parts: int, directed: bool) -> Partial:
+    """:func:`block_quality` of some rows."""
     j = at_block.row_ids()
     pairs = sorted_unique(j * parts + part[at_block.indices])
+    del j
     col, q = np.divmod(pairs, parts)
     sender = part[col].astype(np.int64)
     other = q != sender
     volume = np.bincount(sender[other] * parts + q[other], minlength=parts * parts).reshape(parts, parts)
+    del pairs, col, q, sender
     u, v = a_block.row_ids(), a_block.indices.astype(np.int64)
     if directed:
         u, v = np.concatenate([u, at_block.row_ids()]), np.concatenate([v, at_block.indices.astype(np.int64)])

@@ -134,10 +134,11 @@ def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str) -> tupl
     """KaMinPar's partition of the build's ParHIP file (or of one written
     from Â here), brought under the strict load bound (KaMinPar's own bound
     is the mean plus the heaviest vertex: :mod:`.rebalance`)."""
-    from .rebalance import rebalance_parhip
-
     def run(path: str) -> tuple[np.ndarray, dict]:
         part = kaminpar_partition(path, cfg.parts, cfg.eps, cfg.seed, cfg.threads, preset)
+        # imported once KaMinPar's graph is gone: numba (rebalance's kernels) is about 75 MiB of the child's memory
+        from .rebalance import rebalance_parhip
+
         return rebalance_parhip(path, part, cfg.parts, cfg.eps, cfg.seed)
 
     if inputs.graph_file is not None:

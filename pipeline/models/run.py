@@ -87,9 +87,11 @@ def run_in_child(model: str, inputs: Inputs, cfg: PartitionConfig, tmp_root: str
 
 def _child_main(tmp: str, parent: int) -> None:
     from ..runtime.child import die_with_parent, user_error
+    from ..runtime.malloc import return_freed_memory
     from ..runtime.monitor import peak_rss_mib
 
     die_with_parent(parent)
+    return_freed_memory()
     d = Path(tmp)
     args = json.loads((d / "args.json").read_text())
     n = args["n"]

@@ -33,18 +33,20 @@ def write_graph_file(tasks: Tasks, ing: Ingested, weights, path: str, fmt: str =
     made and written by a worker at its offset."""
     import distributed
 
-    sym = [tasks.submit("graphfile-symmetric", gf.symmetric_block, a, at if ing.directed else None)
-           for a, at in zip(ing.a, ing.at)]
-    counts = tasks.gather([tasks.submit("graphfile-count", gf.block_edges, b) for b in sym])
-    first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    m = int(first[-1])
-    if fmt == "parhip":
+    pairs = [(a, at if ing.directed else None) for a, at in zip(ing.a, ing.at)]
+    if fmt == "parhip":  # each block's symmetric rows made twice (counted, then written): none waits in memory
+        counts = tasks.gather([tasks.submit("graphfile-count", _symmetric_edges, a, at) for a, at in pairs])
+        first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        m = int(first[-1])
         with open(path, "wb") as f:
             f.write(gf.parhip_header(ing.n, m))
             f.truncate(gf.parhip_size(ing.n, m))
-        writes = [tasks.submit("graphfile-write", gf.write_parhip_block, path, b, weights, int(first[i]), m)
-                  for i, b in enumerate(sym)]
+        writes = [tasks.submit("graphfile-write", _write_parhip, path, a, at, weights, int(first[i]), m)
+                  for i, (a, at) in enumerate(pairs)]
     elif fmt == "metis":
+        sym = [tasks.submit("graphfile-symmetric", gf.symmetric_block, a, at) for a, at in pairs]
+        counts = tasks.gather([tasks.submit("graphfile-count", gf.block_edges, b) for b in sym])
+        m = int(np.sum(counts, dtype=np.int64))
         texts = [tasks.submit("graphfile-text", gf.metis_text, b, weights) for b in sym]
         sizes = tasks.gather([tasks.submit("graphfile-size", len, t) for t in texts])
         header = gf.metis_header(ing.n, m // 2)
@@ -58,3 +60,11 @@ def write_graph_file(tasks: Tasks, ing: Ingested, weights, path: str, fmt: str =
     distributed.wait(writes)
     tasks.gather(writes)  # raise a worker's error here
     return GraphFile(os.path.abspath(path), fmt, ing.n, m)
+
+
+def _symmetric_edges(a, at) -> int:
+    return gf.symmetric_block(a, at).nnz
+
+
+def _write_parhip(path: str, a, at, weights: np.ndarray, first_edge: int, m: int) -> int:
+    return gf.write_parhip_block(path, gf.symmetric_block(a, at), weights, first_edge, m)

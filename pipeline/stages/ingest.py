@@ -43,11 +43,15 @@ class Ingested:
     a: tuple  # futures: RowBlock patterns of A, no self loops
     at: tuple  # futures: the same rows of A^T (the same futures when undirected)
     file_ids: Any  # future: (n,) int64 label of each vertex in the input
-    nodes: tuple  # futures: NodeBlock per row block
+    node_recipe: tuple  # (spec, plan, source future or None, split codes future or None): see below
     node_plan: NodePlan
     feature_norm: str
     stats: dict
     notes: tuple[str, ...] = ()
+    # The node data is made by the tasks that use it, from node_recipe (nodes.node_block(lo, hi, *node_recipe)):
+    # ingest checks it (and keeps none), the layout's cut makes its block's, the write each chunk of the store's
+    # rows. Its rows depend on (seed, vertex) only, not on how they are cut: the same values every time, and the
+    # node data never waits in memory (beside the partitioner's child, or beside the layout's pieces).
 
 
 def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any = None,
@@ -89,8 +93,8 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     notes = tuple(raw.notes) + _published(src, n, kept, directed)
     nodes_source = node_source if node_source is not None else raw.nodes
     spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed, src.feature_norm, cfg.feature_dtype)
-    node_plan, node_blocks = _node_blocks(tasks, spec, bounds, src, nodes_source, mon)
-    return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, tuple(node_blocks), node_plan,
+    node_plan, recipe = _node_blocks(tasks, spec, bounds, src, nodes_source, mon)
+    return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, recipe, node_plan,
                     src.feature_norm, stats, notes)
 
 
@@ -177,10 +181,13 @@ def _reciprocal(ab: blocks.RowBlock, tb: blocks.RowBlock) -> int:
 
 
 def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, bounds: np.ndarray, src: Source, source,
-                 mon: Monitor) -> tuple[nodes.NodePlan, list]:
-    """The node data of every row block (``bounds``, the last bound being n):
+                 mon: Monitor) -> tuple[nodes.NodePlan, tuple]:
+    """The plan of the node data and its recipe (:meth:`Ingested.nodes`):
     from ``source`` (a future of the graph's :class:`NodeSource`, or None)
-    and ``spec``; ``src`` names the graph and carries its reader's notes."""
+    and ``spec``; ``src`` names the graph and carries its reader's notes.
+    Every row block's data (``bounds``, the last bound being n) is made and
+    checked here, and only the check kept (the blocks are made again when
+    the layout asks)."""
     n, name, notes = int(bounds[-1]), src.name, src.raw.notes
     facts = tasks.submit("nodes-facts", nodes.source_facts, source).result() if source is not None \
         else (None, None, False, None, "single")
@@ -189,15 +196,15 @@ def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, bounds: np.ndarray, src: So
     plan = nodes.plan(spec, n, name, facts, npy, notes)
     codes = tasks.submit("nodes-split", nodes.split_codes, n, spec.split, spec.seed) \
         if plan.split_from == "random" else None
-    out = [tasks.submit("nodes", nodes.node_block, int(lo), int(hi), spec, plan, source, codes)
+    out = [tasks.submit("nodes-check", nodes.block_check, int(lo), int(hi), spec, plan, source, codes)
            for lo, hi in zip(bounds[:-1], bounds[1:])]
     mon.bar(out, "nodes")
-    for bad in tasks.gather([tasks.submit("nodes-check", nodes.bad_feature, b) for b in out]):
+    for bad in tasks.gather(out):
         if bad is not None:
             where = spec.features if plan.features_from == "file" else name
             why = f"NaN, infinity, or beyond {spec.feature_dtype}'s range"
             raise UserError(f"{where}: non-finite feature at vertex {bad[0]}, column {bad[1]} ({why})")
-    return plan, out
+    return plan, (spec, plan, source, codes)
 
 
 def relabel_raw(raw: RawGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -28,8 +28,8 @@ from shgcn.core.csr import segments
 from shgcn.store import Plan, RankBlock
 
 from ..arrays import index_dtype, lookup, sorted_unique
-from ..blocks import RowBlock
-from ..nodes import NodeBlock, NodeData
+from ..blocks import RowBlock, normalize
+from ..nodes import NodeBlock, NodeData, node_block
 
 if TYPE_CHECKING:
     from ..config import BuildConfig
@@ -126,6 +126,20 @@ def rank_pieces(ab: RowBlock, tb: RowBlock | None, nb: NodeBlock, lay: Layout) -
         out.append(RankPiece(_select(ab, keep, lay.inverse), None if tb is None else _select(tb, keep, lay.inverse),
                              nodes, keep + ab.lo))
     return out
+
+
+def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarray, np.ndarray],
+              node_rows: tuple[int, int, tuple], lay: Layout) -> list[RankPiece]:
+    """The ``layout-cut`` task from A's pattern (and A^T's, directed) and
+    the recipe of the node data (``node_rows``: lo, hi and
+    :attr:`Ingested.node_recipe <.ingest.Ingested>`): the block's rows of Â
+    (and Â^T, :func:`..blocks.normalize`) and its node data made here and
+    cut by rank (:func:`rank_pieces`): only the blocks being cut are in memory whole."""
+    a, t = pattern
+    row_deg, col_deg = degrees
+    lo, hi, recipe = node_rows
+    ab = normalize(a, row_deg, col_deg)
+    return rank_pieces(ab, None if t is None else normalize(t, row_deg, col_deg, True), node_block(lo, hi, *recipe), lay)
 
 
 def piece(pieces: list[RankPiece], r: int) -> RankPiece:
@@ -262,41 +276,57 @@ def in_memory(a: sp.csr_matrix, part: np.ndarray, parts: int, nodes: NodeData | 
 @dataclass(frozen=True)
 class Laid:
     """The layout on the workers: the permutation and offsets (also on the
-    client), every rank's rows and its send lists (of Â, and of Â^T for a
-    directed graph)."""
+    client), every rank's pieces (its rows of every block, joined only by
+    the task that writes the rank: no rank's rows wait in memory for the
+    others) and its send lists (of Â, and of Â^T for a directed graph)."""
 
     layout: Any  # future: Layout
     offsets: np.ndarray
     perm: np.ndarray
-    ranks: tuple  # futures: RankRows per rank
+    ranks: tuple  # per rank: a tuple of futures, its RankPiece of every block (rank_rows joins them)
     sends: tuple  # futures: (send_ptr, send_rows) per rank
     t_sends: tuple | None
 
 
 def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
                  mon: Monitor) -> Laid:
-    """Permutation by the layout model; every block cut by rank, every rank's
-    rows joined, halos turned into send lists; nothing goes through the client."""
+    """Permutation by the layout model; every block cut by rank, every
+    rank's halo from its pieces, halos turned into send lists; nothing goes
+    through the client."""
     lay = tasks.submit("layout", _make_layout, parts.futures[cfg.layout], cfg.parts)
     offsets = tasks.submit("layout", offsets_of, lay).result()
     perm = tasks.submit("layout", perm_of, lay).result()
-    cut = [tasks.submit("layout-cut", rank_pieces, ab, tb if ing.directed else None, nb, lay)
-           for ab, tb, nb in zip(nrm.a, nrm.at, ing.nodes)]
-    ranks = []
+    degrees = nrm.degrees()
+    bounds = ing.bounds.tolist()
+    cut = [tasks.submit("layout-cut", cut_block, (ab, tb if ing.directed else None), degrees,
+                        (bounds[b], bounds[b + 1], ing.node_recipe), lay)
+           for b, (ab, tb) in enumerate(zip(*nrm.patterns()))]
+    ranks, halos, t_halos = [], [], []
     for r in range(cfg.parts):  # a loop over ranks: each takes its piece of every block
-        pieces = [tasks.submit("layout-piece", piece, c, r) for c in cut]
-        ranks.append(tasks.submit("layout-rank", rank_rows, r, int(offsets[r]), int(offsets[r + 1]), *pieces))
-    mon.bar(ranks, "layout")
-    sends = _sends(tasks, offsets, ranks, False)
-    t_sends = _sends(tasks, offsets, ranks, True) if ing.directed else None
+        pieces = tuple(tasks.submit("layout-piece", piece, c, r) for c in cut)
+        lo, hi = int(offsets[r]), int(offsets[r + 1])
+        ranks.append(pieces)
+        halos.append(tasks.submit("layout-halo", pieces_halo, lo, hi, False, *pieces))
+        if ing.directed:
+            t_halos.append(tasks.submit("layout-halo", pieces_halo, lo, hi, True, *pieces))
+    mon.bar(halos + t_halos, "layout")
+    sends = _sends(tasks, offsets, halos)
+    t_sends = _sends(tasks, offsets, t_halos) if ing.directed else None
     return Laid(lay, offsets, perm, tuple(ranks), sends, t_sends)
+
+
+def pieces_halo(lo: int, hi: int, transpose: bool, *pieces: RankPiece) -> np.ndarray:
+    """The new ids rank ``lo..hi-1`` receives (for Â, or Â^T with
+    ``transpose``), from its pieces: :func:`rank_rows`'s halo without joining them."""
+    rows = [p.t if transpose else p.a for p in pieces]
+    cols = [r.cols[(r.cols < lo) | (r.cols >= hi)] for r in rows if r is not None]
+    return sorted_unique(np.concatenate(cols)) if cols else np.zeros(0, np.int64)
 
 
 def _make_layout(res, parts: int) -> Layout:
     return make_layout(res.part, parts)
 
 
-def _sends(tasks: Tasks, offsets: np.ndarray, ranks: list, transpose: bool) -> tuple:
-    halos = [tasks.submit("layout-halo", halo_of, x, transpose) for x in ranks]
+def _sends(tasks: Tasks, offsets: np.ndarray, halos: list) -> tuple:
     lists = tasks.submit("layout-plans", send_lists, offsets, *halos)
     return tuple(tasks.submit("layout-plan", nth, lists, r) for r in range(offsets.size - 1))

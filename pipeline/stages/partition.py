@@ -54,15 +54,31 @@ class PendingInputs:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+def graph_file_first(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized,
+                     tmp_root: str) -> tuple[Any, str | None]:
+    """The partition's vertex weights (a future) and, when a model of
+    ``cfg`` reads a graph file, that file written (by the workers, into the
+    partial store): what :func:`partition_stage` takes as ``prepared``, so
+    that the caller may let the graph go from memory before a child runs."""
+    pcfg = cfg.partition_config()
+    weights = tasks.submit("partition-weights", vertex_weights, nrm.weights, cfg.balance,
+                           cfg.dims(ing.node_plan.dim, ing.node_plan.classes))
+    if not any(GRAPH_FILE in get(m).needs_for(pcfg) for m in build_order(cfg.models)):
+        return weights, None
+    os.makedirs(tmp_root, exist_ok=True)
+    return weights, write_graph_file(tasks, ing, weights, os.path.join(tmp_root, "graph.parhip")).path
+
+
 def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, mon: Monitor,
-                    tmp_root: str) -> Partitioned:
-    """Partition with every model of ``cfg`` (each after the models it starts from)."""
+                    tmp_root: str, *, prepared: tuple[Any, str | None] | None = None) -> Partitioned:
+    """Partition with every model of ``cfg`` (each after the models it starts
+    from); ``prepared``: :func:`graph_file_first`'s weights and graph file."""
     pcfg = cfg.partition_config()
     dims = cfg.dims(ing.node_plan.dim, ing.node_plan.classes)
-    weights = tasks.submit("partition-weights", vertex_weights, nrm.weights, cfg.balance, dims)
+    weights, graph_file = prepared if prepared is not None else \
+        (tasks.submit("partition-weights", vertex_weights, nrm.weights, cfg.balance, dims), None)
     futures: dict[str, Any] = {}
     results: dict[str, PartitionResult] = {}
-    graph_file = None
     for m in build_order(cfg.models):
         p = get(m)
         needs = p.needs_for(pcfg)

@@ -44,7 +44,7 @@ def place_stage(tasks: Tasks, cfg: BuildConfig, nrm: Normalized, parts: Partitio
         return Placed(parts, {})
     futures: dict[str, Any] = {}
     for m, f in parts.futures.items():
-        blocks = [tasks.submit(f"place-{m}", _block, ab, tb, f, cfg.parts) for ab, tb in zip(nrm.a, nrm.at)]
+        blocks = [tasks.submit(f"place-{m}", _block, ab, tb, f, cfg.parts) for ab, tb in zip(*nrm.patterns())]
         futures[m] = tasks.submit(f"place-{m}", _place, f, (cfg.parts, cfg.ranks_per_node, cfg.placement, cfg.seed),
                                   *blocks)
     mon.bar(list(futures.values()), f"place: {cfg.placement}, {cfg.ranks_per_node} ranks a node")

@@ -42,12 +42,12 @@ def quality_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized
     dims = cfg.dims(ing.node_plan.dim, ing.node_plan.classes)
     for m, f in parts.futures.items():
         partials = [tasks.submit(f"quality-{m}", _block_quality, ab, tb, f, cfg.parts, ing.directed)
-                    for ab, tb in zip(nrm.a, nrm.at)]
+                    for ab, tb in zip(*nrm.patterns())]
         q = tasks.submit(f"quality-{m}", _merge_quality, m, cfg.parts, nrm.weights, f, dims, *partials)
         if m in placed.placements:
             p = placed.placements[m]
             nodes = -(-cfg.parts // p.ranks_per_node)
-            nv = [tasks.submit(f"quality-{m}", _block_nodes, tb, f, p.ranks_per_node, nodes) for tb in nrm.at]
+            nv = [tasks.submit(f"quality-{m}", _block_nodes, tb, f, p.ranks_per_node, nodes) for tb in nrm.patterns()[1]]
             q = tasks.submit(f"quality-{m}", _with_nodes, q, p, *nv)
         q_f.append(q)
     mon.bar(q_f, "quality")

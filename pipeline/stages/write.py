@@ -54,17 +54,16 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.Stor
     multi = ing.node_plan.classes if ing.node_plan.label_kind == "multi" else None
     writer.create_nodes(ing.n, ing.node_plan.dim, rows, file_ids, layout_part, feature_dtype=cfg.feature_dtype,
                         multi_label_classes=multi)
-    rank_f = [tasks.submit("write-rank", _write_rank, root, x, laid.offsets, s, t)
-              for x, s, t in zip(laid.ranks, laid.sends, laid.t_sends or [None] * len(laid.ranks))]
+    rank_f = [tasks.submit("write-rank", _write_rank, root, (r, laid.offsets), s, t, *pieces)
+              for r, (pieces, s, t) in enumerate(zip(laid.ranks, laid.sends, laid.t_sends or [None] * len(laid.ranks)))]
     store_bounds = np.append(np.arange(0, ing.n, rows, dtype=np.int64), ing.n)
     graph_f, node_f = [], []
     for k, (lo, hi) in enumerate(zip(store_bounds[:-1].tolist(), store_bounds[1:].tolist())):
         # the store's fixed row chunks, each from the slices of the blocks that cover it
         spans = blocks.pieces_of_range(ing.bounds, lo, hi)
         g = [tasks.submit("write-slice", blocks.slice_rows, ing.a[b], a, z) for b, a, z in spans]
-        v = [tasks.submit("write-slice", nodes.slice_nodes, ing.nodes[b], a, z) for b, a, z in spans]
         graph_f.append(tasks.submit("write-graph", _write_graph, root, k, *g))
-        node_f.append(tasks.submit("write-nodes", _write_nodes, root, *v))
+        node_f.append(tasks.submit("write-nodes", _write_nodes, root, (lo, hi), ing.node_recipe))
     everything = rank_f + graph_f + node_f
     mon.bar(everything, "write")
     distributed.wait(everything)  # all settled, failed or not, before the writer may clean up
@@ -84,7 +83,10 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.Stor
     return attrs
 
 
-def _write_rank(root: str, x: layout.RankRows, offsets: np.ndarray, sends, t_sends) -> str:
+def _write_rank(root: str, rank: tuple[int, np.ndarray], sends, t_sends, *pieces: layout.RankPiece) -> str:
+    """Rank r's pieces joined (:func:`layout.rank_rows`), its block made and written."""
+    r, offsets = rank
+    x = layout.rank_rows(r, int(offsets[r]), int(offsets[r + 1]), *pieces)
     return store.write_rank(root, layout.rank_block(x, offsets, sends, t_sends))
 
 
@@ -93,8 +95,10 @@ def _write_graph(root: str, k: int, *parts: blocks.RowBlock) -> str:
     return store.write_graph_block(root, k, blk.indptr, blk.indices)
 
 
-def _write_nodes(root: str, *parts: nodes.NodeBlock) -> dict[str, str]:
-    nb = nodes.join_nodes(*parts)
+def _write_nodes(root: str, rows: tuple[int, int], recipe: tuple) -> dict[str, str]:
+    """The node data of rows lo..hi-1 (a chunk of the store's), made here
+    (:func:`nodes.node_block`, from :attr:`Ingested.node_recipe <.ingest.Ingested>`) and written."""
+    nb = nodes.node_block(*rows, *recipe)
     return store.write_node_rows(root, nb.lo, {"features": nb.features, "labels": nb.labels, "train_mask": nb.train,
                                         "val_mask": nb.val, "test_mask": nb.test})
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from shgcn.pipeline.arrays import index_dtype, lookup, sorted_unique
+from shgcn.pipeline.arrays import index_dtype, lookup, row_pieces, sorted_unique
 
 
 def test_sorted_unique_equals_numpy_unique():
@@ -24,3 +24,12 @@ def test_lookup_by_table_and_by_search_agree():
 def test_index_dtype_is_the_narrowest_that_fits():
     assert index_dtype(10) is np.int32 and index_dtype(2**31 - 1, 5) is np.int32
     assert index_dtype(10, 2**31) is np.int64 and index_dtype(2**31) is np.int64
+
+
+def test_row_pieces_cover_the_rows_within_the_limit():
+    counts = np.array([3, 1, 4, 1, 5, 0, 2], np.int64)
+    pieces = row_pieces(counts, 5)
+    assert pieces == [(0, 2), (2, 4), (4, 6), (6, 7)]  # 4, 5, 5, 2 entries: each at most 5
+    assert row_pieces(counts, 100) == [(0, 7)]
+    assert row_pieces(np.array([9, 1]), 4) == [(0, 1), (1, 2)]  # a row over the limit: a piece of its own
+    assert row_pieces(np.zeros(0, np.int64)) == [(0, 0)] and row_pieces(np.zeros(3, np.int64), 1) == [(0, 3)]

@@ -63,3 +63,22 @@ def test_pieces_of_a_range():
     bounds = np.array([0, 4, 8, 10])
     assert blocks.pieces_of_range(bounds, 2, 9) == [(0, 2, 4), (1, 4, 8), (2, 8, 9)]
     assert blocks.pieces_of_range(bounds, 4, 8) == [(1, 4, 8)]
+
+
+def _random_block(seed: int, n: int = 40, lo: int = 5, hi: int = 31) -> RowBlock:
+    m = sp.random(hi - lo, n, density=0.2, format="csr", random_state=np.random.default_rng(seed))
+    m.setdiag(0, k=lo)  # no self loops (row r is vertex lo + r)
+    m.eliminate_zeros()
+    m.sort_indices()
+    return RowBlock(lo, hi, n, m.indptr.astype(np.int64), m.indices.astype(np.int32))
+
+
+def test_normalize_in_pieces_is_byte_identical():
+    b = _random_block(3)
+    deg = np.random.default_rng(4).integers(1, 9, b.n)
+    for transpose in (False, True):
+        whole = blocks.normalize(b, deg, deg[::-1].copy(), transpose, limit=10**9)
+        for limit in (1, 7, 30):
+            cut = blocks.normalize(b, deg, deg[::-1].copy(), transpose, limit=limit)
+            assert cut.indptr.tobytes() == whole.indptr.tobytes() and cut.indices.tobytes() == whole.indices.tobytes()
+            assert cut.data.tobytes() == whole.data.tobytes() and cut.indices.dtype == np.int32

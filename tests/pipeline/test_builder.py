@@ -76,3 +76,22 @@ def test_the_files_the_workers_must_read(tmp_path):
     assert _inputs(cfg) == [str(tmp_path / "p.txt"), str(tmp_path / "x.npy"), str(f)]
     assert _inputs(BuildConfig(source="cora", out="o.zarr", parts=2)) == []  # a dataset: found by its registry
     assert _inputs(BuildConfig(source=str(tmp_path / "ind.cora"), out="o.zarr", parts=2)) == []  # a prefix, no file
+
+
+def test_after_kaminpar_the_graph_file_goes_and_the_patterns_wait_on_disk(tmp_path, client, monkeypatch):
+    from shgcn.pipeline import builder
+
+    seen = {}
+    place = builder.place_stage
+
+    def looking(tasks, cfg, nrm, parts, mon):  # the stage after the partition: what the temporary area holds
+        work = next(tmp_path.glob(".g.zarr.partial-*/.work"))
+        seen["files"] = sorted(p.name for p in work.iterdir())
+        seen["patterns"] = sorted(p.name for p in (work / "patterns").iterdir())
+        seen["mapped"] = all(isinstance(b.indices, np.memmap) for b in tasks.gather(list(nrm.patterns()[0])))
+        return place(tasks, cfg, nrm, parts, mon)
+
+    monkeypatch.setattr(builder, "place_stage", looking)
+    make(tmp_path / "g.zarr", client, models=("gp",))
+    assert "graph.parhip" not in seen["files"] and "patterns" in seen["files"] and seen["mapped"]
+    assert seen["patterns"] and all(p.startswith("a.") for p in seen["patterns"])  # SBM: undirected, A's blocks only

@@ -45,3 +45,21 @@ def test_write_at_places_bytes(tmp_path):
     p = tmp_path / "f"
     p.write_bytes(b"........")
     assert gf.write_at(str(p), 2, b"ab") == 2 and p.read_bytes() == b"..ab...."
+
+
+def test_symmetric_block_in_pieces_is_the_same():
+    rng = np.random.default_rng(5)
+    m = (rng.random((30, 30)) < 0.15) & ~np.eye(30, dtype=bool)
+    a = RowBlock(4, 23, 30, *_csr(m[4:23]))
+    at = RowBlock(4, 23, 30, *_csr(m.T[4:23]))
+    whole = gf.symmetric_block(a, at, limit=10**9)
+    expect = m | m.T
+    assert whole.indptr.tolist() == np.concatenate([[0], np.cumsum(expect[4:23].sum(1))]).tolist()
+    assert whole.indices.tolist() == np.nonzero(expect[4:23])[1].tolist()
+    for limit in (1, 5, 17):
+        s = gf.symmetric_block(a, at, limit=limit)
+        assert s.indptr.tobytes() == whole.indptr.tobytes() and s.indices.tobytes() == whole.indices.tobytes()
+
+
+def _csr(dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.concatenate([[0], np.cumsum(dense.sum(1))]).astype(np.int64), np.nonzero(dense)[1].astype(np.int32)

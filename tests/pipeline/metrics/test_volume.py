@@ -71,3 +71,44 @@ def test_table_normalizes_to_rp():
 def test_edge_cut_counts_pairs_once_for_directed_graphs():
     g = graph(3, [(0, 1), (1, 0), (1, 2)], directed=True)
     assert quality.edge_cut(g.adj, np.array([0, 1, 1])) == 1
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_block_quality_in_pieces_is_the_same(directed):
+    from shgcn.pipeline.blocks import RowBlock
+
+    g = graph(40, [tuple(e) for e in np.random.default_rng(6).integers(0, 40, (160, 2)) if e[0] != e[1]],
+              directed=directed)
+    a = a_hat(40, list(zip(*g.adj.nonzero())), directed=directed).tocsr()
+    a.sort_indices()
+    t = a.T.tocsr()
+    t.sort_indices()
+    lo, hi = 3, 29
+    block = [RowBlock(lo, hi, 40, m[lo:hi].indptr.astype(np.int64), m[lo:hi].indices, m[lo:hi].data) for m in (a, t)]
+    part = np.random.default_rng(7).integers(0, 4, 40).astype(np.int32)
+    whole = quality.block_quality(*block, part, 4, directed, limit=10**9)
+    assert whole.km1 > 0 and whole.edge_cut > 0
+    for limit in (1, 9, 40):
+        q = quality.block_quality(*block, part, 4, directed, limit=limit)
+        assert (q.volume.tolist(), q.km1, q.edge_cut) == (whole.volume.tolist(), whole.km1, whole.edge_cut)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_block_quality_of_the_pattern_is_that_of_a_hat(directed):
+    # the quality stage measures on A's pattern (no diagonal, no values): the same volume, km1 and edge cut as on Â
+    from shgcn.pipeline.blocks import RowBlock
+
+    g = graph(30, [tuple(e) for e in np.random.default_rng(8).integers(0, 30, (120, 2)) if e[0] != e[1]],
+              directed=directed)
+    a = a_hat(30, list(zip(*g.adj.nonzero())), directed=directed).tocsr()
+    pat = g.adj.tocsr()
+
+    def rows(m):
+        m = m.tocsr()
+        m.sort_indices()
+        return RowBlock(0, 30, 30, m.indptr.astype(np.int64), m.indices, m.data if m is a else None)
+
+    part = np.random.default_rng(9).integers(0, 3, 30).astype(np.int32)
+    qa = quality.block_quality(rows(a), rows(a.T), part, 3, directed)
+    qp = quality.block_quality(rows(pat), rows(pat.T), part, 3, directed)
+    assert (qp.volume.tolist(), qp.km1, qp.edge_cut) == (qa.volume.tolist(), qa.km1, qa.edge_cut) and qa.km1 > 0

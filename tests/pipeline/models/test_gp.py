@@ -51,3 +51,18 @@ def test_kaminpar_reads_the_file_the_workers_write(tmp_path, client):
     s = store.open_store(res.path)
     assert s.attrs["partitions"]["gp"]["backend"] == "kaminpar"
     assert not any(p.name == "graph.parhip" for p in tmp_path.rglob("*"))  # the scratch file went with the partial
+
+
+def test_kaminpar_runs_before_numba_is_loaded(tmp_path):
+    # the child's memory while KaMinPar holds its graph: numba (the rebalance's kernels, ~75 MiB) comes after
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, scipy.sparse as sp\n"
+            "from shgcn.pipeline.models.gp import kaminpar_partition, write_parhip\n"
+            "a = sp.random(200, 200, density=0.05, format='csr', random_state=1)\n"
+            f"write_parhip(a, np.ones(200, np.int64), {str(tmp_path / 'g.parhip')!r})\n"
+            f"part = kaminpar_partition({str(tmp_path / 'g.parhip')!r}, 4, 0.03, 0)\n"
+            "print(part.size, 'numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["200", "False"]

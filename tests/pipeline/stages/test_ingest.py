@@ -24,3 +24,19 @@ def test_a_declared_size_keeps_every_id_isolated_ones_too():
     src, dst, ids = relabel_raw(raw)
     assert src.tolist() == [0] and dst.tolist() == [2] and ids.tolist() == [1, 2, 3, 4]
     assert to_graph(raw, directed=True).n == 4
+
+
+def test_the_node_recipe_gives_the_same_rows_however_they_are_cut(fig2):
+    # the layout makes each row block's node data, the write each chunk of the store's rows, from the same recipe
+    from shgcn.pipeline import nodes
+
+    ing = fig2.ing
+    spec, plan, source, codes = ing.node_recipe
+    codes = fig2.tasks.gather([codes])[0] if codes is not None else None
+    n = int(ing.bounds[-1])
+    whole = nodes.node_block(0, n, spec, plan, source, codes)
+    for lo, hi in ((0, 2), (2, 3), (3, n)):
+        part = nodes.node_block(lo, hi, spec, plan, source, codes)
+        same = nodes.slice_nodes(whole, lo, hi)
+        for name in ("features", "labels", "train", "val", "test"):
+            assert getattr(part, name).tobytes() == getattr(same, name).tobytes()

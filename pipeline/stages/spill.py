@@ -1,0 +1,51 @@
+"""A's patterns to disk while a partitioner's child runs.
+
+Once the graph file is written, the partition stage needs nothing of the
+graph in the build's process: the child reads the file. The row blocks of
+A's pattern (and A^T's) are saved as ``.npy`` files in the partial store's
+temporary area and come back memory-mapped: while the child runs, their
+pages are on disk (or in the page cache), not in the build's memory; the
+stages after it read them where they are (a page read is resident again
+until the block is let go). The arrays are the same, byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import numpy as np
+
+from ..blocks import RowBlock
+from ..runtime.client import Tasks
+from .ingest import Ingested
+from .normalize import Normalized
+
+
+def spill_block(b: RowBlock, prefix: str) -> RowBlock:
+    """The ``spill`` task: ``b`` (a pattern: no values) saved at
+    ``prefix.indptr.npy`` and ``prefix.indices.npy``, returned memory-mapped."""
+    arrays = {}
+    for name, x in (("indptr", b.indptr), ("indices", b.indices)):
+        path = f"{prefix}.{name}.npy"
+        np.save(path, x)
+        arrays[name] = np.load(path, mmap_mode="r")
+    return RowBlock(b.lo, b.hi, b.n, arrays["indptr"], arrays["indices"], None)
+
+
+def spill_patterns(tasks: Tasks, ing: Ingested, nrm: Normalized, work_dir: str) -> tuple[Ingested, Normalized]:
+    """``ing`` and ``nrm`` with their pattern blocks on disk (:func:`spill_block`);
+    the blocks in memory are let go once every one is saved."""
+    import distributed
+
+    where = os.path.join(work_dir, "patterns")
+    os.makedirs(where, exist_ok=True)
+    a = tuple(tasks.submit("spill", spill_block, b, os.path.join(where, f"a.{i}")) for i, b in enumerate(ing.a))
+    at = tuple(tasks.submit("spill", spill_block, b, os.path.join(where, f"at.{i}")) for i, b in enumerate(ing.at)) \
+        if ing.directed else a
+    saved = list(a) + (list(at) if ing.directed else [])
+    distributed.wait(saved)
+    for f in saved:  # a worker's error (a full disk) raised here; the blocks themselves stay on the workers
+        if f.status == "error":
+            f.result()
+    return replace(ing, a=a, at=at), replace(nrm, pattern_blocks=a, t_pattern_blocks=at if ing.directed else ())

@@ -1,0 +1,26 @@
+"""glibc's mmap threshold fixed (pipeline/runtime/malloc.py): freed arrays back to the system at once."""
+
+import ctypes
+import subprocess
+import sys
+
+import pytest
+
+from shgcn.pipeline.runtime import malloc
+
+
+def test_without_glibc_nothing_changes(monkeypatch):
+    def no_libc(*args, **kwargs):
+        raise OSError("no such library")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_libc)
+    assert malloc.return_freed_memory() is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_a_fresh_process_sets_the_threshold():
+    # in a child: the setting is per process and lasts, and the test's own process keeps its allocator as it was
+    code = ("from shgcn.pipeline.runtime import malloc; import numpy as np; ok = malloc.return_freed_memory(); "
+            "x = np.ones(1 << 22); del x; print(ok)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "True"
