@@ -47,11 +47,11 @@ def test_failure_mid_write_leaves_nothing(tmp_path, client, monkeypatch):
 
     real = pb._write_rank
 
-    def failing(root, x, *args):
-        calls.append(x.r)
-        if x.r == 1:
+    def failing(root, rank, *args):
+        calls.append(rank[0])
+        if rank[0] == 1:
             raise RuntimeError("disk full")
-        return real(root, x, *args)
+        return real(root, rank, *args)
 
     monkeypatch.setattr(pb, "_write_rank", failing)
     with pytest.raises(RuntimeError, match="disk full"):

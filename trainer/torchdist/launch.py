@@ -7,6 +7,7 @@ the port between choosing and binding it), or a single process."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 from datetime import timedelta
@@ -47,6 +48,7 @@ def init_from_env(backend: str = "gloo", timeout_s: float = 300.0) -> tuple[int,
     """
     if dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
+    atexit.register(_shutdown)
     timeout = timedelta(seconds=timeout_s)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun, or a user's own launcher
         dist.init_process_group(backend, init_method="env://", timeout=timeout)
@@ -56,3 +58,11 @@ def init_from_env(backend: str = "gloo", timeout_s: float = 300.0) -> tuple[int,
     else:  # one process: an in-memory store, no port at all
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     return dist.get_rank(), dist.get_world_size()
+
+
+def _shutdown() -> None:
+    """At exit: destroy the default group while the interpreter still runs (left to the interpreter's
+    teardown, gloo's threads could be destroyed still joinable: "terminate called without an active
+    exception", a rank's exit code 134 or 15)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()

@@ -3,6 +3,7 @@ environment; one process, torchrun and mpirun each give the right rank and size.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -31,7 +32,8 @@ def probe(cmd, env=None):
     env = {k: v for k, v in (env or os.environ).items() if k not in ("RANK", "WORLD_SIZE", "PMI_SIZE")}
     res = subprocess.run([*cmd, sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
-    return sorted(json.loads(line) for line in res.stdout.split("\n") if line.startswith("["))
+    # each rank prints one pair; the ranks' writes may land on one line, so the pairs are found, not split
+    return sorted(json.loads(pair) for pair in re.findall(r"\[\d+, \d+\]", res.stdout))
 
 
 def test_one_process():
