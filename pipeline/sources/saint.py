@@ -17,6 +17,7 @@ scratch file (for Amazon it is about 0.5 GB of text).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from .tokens import tokenize
 FILES = ("adj_full.npz", "feats.npy", "class_map.json", "role.json")
 ROLES = (("tr", "train"), ("va", "val"), ("te", "test"))
 _SEPARATORS = bytes.maketrans(b'{}[]":,', b"       ")
+_QUOTED_VALUE = re.compile(rb'[:\[]\s*"')  # a string where a class or a 0/1 value belongs
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ def class_map(path: str, n: int, out: Path, chunk_bytes: int = DEFAULT_CHUNK_BYT
 
 def _scatter(m: np.ndarray, data: bytes, width: int, kind: str, path: str) -> int:
     """Entries of one block of the class map into the memmap; returns the largest class seen."""
+    if _QUOTED_VALUE.search(data):  # the tokens drop quotes (the keys'): a value "3" would pass as the class 3
+        raise located(path, "a class must be a number (or a list of 0/1 numbers), not a string")
     t = tokenize(data.translate(_SEPARATORS), comment_chars=b"")
     if t.error is not None:
         raise located(path, f"not a GraphSAINT class map ({t.error.message})")
