@@ -299,22 +299,6 @@ def node_block(lo: int, hi: int, spec: NodeSpec, np_: NodePlan, source: NodeSour
     return NodeBlock(lo, hi, x, y, train, val, test, bad)
 
 
-def slice_nodes(b: NodeBlock, lo: int, hi: int) -> NodeBlock:
-    """Rows lo..hi-1 (global ids, inside the block)."""
-    a, z = lo - b.lo, hi - b.lo
-    return NodeBlock(lo, hi, b.features[a:z], b.labels[a:z], b.train[a:z], b.val[a:z], b.test[a:z])
-
-
-def join_nodes(*parts: NodeBlock) -> NodeBlock:
-    return NodeBlock(parts[0].lo, parts[-1].hi, np.concatenate([p.features for p in parts]),
-                     np.concatenate([p.labels for p in parts]), np.concatenate([p.train for p in parts]),
-                     np.concatenate([p.val for p in parts]), np.concatenate([p.test for p in parts]))
-
-
-def bad_feature(b: NodeBlock) -> tuple[int, int] | None:
-    return b.bad
-
-
 def block_check(lo: int, hi: int, spec: NodeSpec, np_: NodePlan, source: NodeSource | None,
                 codes: np.ndarray | None) -> tuple[int, int] | None:
     """The ``nodes-check`` task: :func:`node_block`'s first non-finite

@@ -71,10 +71,10 @@ def test_generated_rows_do_not_depend_on_the_blocks():
     whole = nodes.node_block(nodes.NODE_CHUNK - 5, nodes.NODE_CHUNK + 10, spec, plan, None, codes)
     parts = [nodes.node_block(a, b, spec, plan, None, codes) for a, b in
              ((nodes.NODE_CHUNK - 5, nodes.NODE_CHUNK), (nodes.NODE_CHUNK, nodes.NODE_CHUNK + 10))]
-    joined = nodes.join_nodes(*parts)
-    assert np.array_equal(whole.features, joined.features) and np.array_equal(whole.labels, joined.labels)
-    assert np.array_equal(whole.train, joined.train) and whole.labels.max() < 4
-    part = nodes.slice_nodes(whole, nodes.NODE_CHUNK, nodes.NODE_CHUNK + 2)
+    for name in ("features", "labels", "train"):
+        assert np.array_equal(getattr(whole, name), np.concatenate([getattr(p, name) for p in parts]))
+    assert whole.labels.max() < 4
+    part = nodes.node_block(nodes.NODE_CHUNK, nodes.NODE_CHUNK + 2, spec, plan, None, codes)
     assert part.lo == nodes.NODE_CHUNK and np.array_equal(part.features, whole.features[5:7])
 
 
@@ -84,7 +84,7 @@ def test_a_block_of_the_sources_data():
     b = nodes.node_block(0, 3, NodeSpec(), NodePlan(2, 2, "source", "source", "source"), src, None)
     np.testing.assert_array_equal(b.features[:2], [[1.0, 3.0], [0.0, 0.0]])
     assert b.features.dtype == np.float32 and b.labels.tolist() == [1, 0, 1] and b.train.tolist() == [True, False, False]
-    assert nodes.bad_feature(b) == (2, 0)
+    assert b.bad == (2, 0)
     with pytest.raises(ValueError, match="a random split needs its codes"):
         nodes.node_block(0, 3, NodeSpec(), NodePlan(2, 2, "source", "source", "random"), src, None)
 
