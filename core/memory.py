@@ -43,6 +43,21 @@ def machine_memory() -> int:
     return total
 
 
+def peak_resident() -> int:
+    """This process's peak resident memory so far, bytes (``VmHWM``; where
+    ``/proc`` has none, ``getrusage``'s maximum)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
 def parse_size(text: str) -> int:
     """``8G``, ``512M``, ``1.5T``, ``24GiB`` or a byte count -> bytes (binary
     units); ``ValueError`` for anything else."""

@@ -113,6 +113,7 @@ class Epoch:
     exchange_paths: list[list[dict[str, int]]] | None = None  # 1d full batch: per rank, each exchange's path_bytes
     node_inter_bytes: list[int] | None = None  # 1d: per node, the bytes its ranks sent to other nodes
     kernel_time: list[dict[str, float]] | None = None  # full batch: per rank, s per backend kernel in the training step
+    peak_memory: list[int] | None = None  # per rank, its peak resident bytes so far (measured; the header's memory: modelled)
     val_acc: float | None = None  # evaluation epochs only
     test_acc: float | None = None
     steps: int | None = None  # mini-batch mode

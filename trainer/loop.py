@@ -13,6 +13,7 @@ import numpy as np
 
 from shgcn.core import runlog
 from shgcn.core.algorithms import ALGORITHMS
+from shgcn.core.memory import peak_resident
 
 from . import checkpoint, summary, watchdog
 from .backends import Dropped, Noise
@@ -80,7 +81,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
             if not math.isfinite(res.loss):
                 raise Diverged(f"the training loss became {res.loss} at epoch {epoch}; "
                                "lower --lr or check the features")
-            train_comm = {**ctx.ex.counters.reset(), "kernel_time": kernel_time(ctx.backend)}
+            train_comm = {**ctx.ex.counters.reset(), "kernel_time": kernel_time(ctx.backend), "peak": peak_resident()}
             epoch_time = time.perf_counter() - t0
             accs = None
             if (epoch + 1) % cfg.eval_every == 0 or epoch == cfg.epochs - 1:
@@ -97,7 +98,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
                 records.append(rec)
                 _print_progress(cfg, rec)
         end = summary.summary(records, epochs=cfg.epochs, metric=ctx.targets.metric, has_val=totals["val"] > 0,
-                              has_test=totals["test"] > 0, log=cfg.log)
+                              has_test=totals["test"] > 0, log=cfg.log, modelled=ctx.memory_all)
         if root and end and not cfg.quiet:
             print(end, flush=True)
     finally:
@@ -353,6 +354,7 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
         exchange_bytes=[c["calls"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
         bytes_split=[c["split"] for _, c, _, _ in per_rank] if any(c["split"] for _, c, _, _ in per_rank) else None,
         kernel_time=[c["kernel_time"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
+        peak_memory=[c["peak"] for _, c, _, _ in per_rank],
         **_paths(ctx, [c for _, c, _, _ in per_rank]))
     if accs is not None:
         rec.val_acc, rec.test_acc = accs

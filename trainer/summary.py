@@ -6,6 +6,7 @@ run log)."""
 from __future__ import annotations
 
 from shgcn.core import runlog
+from shgcn.core.memory import gib
 
 
 def mode_text(mode: str, sampler: str | None = None, batch_size: int | None = None) -> str:
@@ -27,7 +28,7 @@ def banner(algorithm: str, mode: str, rows: int, cols: int, memory: tuple[str, s
 
 
 def summary(records: list[runlog.Epoch], *, epochs: int, metric: str = "accuracy", has_val: bool = True,
-            has_test: bool = True, log: str | None = None) -> str | None:
+            has_test: bool = True, log: str | None = None, modelled: tuple[int, ...] = ()) -> str | None:
     """The end line, from rank 0's epoch records of this run (None when it ran
     no epoch, e.g. resumed at its last).
 
@@ -38,6 +39,7 @@ def summary(records: list[runlog.Epoch], *, epochs: int, metric: str = "accuracy
     metric : the targets' score (accuracy, or micro-F1 for multi-label stores)
     has_val, has_test : whether the store has validation and test vertices (a score over none is no score)
     log : the run log's path (``--log``), named so the user finds the per-epoch numbers
+    modelled : every rank's modelled bytes (rank order), shown beside the busiest rank's measured peak
     """
     if not records:
         return None
@@ -51,6 +53,20 @@ def summary(records: list[runlog.Epoch], *, epochs: int, metric: str = "accuracy
         last = evaluated[-1]
         parts.append(f"test {metric} {last.test_acc:.4f} at epoch {last.epoch + 1}/{epochs} (no validation vertices)")
     parts.append(f"final loss {records[-1].loss:.4f}")
+    if records[-1].peak_memory:
+        parts.append(memory_part(records[-1].peak_memory, modelled))
     if log:
         parts.append(f"run log: {log}")
     return "summary: " + "; ".join(parts)
+
+
+def memory_part(peak: list[int], modelled: tuple[int, ...]) -> str:
+    """``peak memory 1.2 GiB at rank 1 (modelled 0.9 GiB, 0.3 GiB beyond it)``: the busiest rank's
+    measured peak against its own modelled bytes, when they are known (the model leaves out the
+    interpreter and the libraries: :mod:`shgcn.core.memory`)."""
+    rank = max(range(len(peak)), key=lambda r: peak[r])
+    text = f"peak memory {gib(peak[rank])} at rank {rank}"
+    if len(modelled) == len(peak):
+        over = peak[rank] - modelled[rank]
+        text += f" (modelled {gib(modelled[rank])}, {gib(abs(over))} {'beyond' if over >= 0 else 'below'} it)"
+    return text

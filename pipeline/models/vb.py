@@ -28,7 +28,9 @@ target's move is scored by
     score = -ΔΦ - μ Δtotal,   Φ = Σ_k max(0, send_k - τ)^γ + max(0, recv_k - τ)^γ,
 
 τ = the average volume per part (total / P) at the start of the pass, γ =
-``power`` (3). Φ only sees parts above average, and steeply, so the top parts
+``power`` (5; against 3, it lowered the larger of max send and max receive
+on 5 of 6 cases of soc-slashdot0902 and ca-astroph at p = 16, 64, 512, by up
+to 4%). Φ only sees parts above average, and steeply, so the top parts
 dominate: a row taken off the busiest sender is worth more than volume
 shuffled between average parts. μ prices a row added to the total at
 ``total_weight`` times the mean marginal Φ of the parts above τ, divided by
@@ -52,7 +54,18 @@ send volume drops 15-25%, mostly bounded by the total-volume budget
 (``max_total_increase``); on meshes (delaunay, road networks) almost no
 single move lowers a part's send volume (moving a boundary vertex out of a
 part makes its inner neighbours boundary vertices), so the result there is
-close to the start.
+close to the start. Two floors no search passes (issue 31,
+benchmarks/partitioning/vb_targets.py):
+
+- **The total.** On soc-slashdot0902 at p = 16 the result is flat (max /
+  mean send 1.004, receive 1.006): the maxima sit at total / P, and only a
+  start with a lower total lowers them further. Hence ``--hp-preset
+  quality`` under ``hp-vb`` gives lower maxima where it flattens (ca-astroph:
+  max send 0.69-0.73x METIS's, max receive 0.78-0.79x).
+- **A hub.** The part holding a hub whose row is about as heavy as a part
+  receives nearly all of its columns (:mod:`..metrics.bounds`): at P = 512 on
+  soc-slashdot0902 no partition within eps 0.01 receives fewer than 2,426
+  rows at its busiest part (METIS 2,445; hp-vb 2,438).
 
 The search (:mod:`.vb_search`) is compiled with numba (serial, so results
 do not depend on threads).
@@ -87,7 +100,7 @@ class Search:
     max_passes: int = 40
     min_gain: float = 1e-3
     total_weight: float = 0.1
-    power: float = 3.0
+    power: float = 5.0
     cap: int = 32
     max_targets: int = 8
     swap_tries: int = 8

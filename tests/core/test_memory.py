@@ -1,6 +1,8 @@
 """Sizes on the command line and the modelled bytes of a rank (core/memory.py), by hand."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -65,3 +67,11 @@ def test_model_bytes_by_hand():
     assert model_bytes(Job((8, 4, 2))) == 640
     # GAT heads [2, 1]: inputs 8 and 2 x 4 = 8, outputs 2 x 4 = 8 and 2: 64 + 16 weights
     assert model_bytes(Job((8, 4, 2), arch="gat", heads=(2, 1))) == 16 * 80
+
+
+def test_peak_resident_grows_with_what_a_fresh_process_touches():
+    code = ("import numpy as np; from shgcn.core.memory import peak_resident; a = peak_resident(); "
+            "x = np.ones(200 * 2**20 // 8); print(a, peak_resident())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    before, after = map(int, out.stdout.split())
+    assert 200 * 2**20 <= after - before < 260 * 2**20  # the 200 MiB block, every page written; and not more

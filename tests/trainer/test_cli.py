@@ -1,6 +1,7 @@
 """shgcn-train as a command: one rank without mpirun, the run log's keys, and
 the stores it must refuse before any work."""
 
+import json
 import subprocess
 import sys
 
@@ -105,6 +106,10 @@ def test_banner_names_the_mode_and_the_run_ends_with_a_summary(stores, tmp_path)
     assert lines[0].startswith("1d, mini-batch (node sampler, batch size 40) on 1 x 1 ranks"), lines
     assert lines[-1].startswith("summary: best validation accuracy ") and " (test accuracy there " in lines[-1]
     assert lines[-1].endswith(f"; run log: {log}") and "final loss " in lines[-1]
+    # the busiest rank's measured peak beside its modelled bytes; the run log has every rank's peak per epoch
+    assert "; peak memory " in lines[-1] and " at rank 0 (modelled " in lines[-1]
+    epochs = [json.loads(x) for x in log.read_text().splitlines() if '"epoch"' in x and '"peak_memory"' in x]
+    assert epochs and all(len(e["peak_memory"]) == 1 and e["peak_memory"][0] > 50 * 2**20 for e in epochs)
 
 
 @pytest.mark.parametrize("argv,expected", [

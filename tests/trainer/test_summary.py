@@ -31,3 +31,12 @@ def test_summary_without_a_test_or_validation_set():
     assert summary.summary(recs, epochs=2, metric="micro-F1", has_val=False) == \
         "summary: test micro-F1 0.0000 at epoch 2/2 (no validation vertices); final loss 1.2500"
     assert summary.summary([], epochs=2) is None
+
+
+def test_summary_shows_the_busiest_ranks_peak_against_its_model():
+    rec = _epoch(0, 1.0)
+    rec.peak_memory = [300 * 2**20, 512 * 2**20]
+    line = summary.summary([rec], epochs=1, modelled=(100 * 2**20, 384 * 2**20))
+    assert line == "summary: final loss 1.0000; peak memory 512.0 MiB at rank 1 (modelled 384.0 MiB, 128.0 MiB beyond it)"
+    assert summary.memory_part([2**30], (3 * 2**30,)) == "peak memory 1.0 GiB at rank 0 (modelled 3.0 GiB, 2.0 GiB below it)"
+    assert summary.memory_part([2**30, 2**29], ()) == "peak memory 1.0 GiB at rank 0"
