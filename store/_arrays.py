@@ -33,6 +33,14 @@ _DIMS = {"indptr": ("row_ptr",), "indices": ("nnz",), "data": ("nnz",), "send_pt
          "node_index": ("row",)}
 
 
+def array_dims(name: str, ndim: int) -> tuple[str, ...]:
+    """The dimension names of a block's array ``name`` (by its last path part)."""
+    dims = _DIMS.get(name.rsplit("/", 1)[-1], tuple(f"dim_{i}" for i in range(ndim)))
+    if len(dims) == 1 and ndim == 2:  # multi-label targets: one column per class
+        dims = (*dims, "class")
+    return dims
+
+
 def write_array(root: str | Path, name: str, arr: np.ndarray, dims: tuple[str, ...] | None = None) -> str:
     """Write ``arr`` uncompressed, as one chunk, little-endian, so that a
     reader can memory-map the chunk file; returns its checksum."""
@@ -41,9 +49,7 @@ def write_array(root: str | Path, name: str, arr: np.ndarray, dims: tuple[str, .
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
     if dims is None:
-        dims = _DIMS.get(name.rsplit("/", 1)[-1], tuple(f"dim_{i}" for i in range(arr.ndim)))
-        if len(dims) == 1 and arr.ndim == 2:  # multi-label targets: one column per class
-            dims = (*dims, "class")
+        dims = array_dims(name, arr.ndim)
     chunks = tuple(max(1, s) for s in arr.shape)
     try:
         z = zarr.create_array(store=str(root), name=name, shape=arr.shape, chunks=chunks, dtype=arr.dtype,

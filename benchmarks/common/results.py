@@ -47,8 +47,9 @@ _P, _B, _T = "benchmarks.partitioning.", "benchmarks.build.", "benchmarks.traini
 QUESTIONS = (
     Question("quality", "Partition quality: how much communication does each model save?",
              ("Partition quality at the paper's scale: rp, gp, hp, gp-vb, hp-vb", "Partition quality: rp, gp, hp",
-              "Notes: volume-balancing variants tried (issue 16)"),
-             (_P + "vb_quality", _P + "quality_table")),
+              "Notes: volume-balancing variants tried (issue 16)",
+              "hp-vb against METIS and the receive bound (issue 31)"),
+             (_P + "vb_quality", _P + "quality_table", _P + "vb_targets")),
     Question("speed", "Partitioner speed: hypergraph quality in graph-partitioner time?",
              ("hp presets: quality against time (issue 31)", "Notes: hp's Mt-KaHyPar variants (issue 31)",
               "hp at graph-partitioner speed (issue 22)",
@@ -77,8 +78,9 @@ QUESTIONS = (
               "Build: R-MAT scale 22, gp, p=64, external cluster of 2 workers",
               "Build: R-MAT scale 20, hp, a worker killed mid-build",
               "Notes: R-MAT scale 22, gp, p=64 (did not complete)",
-              "Build plan: predicted against measured peak memory (issue 32)"),
-             (_P + "partition_scale", _B + "scale_build", _B + "plan_check")),
+              "Build plan: predicted against measured peak memory (issue 32)",
+              "Trainer at the build's scale: modelled memory against the measured peak (issue 32)"),
+             (_P + "partition_scale", _B + "scale_build", _B + "plan_check", _T + "scale_memory")),
     Question("trainer", "Trainer speed: how fast is an epoch at P = 1, 2 and 4, against a plain epoch and PyG?",
              ("Trainer at one process and P=2 (issue 23)", "Architectures against PyG on CPU (issue 23)",
               "Trainer: soc-slashdot0902, hidden 128",
@@ -120,10 +122,12 @@ OTHER = Question("other", "Other results", ())
 # every benchmark module by its old flat name (benchmarks/NAME.py, as the commands recorded before the move
 # name them): the index gives the command that produces a section today
 MODULES = {m.rsplit(".", 1)[1]: m for m in (
-    *(_P + n for n in ("quality_table", "vb_quality", "hp_speed", "hp_start", "balance_sim", "partition_scale")),
+    *(_P + n for n in ("quality_table", "vb_quality", "hp_speed", "hp_start", "balance_sim", "partition_scale",
+                       "vb_targets")),
     *(_B + n for n in ("build_stages", "scale_build", "dataset_dirs", "compare_stores", "plan_check")),
     *(_T + n for n in ("trainer_bench", "arch_bench", "accuracy", "minibatch_bench", "algo_bench", "pingpong",
-                       "simulate_bench", "node_bench", "torch_bench", "thread_bench", "_phases", "_pyg_epoch",
+                       "simulate_bench", "node_bench", "torch_bench", "thread_bench", "scale_memory", "_phases",
+                       "_pyg_epoch",
                        "_reference_epoch")),
     "benchmarks.minibatch_partitioning.shp_bench", "benchmarks.minibatch_partitioning.shp_batches",
     "benchmarks.interop.dgl_roundtrip")}

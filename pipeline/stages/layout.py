@@ -9,10 +9,11 @@ consecutive local columns without any index exchange.
 
 On the cluster this runs without ever holding the whole matrix: each row
 block cuts its rows by rank (:func:`rank_pieces`), each rank joins its
-pieces (:func:`rank_rows`), one task turns every rank's halo into send lists
-(:func:`send_lists`), and each rank's block is built where it is written
-(:func:`rank_block`). :func:`in_memory` runs the same functions on one
-process (tests, small graphs).
+pieces' halos (:func:`pieces_halo`), one task turns every rank's halo into send lists
+(:func:`send_lists`), and each rank's block is built where it is written,
+piece by piece (:mod:`.rankwrite`). :func:`in_memory` joins each rank's
+rows (:func:`rank_rows`, :func:`rank_block`) on one process (tests, small
+graphs): the same blocks.
 """
 
 from __future__ import annotations
@@ -216,16 +217,23 @@ def nth(items: list, i: int):
     return items[i]
 
 
-def local_plan(lo: int, hi: int, rows: Rows, halo: np.ndarray, sends: tuple[np.ndarray, np.ndarray],
-               offsets: np.ndarray) -> Plan:
-    """A rank's local CSR (own columns, then halo columns grouped by sender)
-    and its send / receive plan."""
+def local_rows(rows: Rows, lo: int, hi: int, halo: np.ndarray) -> sp.csr_matrix:
+    """``rows`` (some of rank ``lo..hi-1``'s) with local column ids: own
+    columns ``0..hi-lo-1``, then the halo's, each row's sorted."""
     n_own = hi - lo
     own = (rows.cols >= lo) & (rows.cols < hi)
     local = np.where(own, rows.cols - lo, n_own + lookup(halo, np.where(own, halo[0] if halo.size else 0, rows.cols)))
     m = sp.csr_matrix((rows.data.astype(np.float32), local.astype(index_dtype(n_own + halo.size)), rows.indptr),
-                      shape=(n_own, n_own + halo.size))
+                      shape=(rows.indptr.size - 1, n_own + halo.size))
     m.sort_indices()
+    return m
+
+
+def local_plan(lo: int, hi: int, rows: Rows, halo: np.ndarray, sends: tuple[np.ndarray, np.ndarray],
+               offsets: np.ndarray) -> Plan:
+    """A rank's local CSR (own columns, then halo columns grouped by sender)
+    and its send / receive plan."""
+    m = local_rows(rows, lo, hi, halo)
     return Plan(indptr=m.indptr.astype(np.int64), indices=m.indices.astype(np.int32), data=m.data.astype(np.float32),
                 send_ptr=sends[0].astype(np.int64), send_rows=sends[1].astype(np.int32),
                 recv_ptr=np.searchsorted(halo, offsets).astype(np.int64), recv_ids=halo.astype(np.int64))
@@ -276,16 +284,18 @@ def in_memory(a: sp.csr_matrix, part: np.ndarray, parts: int, nodes: NodeData | 
 @dataclass(frozen=True)
 class Laid:
     """The layout on the workers: the permutation and offsets (also on the
-    client), every rank's pieces (its rows of every block, joined only by
-    the task that writes the rank: no rank's rows wait in memory for the
-    others) and its send lists (of Â, and of Â^T for a directed graph)."""
+    client), every rank's pieces (its rows of every block, written piece by
+    piece by the task that writes the rank: :mod:`.rankwrite`), its halo and
+    its send lists (of Â, and of Â^T for a directed graph)."""
 
     layout: Any  # future: Layout
     offsets: np.ndarray
     perm: np.ndarray
-    ranks: tuple  # per rank: a tuple of futures, its RankPiece of every block (rank_rows joins them)
+    ranks: tuple  # per rank: a tuple of futures, its RankPiece of every block
     sends: tuple  # futures: (send_ptr, send_rows) per rank
     t_sends: tuple | None
+    halos: tuple = ()  # futures: the new ids each rank receives for Â (sorted)
+    t_halos: tuple | None = None  # and for Â^T (directed graphs)
 
 
 def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
@@ -312,7 +322,7 @@ def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized,
     mon.bar(halos + t_halos, "layout")
     sends = _sends(tasks, offsets, halos)
     t_sends = _sends(tasks, offsets, t_halos) if ing.directed else None
-    return Laid(lay, offsets, perm, tuple(ranks), sends, t_sends)
+    return Laid(lay, offsets, perm, tuple(ranks), sends, t_sends, tuple(halos), tuple(t_halos) if ing.directed else None)
 
 
 def pieces_halo(lo: int, hi: int, transpose: bool, *pieces: RankPiece) -> np.ndarray:

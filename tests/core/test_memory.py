@@ -45,6 +45,8 @@ def test_rank_bytes_of_a_gcn_by_hand():
     assert BYTES_PER_NONZERO == 24
     assert rank_bytes(held, Job((8, 4, 2))) == 720 + 160 + 320 + 1120 + 80
     assert rank_bytes(Held(10, 30, 5, buffer_nnz=7), Job((8, 4, 2))) == 2400 + 8 * 7
+    # a directed store's Â^T plan of 25 nonzeros: 16 bytes each
+    assert rank_bytes(Held(10, 30, 5, t_nnz=25), Job((8, 4, 2))) == 2400 + 16 * 25
     # the architecture's spec decides, not its name: sage keeps what gcn keeps
     assert rank_bytes(held, Job((8, 4, 2), arch="sage")) == 2400
 

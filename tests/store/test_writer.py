@@ -63,14 +63,14 @@ def test_killed_build_leaves_no_valid_store(tmp_path):
     script = f"""
 import sys, time
 from shgcn import store
-real = store.write_rank
-def slow(root, block):
-    out = real(root, block)
-    if block.rank == 1:
+real = store.RankStreams.finish
+def slow(self):
+    out = real(self)
+    if self.r == 1:
         print("WRITING", flush=True)
         time.sleep(60)
     return out
-store.write_rank = slow
+store.RankStreams.finish = slow
 from shgcn.pipeline.cli import main
 main(["--quiet", "build", {SBM!r}, "--parts", "3", "--model", "rp", "--out", {str(tmp_path / 'k.zarr')!r}])
 """
