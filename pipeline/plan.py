@@ -162,13 +162,24 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
     rows: list[Row] = []
     for s in STAGES:
         if s != "partition":
-            rows.append(coef.memory[s].row(s, BUILD, counts, coef.seconds[s].at(counts)))
+            rows.append(_stage_term(s, models, counts, opts, coef).row(s, BUILD, counts, coef.seconds[s].at(counts)))
             continue
         for m in models:
             rows.extend(_partition_rows(m, counts, opts, coef))
     # the fit's feature values were float32: float16 halves what they take in the store
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
     return Plan(counts, rows, store, coef.disk["scratch"].at(counts), _flags(counts, models, opts))
+
+
+def _stage_term(stage: str, models: tuple[str, ...], c: Counts, opts: dict, coef: Coefficients) -> Term:
+    """The build's process in ``stage``: the stage's figures or, after the partition, the largest of the models'
+    own (``<stage>:<model>``, where fitted: hp keeps Â's blocks in memory to the layout)."""
+    terms = [coef.memory[stage]]
+    if STAGES.index(stage) > STAGES.index("partition"):
+        for m in models:
+            key = f"{stage}:{_hp_regime(m if f'partition:{m}' in coef.memory else FALLBACK.get(m, 'gp'), c, opts, coef)}"
+            terms += [coef.memory[key]] if key in coef.memory else []
+    return max(terms, key=lambda t: t.at(c))
 
 
 def _partition_rows(m: str, c: Counts, opts: dict, coef: Coefficients) -> list[Row]:

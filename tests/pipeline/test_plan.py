@@ -74,6 +74,20 @@ def test_a_fit_without_the_build_beside_the_child_sums_the_stages_peaks():
     assert [r.process for r in held] == [plan.BUILD, "child gp (KaMinPar)"]
 
 
+def test_after_the_partition_a_model_with_its_own_figures_takes_the_larger():
+    """hp keeps Â's blocks in memory to the layout: its stages after the partition are fitted apart."""
+    coef = small_coefficients()
+    own = plan.Coefficients({**coef.memory, "place:hp": T(0, 500)}, coef.child, coef.disk, coef.seconds)
+
+    def place(models):
+        return [r.memory for r in plan.make_plan(C, models, coef=own).rows if r.stage == "place"]
+
+    assert place(("gp",)) == [coef.memory["place"].at(C)]
+    assert place(("hp",)) == place(("gp", "hp")) == place(("shp",)) == [500e6]  # shp takes hp's figures
+    ingest = [r.memory for r in plan.make_plan(C, ("hp",), coef=own).rows if r.stage == "ingest"]
+    assert ingest == [coef.memory["ingest"].at(C)]  # before the partition: one figure for every model
+
+
 def test_unfitted_models_borrow_and_say_so():
     p = plan.make_plan(C, ("rp", "shp"), coef=small_coefficients())
     notes = [(r.process, r.note) for r in p.rows if r.stage == "partition"]
