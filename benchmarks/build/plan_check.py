@@ -300,14 +300,16 @@ def main() -> None:
     ap.add_argument("--scales", type=int, nargs="+", default=[20, 21, 22])
     ap.add_argument("--records", type=Path, default=REPO / "build" / "plan", help="where the builds' records go")
     ap.add_argument("--reuse", action="store_true", help="use the records already in --records (and keep the stores)")
-    ap.add_argument("--only-saved", action="store_true", help="--fit: on the records in --records only (build none)")
+    ap.add_argument("--only-saved", action="store_true",
+                    help="--fit: on the records in --records only (build none; implies --reuse)")
     ap.add_argument("--output", type=Path, default=None, help="write the section to FILE instead of RESULTS.md")
     args = ap.parse_args()
     if args.fit:
         from shgcn.pipeline.plan import coefficients_path
 
         runs = [r for r in FIT_RUNS if not args.only_saved or (args.records / f"{r[0]}.json").exists()]
-        recs = {t: record(t, src, m, args.records, extra, args.reuse) for t, src, m, extra in runs}
+        reuse = args.reuse or args.only_saved  # --only-saved builds nothing: without --reuse it re-measured every record
+        recs = {t: record(t, src, m, args.records, extra, reuse) for t, src, m, extra in runs}
         coefficients_path().write_text(json.dumps(fit(recs), indent=2) + "\n")
         print(f"wrote {coefficients_path()}")
         return
