@@ -122,7 +122,7 @@ def summary(attrs: dict, table: list[dict], minibatch=None) -> dict:
     """The JSON summary of a store (``build --json``, ``info --json``)."""
     keep = ("dataset", "source", "n", "nnz", "edges", "directed", "parts", "model", "models", "eps", "seed", "balance",
             "feature_dim", "classes", "label_kind", "feature_dtype", "command", "versions", "timings", "peak_rss_mib",
-            "peak_rss_mib_by_stage",
+            "peak_rss_mib_by_stage", "peak_rss_mib_while_partitioning",
             "partitions", "stats", "notes", *_record_attributes(attrs))
     out = {**{k: attrs.get(k) for k in keep if k in attrs}, "quality": {row["model"]: row for row in table}}
     if minibatch is not None:

@@ -11,7 +11,10 @@ scheduler and worker; with ``--processes`` or ``--scheduler`` the same
 memory is spread over several) and each partitioner's child process. The
 models run one after another, so the partition stage holds at once the
 build's process and the largest child; every other stage the build's
-process alone. A model that was not fitted takes the figures of the one
+process alone. In the partition stage the build's process peaks writing
+the graph file, before a child starts, and holds less while it runs: the
+stage's most at once is the larger of the two (``beside``: the build's
+process while a child runs, fitted apart). A model that was not fitted takes the figures of the one
 it resembles, and the plan says so.
 
 The plan also flags the sizes where formats change: the partitioner's
@@ -32,6 +35,7 @@ from .sources.counts import Counts
 
 STAGES = ("ingest", "normalize", "partition", "place", "quality", "layout", "write")
 BUILD = "build (client+scheduler+worker)"
+BESIDE = "build, while the child runs"  # the build's process in the partition stage once the child has started
 INT32_LIMIT = 2**31
 METIS_BYTES_PER_NNZ = 220  # gp --gp-backend metis: pymetis's peak (pipeline.models.gp), not fitted here
 FALLBACK = {"rp": "gp", "shp": "hp", "gp-vb": "gp", "hp-vb": "hp"}  # models without fitted figures: whose they take
@@ -79,6 +83,7 @@ class Coefficients:
     disk: dict[str, Term]
     seconds: dict[str, Term]
     source: str = ""
+    beside: dict[str, Term] = field(default_factory=dict)  # by model: the build's process while its child runs
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Coefficients:
@@ -92,7 +97,8 @@ class Coefficients:
     def of(cls, d: dict) -> Coefficients:
         """From the fit's JSON object."""
         terms = [{k: Term.of(v) for k, v in d[key].items()} for key in ("memory", "child", "disk", "seconds")]
-        return cls(terms[0], terms[1], terms[2], terms[3], source=str(d.get("source", "")))
+        beside = {k: Term.of(v) for k, v in d.get("beside", {}).items()}  # a fit before it had none
+        return cls(terms[0], terms[1], terms[2], terms[3], source=str(d.get("source", "")), beside=beside)
 
 
 def coefficients_path() -> Path:
@@ -111,17 +117,28 @@ class Plan:
     scratch: float
     flags: list[str] = field(default_factory=list)
 
+    def held(self, stage: str) -> list[Row]:
+        """The rows of ``stage`` held at once at its peak: the build's process
+        alone, or, with a child, the larger of the build's process before it
+        and the build's process beside the largest child plus that child
+        (without a ``beside`` row: the build's peak plus the child)."""
+        rows = [r for r in self.rows if r.stage == stage]
+        if not rows:
+            return []
+        main = max((r for r in rows if r.process == BUILD), key=lambda r: r.memory)
+        kids = [r for r in rows if r.process not in (BUILD, BESIDE)]
+        if not kids:
+            return [main]
+        beside = [r for r in rows if r.process == BESIDE]
+        with_child = [max(beside, key=lambda r: r.memory) if beside else main, max(kids, key=lambda r: r.memory)]
+        return [main] if main.memory > sum(r.memory for r in with_child) else with_child
+
     def at_once(self) -> tuple[float, str, list[Row]]:
-        """The most memory held at once: (bytes, stage, its rows) - the build's
-        process plus, in the partition stage, the largest child."""
+        """The most memory held at once: (bytes, stage, its rows) - the
+        largest stage's :meth:`held`."""
         best: tuple[float, str, list[Row]] = (0.0, "", [])
         for s in STAGES:
-            rows = [r for r in self.rows if r.stage == s]
-            if not rows:
-                continue
-            main = max((r for r in rows if r.process == BUILD), key=lambda r: r.memory)
-            kids = [r for r in rows if r.process != BUILD]
-            held = [main, *([max(kids, key=lambda r: r.memory)] if kids else [])]
+            held = self.held(s)
             total = sum(r.memory for r in held)
             if total > best[0]:
                 best = (total, s, held)
@@ -145,13 +162,24 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
     rows: list[Row] = []
     for s in STAGES:
         if s != "partition":
-            rows.append(coef.memory[s].row(s, BUILD, counts, coef.seconds[s].at(counts)))
+            rows.append(_stage_term(s, models, counts, opts, coef).row(s, BUILD, counts, coef.seconds[s].at(counts)))
             continue
         for m in models:
             rows.extend(_partition_rows(m, counts, opts, coef))
     # the fit's feature values were float32: float16 halves what they take in the store
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
     return Plan(counts, rows, store, coef.disk["scratch"].at(counts), _flags(counts, models, opts))
+
+
+def _stage_term(stage: str, models: tuple[str, ...], c: Counts, opts: dict, coef: Coefficients) -> Term:
+    """The build's process in ``stage``: the stage's figures or, after the partition, the largest of the models'
+    own (``<stage>:<model>``, where fitted: hp keeps Â's blocks in memory to the layout)."""
+    terms = [coef.memory[stage]]
+    if STAGES.index(stage) > STAGES.index("partition"):
+        for m in models:
+            key = f"{stage}:{_hp_regime(m if f'partition:{m}' in coef.memory else FALLBACK.get(m, 'gp'), c, opts, coef)}"
+            terms += [coef.memory[key]] if key in coef.memory else []
+    return max(terms, key=lambda t: t.at(c))
 
 
 def _partition_rows(m: str, c: Counts, opts: dict, coef: Coefficients) -> list[Row]:
@@ -170,6 +198,8 @@ def _partition_rows(m: str, c: Counts, opts: dict, coef: Coefficients) -> list[R
         compressed = main == "gp" and c.graph_entries >= COMPRESS_EDGES and "gp-compressed" in coef.child
         what = {"gp": "KaMinPar", "hp": "KaMinPar, METIS, Mt-KaHyPar", "hp-fast": "KaMinPar, Mt-KaHyPar"}.get(main, main)
         term = coef.child["gp-compressed" if compressed else main]
+        if main in coef.beside:
+            rows.append(coef.beside[main].row("partition", BESIDE, c, 0.0, note))
         rows.append(term.row("partition", f"child {m} ({what})", c, 0.0, note))
     return rows
 

@@ -17,7 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-RUN_ATTRS = {"timings", "peak_rss_mib", "peak_rss_mib_by_stage", "versions", "command", "config", "partitions"}
+RUN_ATTRS = {"timings", "peak_rss_mib", "peak_rss_mib_by_stage", "peak_rss_mib_while_partitioning", "versions",
+             "command", "config", "partitions"}
 
 
 def files(root: Path) -> dict[str, bytes]:

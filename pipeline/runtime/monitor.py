@@ -6,7 +6,10 @@ scheduler, each worker, each partitioner child) per stage.
 Peak memory per stage: at the start of a stage every process resets its
 kernel high-water mark (``/proc/self/clear_refs``, Linux); at the end each
 reports ``VmHWM``. Where that is not available the figure is the process's
-peak so far (``getrusage``), a running maximum.
+peak so far (``getrusage``), a running maximum. A stage may mark when its
+partitioners start (:meth:`Monitor.partitioning_starts`): the processes'
+peaks from then on are recorded apart too (``while_partitioning``), since the
+build's process holds less while a child runs than before it starts.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ class Monitor:
         self.times: dict[str, float] = {}
         self.peaks: dict[str, dict[str, float]] = {}
         self.children: dict[str, float] = {}
+        self.while_partitioning: dict[str, dict[str, float]] = {}  # by stage: the peaks from the mark on
+        self._before: dict[str, float] | None = None  # the stage's peaks up to the mark
         self._stage: str | None = None
         self._t0: float | None = None
         self._step = ""  # what the stage runs now (a bar's name: "partition: hp")
@@ -94,6 +99,24 @@ class Monitor:
         if mib:
             self.children[name] = max(self.children.get(name, 0.0), mib)
 
+    def partitioning_starts(self) -> None:
+        """Mark the moment the stage's partitioners start: the peaks so far are
+        kept and every high-water mark reset, so that the stage records both
+        its peaks and, in :attr:`while_partitioning`, those from here on."""
+        if self._stage is None or self._before is not None:
+            return
+        self._before = self._peaks()
+        self._reset_all()
+
+    def _stage_peaks(self, name: str) -> dict[str, float]:
+        """The stage's peak per process (the larger of before and after the mark, if any)."""
+        peaks = self._peaks()
+        if self._before is not None:
+            self.while_partitioning[name] = dict(peaks)
+            peaks = {k: max(v, self._before.get(k, 0.0)) for k, v in peaks.items()}
+        self._before = None
+        return peaks
+
     # --- stages
     def watch(self, futures: list) -> None:
         """Futures of the running stage (progress and heartbeat count them)."""
@@ -102,7 +125,7 @@ class Monitor:
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
         self._stage, self._futures, self._step = name, [], ""
-        self.children, self.news = {}, {}
+        self.children, self.news, self._before = {}, {}, None
         self._reset_all()
         self._listen(True)
         stop = threading.Event()
@@ -119,7 +142,7 @@ class Monitor:
             if bar is not None:
                 bar.close(*self._counts(), self._step)
         self.times[name] = round(time.perf_counter() - t0, 3)
-        peaks = self._peaks()
+        peaks = self._stage_peaks(name)
         for child, mib in self.children.items():
             peaks[f"child {child}"] = mib
         self.peaks[name] = peaks

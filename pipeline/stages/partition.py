@@ -79,6 +79,7 @@ def partition_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normaliz
         (tasks.submit("partition-weights", vertex_weights, nrm.weights, cfg.balance, dims), None)
     futures: dict[str, Any] = {}
     results: dict[str, PartitionResult] = {}
+    mon.partitioning_starts()  # the graph file is written: what the build holds beside the children is recorded apart
     for m in build_order(cfg.models):
         p = get(m)
         needs = p.needs_for(pcfg)

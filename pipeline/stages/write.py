@@ -148,6 +148,7 @@ def _attrs(cfg: BuildConfig, built: Built, sums: list[str], mon: Monitor) -> dic
         "timings": dict(mon.times),
         "peak_rss_mib_by_stage": {k: dict(v) for k, v in mon.peaks.items()},
         "peak_rss_mib": mon.peak_overall(),
+        "peak_rss_mib_while_partitioning": {k: dict(v) for k, v in mon.while_partitioning.items()},
         "partitions": {m: _partition_record(m, r) for m, r in parts.results.items()},
     }
     if built.placements:  # the rank order: rank of every part the partitioner made, by model

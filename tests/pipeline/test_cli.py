@@ -60,6 +60,9 @@ def test_build_info_json(tmp_path):
     assert all(0 < v <= info["peak_rss_mib"] for p in peaks.values() for v in p.values())
     assert {"child hp", "child shp"} <= set(peaks["partition"])  # the partitioners ran in child processes
     assert all(0 < r["peak_rss_mib"] <= peaks["partition"]["child shp"] for r in info["shp"]["rounds"])
+    beside = info["peak_rss_mib_while_partitioning"]  # the build's process once the partitioners started
+    assert list(beside) == ["partition"] and set(beside["partition"]) == {p for p in peaks["partition"] if "child" not in p}
+    assert all(0 < v <= peaks["partition"][k] for k, v in beside["partition"].items())
     text = run_cli("info", str(out)).stdout
     assert "layout model hp" in text and "edge cut" in text and "Hoeffding" in text
     assert "stages     ingest" in text and "MiB" in text

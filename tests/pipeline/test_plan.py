@@ -47,6 +47,47 @@ def test_models_run_one_after_another_so_the_largest_child_counts():
     assert len([r for r in p.rows if r.process.startswith("child")]) == 2
 
 
+def test_the_partition_stage_holds_the_larger_of_before_the_child_and_beside_it():
+    """The build's process peaks writing the graph file, before the child starts; beside the child it holds less."""
+    coef = small_coefficients()  # the build's process: 200 MiB + 20 B/nnz; gp's child 50 MiB + 300 B/nnz
+    with_beside = plan.Coefficients(coef.memory, coef.child, coef.disk, coef.seconds, beside={"gp": T(10 * MIB, 2)})
+    p = plan.make_plan(C, ("gp",), coef=with_beside)
+    assert [r.memory for r in p.rows if r.process == plan.BESIDE] == [10 * MIB + 2e6]
+    total, stage, held = p.at_once()
+    assert (total, stage) == (10 * MIB + 2e6 + 50 * MIB + 300e6, "partition")
+    assert [r.process for r in held] == [plan.BESIDE, "child gp (KaMinPar)"]
+    assert p.seconds == plan.make_plan(C, ("gp",), coef=coef).seconds  # the row beside the child has no time
+    text = plan.format_plan(p, 64 * GIB, "test", 100 * GIB, "/x")
+    assert f"{plan.BESIDE} 11.9 MiB + child gp (KaMinPar)" in text
+    small_child = plan.Coefficients(coef.memory, {**coef.child, "gp": T(0, 100)}, coef.disk, coef.seconds,
+                                    beside={"gp": T(0, 1)})
+    total, stage, held = plan.make_plan(C, ("gp",), coef=small_child).at_once()
+    assert (total, stage, [r.process for r in held]) == (200 * MIB + 20e6, "partition", [plan.BUILD])
+
+
+def test_a_fit_without_the_build_beside_the_child_sums_the_stages_peaks():
+    d = {k: {n: {"base": t.base, "nnz": t.nnz} for n, t in getattr(small_coefficients(), k).items()}
+         for k in ("memory", "child", "disk", "seconds")}
+    coef = plan.Coefficients.of(d)
+    assert coef.beside == {} and plan.Coefficients.of({**d, "beside": {"gp": {"nnz": 3}}}).beside == {"gp": T(0, 3)}
+    held = plan.make_plan(C, ("gp",), coef=coef).held("partition")
+    assert [r.process for r in held] == [plan.BUILD, "child gp (KaMinPar)"]
+
+
+def test_after_the_partition_a_model_with_its_own_figures_takes_the_larger():
+    """hp keeps Â's blocks in memory to the layout: its stages after the partition are fitted apart."""
+    coef = small_coefficients()
+    own = plan.Coefficients({**coef.memory, "place:hp": T(0, 500)}, coef.child, coef.disk, coef.seconds)
+
+    def place(models):
+        return [r.memory for r in plan.make_plan(C, models, coef=own).rows if r.stage == "place"]
+
+    assert place(("gp",)) == [coef.memory["place"].at(C)]
+    assert place(("hp",)) == place(("gp", "hp")) == place(("shp",)) == [500e6]  # shp takes hp's figures
+    ingest = [r.memory for r in plan.make_plan(C, ("hp",), coef=own).rows if r.stage == "ingest"]
+    assert ingest == [coef.memory["ingest"].at(C)]  # before the partition: one figure for every model
+
+
 def test_unfitted_models_borrow_and_say_so():
     p = plan.make_plan(C, ("rp", "shp"), coef=small_coefficients())
     notes = [(r.process, r.note) for r in p.rows if r.stage == "partition"]

@@ -35,6 +35,28 @@ def test_a_stage_records_its_time_memory_and_children(client):
     assert "child hp" not in mon.peaks["write"]  # children are the stage's own
 
 
+def test_the_peaks_while_partitioning_are_recorded_apart(client):
+    mon = Monitor(client, heartbeat=3600)
+    build = "client+scheduler+worker (one process)"
+    with mon.stage("partition"):
+        block = bytearray(256 << 20)  # the build's process holds 256 MiB before the partitioners start
+        block[::4096] = b"x" * len(block[::4096])
+        del block
+        mon.partitioning_starts()
+        mon.partitioning_starts()  # a second mark in the stage changes nothing
+        mon.record_child("gp", 120.0)
+    during = mon.while_partitioning["partition"]
+    assert list(during) == [build]  # the build's processes only: the children are the stage's
+    assert mon.peaks["partition"][build] >= during[build] + 200  # the stage's peak is the one before the mark
+    assert mon.peaks["partition"]["child gp"] == 120.0
+    with mon.stage("write"):
+        mon.partitioning_starts()
+    assert set(mon.while_partitioning) == {"partition", "write"}
+    with mon.stage("place"):
+        pass
+    assert "place" not in mon.while_partitioning  # a stage without a mark records no split
+
+
 def test_the_heartbeat_counts_the_stages_tasks(client, caplog, tmp_path):
     mon = Monitor(client, heartbeat=0.01)
     gate = tmp_path / "go"
