@@ -9,9 +9,13 @@ counted while it is read, and the read stops once the graph cannot fit. A
 graph that does not fit ends the build with one line (exit 2) instead of an
 allocation that fails half-way or an out-of-memory kill.
 
-The figures are measured, not guessed: ``benchmarks/RESULTS.md``,
-"Partitioning at scale" (R-MAT scale 22 and 23 with gp): the build process and
-its partitioner child together peaked at 126-130 bytes per input edge.
+The figures are measured, not guessed: ``benchmarks/RESULTS.md``, "Build
+plan: predicted against measured peak memory" (R-MAT gp p = 64, scales 21 to
+24): the build's process and its partitioner's child held at most 53-65 bytes
+per nonzero of Â at once (upper bound: the sum of their stage peaks; 126-130
+before the build went out of core). This is the coarse guard the readers
+apply while they read; the build's plan (``pipeline/plan.py``) is the fitted
+prediction, checked before any work.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ..errors import UserError, located, option
 
 __all__ = ["gib", "machine_memory", "parse_size"]  # shared with the trainer: shgcn.core.memory
 
-BYTES_PER_EDGE = 128  # the whole build (ingest, normalize, partitioner child, layout, write), per input edge
+BYTES_PER_EDGE = 64  # the whole build (ingest, normalize, partitioner child, layout, write), per input edge
 BYTES_PER_VERTEX = 48  # ids, permutation, degrees, partition vectors, labels and masks, per vertex
 PARSED_BYTES_PER_EDGE = 16  # one parsed edge before relabelling: two int64 ids
 

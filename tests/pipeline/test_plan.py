@@ -166,7 +166,7 @@ def test_a_build_that_does_not_fit_stops_at_the_start(tmp_path):
 
 
 def test_no_plan_check_leaves_the_limit_to_the_readers(tmp_path):
-    res = build_cli("rmat:scale=16", "--parts", "4", "--model", "gp", "--memory-limit", "100M", "--no-plan-check",
+    res = build_cli("rmat:scale=16", "--parts", "4", "--model", "gp", "--memory-limit", "50M", "--no-plan-check",
                     "--out", str(tmp_path / "s.zarr"), timeout=120)
     one_line(res, "rmat:scale=16: 65,536 vertices, 1,048,576 edges", "will not fit")
     assert "the plan needs" not in res.stderr
