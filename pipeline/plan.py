@@ -171,20 +171,25 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
     return Plan(counts, rows, store, coef.disk["scratch"].at(counts), _flags(counts, models, opts))
 
 
+def _fitted(m: str, coef: Coefficients) -> str:
+    """The model whose figures ``m`` takes: its own when fitted, else the one it resembles."""
+    return m if f"partition:{m}" in coef.memory else FALLBACK.get(m, "gp")
+
+
 def _stage_term(stage: str, models: tuple[str, ...], c: Counts, opts: dict, coef: Coefficients) -> Term:
     """The build's process in ``stage``: the stage's figures or, after the partition, the largest of the models'
     own (``<stage>:<model>``, where fitted: hp keeps Â's blocks in memory to the layout)."""
     terms = [coef.memory[stage]]
     if STAGES.index(stage) > STAGES.index("partition"):
         for m in models:
-            key = f"{stage}:{_hp_regime(m if f'partition:{m}' in coef.memory else FALLBACK.get(m, 'gp'), c, opts, coef)}"
+            key = f"{stage}:{_hp_regime(_fitted(m, coef), c, opts, coef)}"
             terms += [coef.memory[key]] if key in coef.memory else []
     return max(terms, key=lambda t: t.at(c))
 
 
 def _partition_rows(m: str, c: Counts, opts: dict, coef: Coefficients) -> list[Row]:
     """The build process and the child (if any) of model ``m`` in the partition stage."""
-    base = m if f"partition:{m}" in coef.memory else FALLBACK.get(m, "gp")
+    base = _fitted(m, coef)
     main = _hp_regime(base, c, opts, coef)
     note = "" if base == m else f"not fitted: {base}'s figures"
     seconds = coef.seconds.get(f"partition:{main}", Term()).at(c)

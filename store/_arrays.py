@@ -50,16 +50,21 @@ def write_array(root: str | Path, name: str, arr: np.ndarray, dims: tuple[str, .
         arr = arr.astype(arr.dtype.newbyteorder("<"))
     if dims is None:
         dims = array_dims(name, arr.ndim)
-    chunks = tuple(max(1, s) for s in arr.shape)
     try:
-        z = zarr.create_array(store=str(root), name=name, shape=arr.shape, chunks=chunks, dtype=arr.dtype,
-                              compressors=None, filters=None, fill_value=0, dimension_names=dims,
-                              config={"write_empty_chunks": True}, zarr_format=3, overwrite=True)
+        z = create_one_chunk(root, name, arr.shape, arr.dtype, dims)
         if arr.size:
             z[...] = arr
     except OSError as e:
         raise os_error(Path(root), e) from None
     return array_checksum(arr)
+
+
+def create_one_chunk(root: str | Path, name: str, shape: tuple[int, ...], dtype: np.dtype,
+                     dims: tuple[str, ...]) -> zarr.Array:
+    """The metadata of an uncompressed, one-chunk, little-endian array (its chunk not written)."""
+    return zarr.create_array(store=str(root), name=name, shape=shape, chunks=tuple(max(1, s) for s in shape),
+                             dtype=dtype, compressors=None, filters=None, fill_value=0, dimension_names=dims,
+                             config={"write_empty_chunks": True}, zarr_format=3, overwrite=True)
 
 
 def os_error(root: Path, e: OSError) -> StoreError:

@@ -109,10 +109,18 @@ def node_dtypes(attrs: dict) -> dict[str, str]:
     return out
 
 
+def block_array_names(transpose: bool) -> list[str]:
+    """The store names of a block's arrays, in checksum order (``transpose``: a directed store's block)."""
+    plan = [f.name for f in fields(Plan)]
+    return plan + list(NODE_DTYPES) + ([f"transpose/{n}" for n in plan] if transpose else [])
+
+
 def block_arrays(block: RankBlock) -> dict[str, np.ndarray]:
     """The arrays of a block by their store name, in checksum order."""
-    out = {f.name: getattr(block.plan, f.name) for f in fields(Plan)}
-    out.update({k: getattr(block, k) for k in NODE_DTYPES})
-    if block.transpose is not None:
-        out.update({f"transpose/{f.name}": getattr(block.transpose, f.name) for f in fields(Plan)})
-    return out
+    def array(name: str) -> np.ndarray:
+        if name in NODE_DTYPES:
+            return getattr(block, name)
+        where, _, field = name.rpartition("/")
+        return getattr(block.transpose if where else block.plan, field)
+
+    return {name: array(name) for name in block_array_names(block.transpose is not None)}

@@ -13,17 +13,15 @@ order. So a block written here is byte for byte the block
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-import zarr
 
 from . import _layout
-from ._arrays import _check_abort, array_dims, block_checksum, os_error
+from ._arrays import _check_abort, array_dims, block_checksum, create_one_chunk, os_error
 from ._reader import memmap_array
-from ._schema import NODE_DTYPES, Plan, StoreError
+from ._schema import StoreError, block_array_names
 
 
 class ArrayStream:
@@ -35,10 +33,7 @@ class ArrayStream:
         self.rows = 0
         self._file: BinaryIO | None = None
         try:
-            zarr.create_array(store=str(root), name=name, shape=self.shape, chunks=tuple(max(1, s) for s in self.shape),
-                              dtype=self.dtype, compressors=None, filters=None, fill_value=0,
-                              dimension_names=array_dims(name, len(self.shape)), config={"write_empty_chunks": True},
-                              zarr_format=3, overwrite=True)
+            create_one_chunk(root, name, self.shape, self.dtype, array_dims(name, len(self.shape)))
             if 0 not in self.shape:
                 path = _layout.chunk_file(root, name, len(self.shape))
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,10 +55,13 @@ class ArrayStream:
                 raise os_error(self.root, e) from None
         self.rows += piece.shape[0]
 
-    def close(self) -> None:
+    def close_file(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+    def close(self) -> None:
+        self.close_file()
         if self.rows != self.shape[0]:
             raise ValueError(f"{self.name}: {self.rows} rows written of {self.shape[0]}")
 
@@ -91,9 +89,7 @@ class RankStreams:
         """Close every array; the checksum of the block as stored."""
         for s in self.streams.values():
             s.close()
-        plan = [f.name for f in fields(Plan)]
-        order = plan + list(NODE_DTYPES) + ([f"transpose/{n}" for n in plan] if "transpose/indptr" in self.streams
-                                            else [])
+        order = block_array_names("transpose/indptr" in self.streams)
         missing = [n for n in order if n not in self.streams]
         if missing or len(order) != len(self.streams):
             raise StoreError(f"rank {self.r}: block arrays missing {missing} or unexpected "
@@ -105,6 +101,4 @@ class RankStreams:
 
     def __exit__(self, *exc) -> None:
         for s in self.streams.values():
-            if s._file is not None:
-                s._file.close()
-                s._file = None
+            s.close_file()

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import resource
 import threading
 import time
 from collections.abc import Iterator
+
+from shgcn.core.memory import peak_resident
 
 from .progress import REDRAW, StageBar, label
 
@@ -40,14 +41,7 @@ def reset_peak() -> bool:
 
 def peak_rss_mib() -> float:
     """Peak resident memory of this process since the last reset, MiB."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return round(peak_resident() / 2**20, 1)
 
 
 class Monitor:

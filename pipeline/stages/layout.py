@@ -235,8 +235,13 @@ def local_plan(lo: int, hi: int, rows: Rows, halo: np.ndarray, sends: tuple[np.n
     and its send / receive plan."""
     m = local_rows(rows, lo, hi, halo)
     return Plan(indptr=m.indptr.astype(np.int64), indices=m.indices.astype(np.int32), data=m.data.astype(np.float32),
-                send_ptr=sends[0].astype(np.int64), send_rows=sends[1].astype(np.int32),
-                recv_ptr=np.searchsorted(halo, offsets).astype(np.int64), recv_ids=halo.astype(np.int64))
+                **exchange_lists(halo, sends, offsets))
+
+
+def exchange_lists(halo: np.ndarray, sends: tuple[np.ndarray, np.ndarray], offsets: np.ndarray) -> dict:
+    """A plan's send and receive lists (:class:`shgcn.store.Plan`'s send_ptr, send_rows, recv_ptr, recv_ids)."""
+    return {"send_ptr": sends[0].astype(np.int64), "send_rows": sends[1].astype(np.int32),
+            "recv_ptr": np.searchsorted(halo, offsets).astype(np.int64), "recv_ids": halo.astype(np.int64)}
 
 
 def rank_block(x: RankRows, offsets: np.ndarray, sends: tuple[np.ndarray, np.ndarray],

@@ -20,7 +20,7 @@ import numpy as np
 
 from shgcn import store
 
-from .layout import RankPiece, Rows, local_rows
+from .layout import RankPiece, Rows, exchange_lists, local_rows
 
 
 def write_rank(root: str, rank: tuple[int, np.ndarray], halos: tuple, sends: tuple, *pieces: RankPiece) -> str:
@@ -62,10 +62,8 @@ def _plan(w: store.RankStreams, prefix: str, rows: list[Rows], span: tuple, halo
         m = local_rows(x, lo, hi, halo)
         indices.write(m.indices.astype(np.int32, copy=False))
         data.write(m.data.astype(np.float32, copy=False))
-    w.put(prefix + "send_ptr", sends[0].astype(np.int64))
-    w.put(prefix + "send_rows", sends[1].astype(np.int32))
-    w.put(prefix + "recv_ptr", np.searchsorted(halo, offsets).astype(np.int64))
-    w.put(prefix + "recv_ids", halo.astype(np.int64))
+    for name, arr in exchange_lists(halo, sends, offsets).items():
+        w.put(prefix + name, arr)
 
 
 NODE_PARTS: dict[str, Callable[[RankPiece], np.ndarray]] = {
