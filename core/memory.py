@@ -9,7 +9,7 @@ directed store's stored Â^T plan 16 more a nonzero of it),
 the features, each layer's cached input and output and their gradients
 (float32), the received rows at the widest exchange, and GAT's attention
 coefficients (two per nonzero and head). It is a model, not a measurement:
-it leaves out the interpreter and the libraries (measured 130-220 MiB a rank:
+it leaves out the interpreter and the libraries (measured 80-180 MiB a rank at R-MAT scale 20 and 22:
 benchmarks/RESULTS.md, "Trainer at the build's scale"; the trainer's summary line
 shows the busiest rank's peak beside its modelled bytes).
 Replication (``--algorithm 1.5d --replication c``) gives c ranks the same
