@@ -49,6 +49,23 @@ kept when its summed score is positive and every bound holds, else the first
 move is undone exactly. On soc-slashdot0902 (p = 16) this takes the maximum
 send from 0.81x to 0.80x METIS's and the maximum receive from 0.93x to 0.88x.
 
+Messages (``--vb-messages on``, the default). At many parts the busiest
+rank's number of messages (the parts it sends to, or receives from) sets the
+latency of an exchange, and the volume passes do not see it (soc-slashdot0902,
+P = 512: 0.96x METIS's before and after them). When the volume passes stop,
+more passes run with the same score plus ``ν ΔΨ``, Ψ the same penalty over
+each part's sent and received message counts (:mod:`.vb_search`,
+:mod:`.vb_messages`: the (P, P) pair counts, kept move by move), on what is
+left of the total's budget; a move that gives a part more messages than the
+current maximum is refused, so the message passes never raise the maximum
+send, receive or messages the volume passes reached. ν makes one message at a
+part above the mean count worth ``Search.messages`` (20) rows at a part
+above the average volume. Measured (issue 31, hp-vb at P = 512): max messages
+0.957x -> 0.891x METIS's on soc-slashdot0902 and 0.862x -> 0.70-0.73x on
+ca-astroph, max send and receive no higher, total 1-3% higher. Where every
+part already sends to every other (p = 16, 64 on these graphs), nothing
+changes but a few more volume moves.
+
 Measured limits (benchmarks/RESULTS.md): on power-law graphs the maximum
 send volume drops 15-25%, mostly bounded by the total-volume budget
 (``max_total_increase``); on meshes (delaunay, road networks) almost no
@@ -91,6 +108,10 @@ log = logging.getLogger(__name__)
 MAX_TOTAL_INCREASE = Option(
     "--max-total-increase", 0.3, "the -vb models: the total volume may grow by at most this fraction while the "
     "maximum send and receive volume fall", type=float)
+MESSAGES = Option(
+    "--vb-messages", "on", "the -vb models: after lowering the maximum send and receive volume, also lower the "
+    "maximum number of messages a rank sends or receives (within --max-total-increase)", choices=("on", "off"))
+MESSAGE_WEIGHT = 20.0  # Search.messages under --vb-messages on
 
 
 @dataclass(frozen=True)
@@ -105,6 +126,7 @@ class Search:
     max_targets: int = 8
     swap_tries: int = 8
     time_limit: float | None = None
+    messages: float = 0.0
 
 
 def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 0.03,
@@ -135,7 +157,10 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
         every part); ``max_targets``: targets evaluated per vertex besides the
         lightest parts; ``swap_tries``: vertices tried as the second half of
         a pair move (0: single moves only); ``time_limit``: stop after the
-        pass that crosses this many seconds.
+        pass that crosses this many seconds; ``messages``: price of the
+        messages (0: not priced; ν = ``messages`` times the mean marginal Φ
+        over the mean marginal Ψ, so one message at a part above the mean
+        count is worth ``messages`` rows at a part above τ).
     weights : (n,) int, optional
         Vertex weights (the load each row gives its part); default: the
         nonzeros of the row of Â.
@@ -157,7 +182,7 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
     start = _metrics(pc)
     info: dict = {"start": start, "moves": 0, "passes": 0}
     if parts > 1 and pc.total > 0:
-        info["moves"], info["passes"] = _passes(pc, eps, max_total_increase, seed, search, t0)
+        info["moves"], info["passes"] = _refine(pc, eps, max_total_increase, seed, search, t0)
     info["end"] = _metrics(pc)
     info["seconds"] = time.perf_counter() - t0
     if info["passes"]:
@@ -178,9 +203,29 @@ def _check_arguments(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float,
         raise UserError(f"need eps > 0 and max_total_increase >= 0 (got {eps}, {max_total_increase})")
 
 
+def _refine(pc, eps: float, max_total_increase: float, seed: int, search: Search, t0: float) -> tuple[int, int]:
+    """The passes without messages; then, when ``search.messages`` prices
+    them and some part has more than the mean, the passes with them, on
+    what is left of the total's budget. Returns (moves, passes)."""
+    from dataclasses import replace
+
+    bound = pc.total * (1 + max_total_increase)
+    moves, passes = _passes(pc, eps, max_total_increase, seed, replace(search, messages=0.0), t0)
+    if search.messages > 0:
+        from .vb_messages import messages
+
+        _, sent, received = messages(pc)
+        if max(sent.max(), received.max()) > sent.mean():
+            more = _passes(pc, eps, max(bound / pc.total - 1, 0.0), seed, search, t0)
+            moves, passes = moves + more[0], passes + more[1]
+    return moves, passes
+
+
 def _passes(pc, eps: float, max_total_increase: float, seed: int, search: Search, t0: float) -> tuple[int, int]:
-    """Passes until Φ stops falling, the budget or the time runs out
-    (``t0``: when the refinement started); returns (moves, passes)."""
+    """Passes until Φ (and Ψ, when messages are priced) stop falling, the
+    budget or the time runs out (``t0``: when the refinement started);
+    returns (moves, passes)."""
+    from .vb_messages import MessagePrice
     from .vb_search import one_pass
 
     parts, n = pc.parts, pc.part.size
@@ -191,26 +236,31 @@ def _passes(pc, eps: float, max_total_increase: float, seed: int, search: Search
     state = np.array([pc.total, pc.send.max(), pc.recv.max()], np.int64)
     rng = np.random.default_rng([seed, 0x5642])
     power = search.power
-    phi = _phi(pc, power)
+    msgs = MessagePrice(pc, search.messages)
+    phi, psi = _phi(pc, power), msgs.psi(power)
     total_moves = passes = 0
     for _ in range(search.max_passes):
         tau = pc.total / parts
         ex = np.concatenate([pc.send - tau, pc.recv - tau])
-        mu = search.total_weight * power * float((ex[ex > 0] ** (power - 1)).mean()) if (ex > 0).any() else 0.0
+        mean_ex = float((ex[ex > 0] ** (power - 1)).mean()) if (ex > 0).any() else 0.0
+        mu = search.total_weight * power * mean_ex  # the price of a row added to the total
         lightest = np.unique(np.concatenate([np.argsort(pc.send, kind="stable")[:4],
                                              np.argsort(pc.recv, kind="stable")[:4]])).astype(np.int64)
         order = rng.permutation(n).astype(np.int64)
-        moves = int(one_pass(order, (pc.g, pc.pc, pc.vol, state), (lmax, tbound, tau, mu, float(power), total0),
-                             (search.cap, search.max_targets, search.swap_tries), lightest))
+        moves = int(one_pass(order, (pc.g, pc.pc, pc.vol, state),
+                             (lmax, tbound, tau, mu, float(power), total0),
+                             (search.cap, search.max_targets, search.swap_tries), lightest,
+                             msgs.context(power, power * mean_ex)))
         pc.total = int(state[0])
         total_moves += moves
         passes += 1
         log.debug("pass %d: %d moves, max send %d, max recv %d, total %d, max load %d", passes, moves,
                   pc.send.max(), pc.recv.max(), pc.total, pc.load.max())
-        new_phi = _phi(pc, power)
-        if moves == 0 or phi - new_phi < search.min_gain * phi:
+        new_phi, new_psi = _phi(pc, power), msgs.psi(power)
+        stalled = phi - new_phi < search.min_gain * phi
+        if moves == 0 or (stalled and (search.messages <= 0 or psi - new_psi < search.min_gain * psi)):
             break
-        phi = new_phi
+        phi, psi = new_phi, new_psi
         if search.time_limit is not None and time.perf_counter() - t0 > search.time_limit:
             break
     return total_moves, passes
@@ -259,9 +309,10 @@ class VolumeBalanced(Model):
             if res.info:
                 info["base_info"] = res.info
         t0 = time.perf_counter()
+        search = Search(messages=MESSAGE_WEIGHT if cfg.option(MESSAGES) == "on" else 0.0)
         part, stats = volume_balance(inputs.a, start, cfg.parts, eps=cfg.eps,
                                      max_total_increase=cfg.option(MAX_TOTAL_INCREASE), seed=cfg.seed,
-                                     weights=inputs.vertex_weights())
+                                     search=search, weights=inputs.vertex_weights())
         info["refine_seconds"] = round(time.perf_counter() - t0, 3)
         info["refine"] = {k: (float(v) if isinstance(v, (int, float, np.number)) else v) for k, v in stats.items()
                           if isinstance(v, (int, float, str, np.number))}
@@ -274,6 +325,7 @@ class VolumeBalanced(Model):
         value = cfg.option(MAX_TOTAL_INCREASE)
         if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value < 10):
             raise UserError(f"{option('--max-total-increase', value)}: a finite fraction >= 0 (e.g. 0.02)")
+        super().check(cfg)  # --vb-messages among its choices
 
 
 def refined(base: Partitioner) -> VolumeBalanced:
@@ -282,4 +334,4 @@ def refined(base: Partitioner) -> VolumeBalanced:
     return VolumeBalanced(
         f"{base.name}-vb", f"{what} partition with boundary vertices moved to lower the maximum send and receive "
         "volume (total within --max-total-increase, load within eps)",
-        options=(MAX_TOTAL_INCREASE,), needs=base.needs, starts_from=(base.name,), base=base)
+        options=(MAX_TOTAL_INCREASE, MESSAGES), needs=base.needs, starts_from=(base.name,), base=base)

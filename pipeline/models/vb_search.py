@@ -7,8 +7,16 @@ Bounds and prices travel as ``lim = (lmax, tbound, tau, mu, power)``: the
 load bound, the total-volume bound, the average volume per part at the start
 of the pass, the price of a row added to the total, and the penalty's power;
 scratch arrays as ``scr = (ds, dr, mark, touched)`` (:func:`.pins.move_deltas`'s).
-A move is judged in ``ctx = (g, pc, vol, state, lim, scr)``, ``state`` being
-the running [total, max send, max receive].
+A move is judged in ``ctx = (g, pc, vol, state, lim, scr, mc)``, ``state``
+being the running [total, max send, max receive].
+
+Messages (``--vb-messages``, :mod:`.vb_messages`) travel as ``mc = (nu, msg,
+mstate, taum, buf, mscr)``: with ``nu > 0`` a move's score also loses ``nu
+ΔΨ``, Ψ = Σ_k max(0, sent_k - τm)^γ + max(0, received_k - τm)^γ over the
+messages each part sends and receives (τm their mean at the start of the
+pass), and a move that gives a part more messages than the running maxima
+``mstate`` = [max sent, max received] is refused. With ``nu == 0`` the
+message arrays are neither read nor updated.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .pins import apply_move, jit, move_deltas
+from .vb_messages import apply_pairs, message_deltas
 
 
 @jit
@@ -89,7 +98,7 @@ def best_target(v, cand, nc, floor, blocked, ctx):
     the maxima, the total bound and the load bound; with ``blocked``, instead
     the best one (score above 0) among those that only the load bound of
     their target forbids. Returns (part, score); -1 for none."""
-    g, pc, vol, state, lim, scr = ctx
+    g, pc, vol, state, lim, scr, mc = ctx
     part, send, recv, load = vol
     lmax, tbound, tau, mu, power = lim
     ds, dr, mark, touched = scr
@@ -116,15 +125,51 @@ def best_target(v, cand, nc, floor, blocked, ctx):
         if not ok:
             continue
         score = -dphi - mu * dtot
+        if mc[0] > 0:
+            ok, dpsi = _message_cost(v, b, ctx)
+            if not ok:
+                continue
+            score -= mc[0] * dpsi
         if score > best:
             best, best_b = score, b
     return best_b, best
 
 
 @jit
-def _apply(v, b, g, pc, vol, state):
+def _message_cost(v, b, ctx):
+    """(whether v's move to b keeps the message maxima, its ΔΨ) (module docstring)."""
+    g, pc, vol, _, lim, _, mc = ctx
+    _, msg, mstate, taum, buf, mscr = mc
+    _, sent, received = msg
+    dsent, drecv, mark, touched = mscr
+    power = lim[4]
+    nt = message_deltas(v, b, g, pc, vol[0], msg, buf, mscr)
+    ok = True
+    dpsi = 0.0
+    for t in range(nt):
+        k = touched[t]
+        ns = sent[k] + dsent[k]
+        nr = received[k] + drecv[k]
+        if (dsent[k] > 0 and ns > mstate[0]) or (drecv[k] > 0 and nr > mstate[1]):
+            ok = False
+        dpsi += _pen(ns, taum, power) - _pen(sent[k], taum, power) + _pen(nr, taum, power) - _pen(received[k], taum, power)
+        dsent[k] = 0
+        drecv[k] = 0
+        mark[k] = 0
+    return ok, dpsi
+
+
+@jit
+def _apply(v, b, ctx):
     """Apply a move and update ``state`` = [total, max send, max receive]
-    (the maxima never rise; they fall when the last part at the maximum drops)."""
+    (the maxima never rise; they fall when the last part at the maximum
+    drops), and the messages when they are priced."""
+    g, pc, vol, state, _, _, mc = ctx
+    if mc[0] > 0:
+        msg, mstate = mc[1], mc[2]
+        apply_pairs(v, b, g, pc, vol[0], msg, mc[4])
+        mstate[0] = msg[1].max()
+        mstate[1] = msg[2].max()
     state[0] += apply_move(v, b, g, pc, vol)
     state[1] = vol[1].max()
     state[2] = vol[2].max()
@@ -137,11 +182,11 @@ def _pair_move(v, a, bb, bsc, ctx, pair):
     old part or the lightest part). Keeps the pair when its summed score is
     positive, else undoes the first move exactly; ``pair = (cap, swap_tries,
     cand2)``, cand2 (P,) scratch. Returns the moves applied."""
-    g, pc, vol, state, lim, _ = ctx
+    g, pc, vol, state, lim, _, _ = ctx
     cap, swap_tries, cand2 = pair
     indptr, indices, cptr, cidx, w = g
     part, _, _, load = vol
-    _apply(v, bb, g, pc, vol, state)
+    _apply(v, bb, ctx)
     best_u, best_c, best2 = -1, -1, -np.inf
     tried = 0
     lightest_load = np.argmin(load)
@@ -168,21 +213,23 @@ def _pair_move(v, a, bb, bsc, ctx, pair):
         if tried >= swap_tries or scanned > 32 * swap_tries:
             break
     if best_u >= 0 and bsc + best2 > 0:
-        _apply(best_u, best_c, g, pc, vol, state)
+        _apply(best_u, best_c, ctx)
         return 2
-    _apply(v, a, g, pc, vol, state)
+    _apply(v, a, ctx)
     return 0
 
 
 @jit
-def one_pass(order, h, bounds, search, extra):
+def one_pass(order, h, bounds, search, extra, mc):
     """One pass over ``order``; ``h = (g, pc, vol, state)``, ``state`` =
     [total, smax, rmax] (int64, updated); ``bounds`` = (lmax, tbound, tau, mu,
     power, total0); ``search`` = (cap, max_targets, swap_tries); ``extra``:
-    parts every vertex may also move to.
+    parts every vertex may also move to; ``mc``: the messages' price and
+    counts (module docstring; ``nu == 0``: not priced).
 
     A vertex of a busy part (send or receive volume in the upper half between
-    the mean and the maximum) whose best move is forbidden only by its
+    the mean and the maximum; with messages priced, also its sent or
+    received messages) whose best move is forbidden only by its
     target's load bound may still move as a pair (:func:`_pair_move`).
     Returns the number of moves applied."""
     g, pc, vol, state = h
@@ -202,14 +249,15 @@ def one_pass(order, h, bounds, search, extra):
             continue
         # the price of total volume rises as the budget is spent, so that it goes to the best moves
         left = (tbound - state[0]) / max(tbound - total0, 1)
-        ctx = (g, pc, vol, state, (lmax, tbound, tau, mu / max(left, 0.05), power), scr)
+        ctx = (g, pc, vol, state, (lmax, tbound, tau, mu / max(left, 0.05), power), scr, mc)
         b, _ = best_target(v, cand, nc, 0.0, False, ctx)
         if b >= 0:
-            _apply(v, b, g, pc, vol, state)
+            _apply(v, b, ctx)
             moves += 1
             continue
         # pair moves only from the parts whose volume is in the upper half between the mean and the maximum
-        hot = 2 * send[a] >= tau + state[1] or 2 * recv[a] >= tau + state[2]
+        hot = 2 * send[a] >= tau + state[1] or 2 * recv[a] >= tau + state[2] or (
+            mc[0] > 0 and (2 * mc[1][1][a] >= mc[3] + mc[2][0] or 2 * mc[1][2][a] >= mc[3] + mc[2][1]))
         if swap_tries == 0 or not hot:
             continue
         bb, bsc = best_target(v, cand, nc, 0.0, True, ctx)
