@@ -7,8 +7,9 @@ Each model runs as the build runs it (``shgcn.pipeline.models.run.run``, in
 this process), on Â of the graph with the build's default vertex weights
 (``--balance work``, widths [64, 16, 16]), eps the build's default (0.01),
 seed 0; hp-vb refines hp's partition (``--hp-preset`` default, then
-quality) with every other option at its default (``--max-total-increase``). Columns: max send, max receive, max
-messages sent by a rank and total volume, each divided by METIS's (gp with
+quality) with every other option at its default (``--max-total-increase``, ``--vb-messages on``; once more with
+``--vb-messages off`` from the default start). Columns: max send, max receive, max
+messages sent by a rank (`msgs`) and received by a rank (`msgs in`) and total volume, each divided by METIS's (gp with
 ``--gp-backend metis``); `recv bound`: the receive bound
 (:mod:`shgcn.pipeline.metrics.bounds`: the part of a hub under the load
 bound receives at least this many rows, whatever the partitioner) divided
@@ -39,7 +40,8 @@ from shgcn.pipeline.models.run import run
 DIMS = [64, 16, 16]
 EPS = BuildConfig.__dataclass_fields__["eps"].default
 MODELS = [  # (label, model, options, the label of the partition it refines)
-    ("METIS", "gp", {"gp_backend": "metis"}, None), ("hp default", "hp", {}, None), ("hp-vb", "hp-vb", {}, "hp default"),
+    ("METIS", "gp", {"gp_backend": "metis"}, None), ("hp default", "hp", {}, None),
+    ("hp-vb (--vb-messages off)", "hp-vb", {"vb_messages": "off"}, "hp default"), ("hp-vb", "hp-vb", {}, "hp default"),
     ("hp quality", "hp", {"hp_preset": "quality"}, None),
     ("hp-vb (--hp-preset quality)", "hp-vb", {"hp_preset": "quality"}, "hp quality")]
 
@@ -48,7 +50,8 @@ def metrics(a, part: np.ndarray, parts: int) -> dict:
     v = volume_matrix(a, part, parts)
     send, recv = v.sum(1), v.sum(0)
     return {"send": int(send.max()), "recv": int(recv.max()), "msgs": int((v > 0).sum(1).max()),
-            "total": int(v.sum()), "flat": f"{send.max() / send.mean():.3f} / {recv.max() / recv.mean():.3f}"}
+            "msgs in": int((v > 0).sum(0).max()), "total": int(v.sum()),
+            "flat": f"{send.max() / send.mean():.3f} / {recv.max() / recv.mean():.3f}"}
 
 
 def rows_for(graph: str, parts: int) -> list[dict]:
@@ -68,7 +71,7 @@ def rows_for(graph: str, parts: int) -> list[dict]:
         load = np.bincount(part, weights=w, minlength=parts)
         row = {"graph": graph, "p": parts, "model": label, "time": f"{seconds:.1f} s",
                "work imb": f"{load.max() / load.mean() - 1:.3f}", "recv bound": f"{bound.rows / ref['recv']:.3f}"}
-        row.update({k: f"{m[k] / ref[k]:.3f}" for k in ("send", "recv", "msgs", "total")}, flat=m["flat"])
+        row.update({k: f"{m[k] / ref[k]:.3f}" for k in ("send", "recv", "msgs", "msgs in", "total")}, flat=m["flat"])
         if base:
             row["time"] += " (refinement)"
             row["met"] = verdict(m, ref, parts, bound.rows)
@@ -94,10 +97,11 @@ def main() -> None:
     ap.add_argument("--parts", nargs="+", type=int, default=[16, 64, 512])
     args = ap.parse_args()
     rows = [r for g in args.graphs for p in args.parts for r in rows_for(g, p)]
-    cols = [(k, k) for k in ("graph", "p", "model", "send", "recv", "msgs", "total", "flat", "recv bound", "work imb",
-                             "time", "met")]
+    cols = [(k, k) for k in ("graph", "p", "model", "send", "recv", "msgs", "msgs in", "total", "flat", "recv bound",
+                             "work imb", "time", "met")]
     write_section("hp-vb against METIS and the receive bound (issue 31)", __doc__.split("\n\n", 2)[2] + "\n\n"
-                  "Max send, max receive, max messages and total volume relative to METIS's in the same run.\n\n"
+                  "Max send, max receive, max messages sent and received and total volume relative to METIS's in "
+                  "the same run.\n\n"
                   + table(rows, cols))
 
 
