@@ -157,10 +157,8 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
         every part); ``max_targets``: targets evaluated per vertex besides the
         lightest parts; ``swap_tries``: vertices tried as the second half of
         a pair move (0: single moves only); ``time_limit``: stop after the
-        pass that crosses this many seconds; ``messages``: price of the
-        messages (0: not priced; ν = ``messages`` times the mean marginal Φ
-        over the mean marginal Ψ, so one message at a part above the mean
-        count is worth ``messages`` rows at a part above τ).
+        pass that crosses this many seconds; ``messages``: rows a message
+        is worth (0: not priced; :class:`.vb_messages.MessagePrice`).
     weights : (n,) int, optional
         Vertex weights (the load each row gives its part); default: the
         nonzeros of the row of Â.

@@ -101,8 +101,10 @@ def pair_changes(v, b, g, pc, part, buf):
 
 
 @jit
-def apply_pairs(v, b, g, pc, part, msg, buf):
-    """Apply v's move to b to ``msg`` (call before the pin counts change)."""
+def apply_pairs(v, b, g, pc, part, work):
+    """Apply v's move to b to ``msg`` (call before the pin counts change);
+    ``work = (msg, buf)``."""
+    msg, buf = work
     m, sent, received = msg
     n = pair_changes(v, b, g, pc, part, buf)
     bp, bq, bd = buf
@@ -119,10 +121,12 @@ def apply_pairs(v, b, g, pc, part, msg, buf):
 
 
 @jit
-def message_deltas(v, b, g, pc, part, msg, buf, mscr):
+def message_deltas(v, b, g, pc, part, work):
     """Add the change of every part's sent (``dsent``) and received
     (``drecv``) messages caused by moving v to b; the parts changed are
-    listed in ``touched`` (and marked). M is left as it was. Returns their count."""
+    listed in ``touched`` (and marked); ``work = (msg, buf, mscr)``. M is
+    left as it was. Returns their count."""
+    msg, buf, mscr = work
     m = msg[0]
     dsent, drecv, mark, touched = mscr
     n = pair_changes(v, b, g, pc, part, buf)

@@ -143,7 +143,7 @@ def _message_cost(v, b, ctx):
     _, sent, received = msg
     dsent, drecv, mark, touched = mscr
     power = lim[4]
-    nt = message_deltas(v, b, g, pc, vol[0], msg, buf, mscr)
+    nt = message_deltas(v, b, g, pc, vol[0], (msg, buf, mscr))
     ok = True
     dpsi = 0.0
     for t in range(nt):
@@ -167,7 +167,7 @@ def _apply(v, b, ctx):
     g, pc, vol, state, _, _, mc = ctx
     if mc[0] > 0:
         msg, mstate = mc[1], mc[2]
-        apply_pairs(v, b, g, pc, vol[0], msg, mc[4])
+        apply_pairs(v, b, g, pc, vol[0], (msg, mc[4]))
         mstate[0] = msg[1].max()
         mstate[1] = msg[2].max()
     state[0] += apply_move(v, b, g, pc, vol)

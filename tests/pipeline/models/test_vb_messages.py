@@ -19,7 +19,7 @@ PATH_PART = np.array([0, 0, 1, 2, 2])
 
 def move(pc, msg, buf, v, b):
     """Move v to b in the messages and then in the pin counts (the order the search uses)."""
-    vm.apply_pairs(v, b, pc.g, pc.pc, pc.part, msg, buf)
+    vm.apply_pairs(v, b, pc.g, pc.pc, pc.part, (msg, buf))
     pc.move(v, b)
 
 
@@ -27,7 +27,7 @@ def predicted(pc, msg, v, b):
     """(dsent, drecv) of v's move to b from :func:`message_deltas`; checks that M is left as it was."""
     buf, mscr = vm.scratch(pc)
     m0 = msg[0].copy()
-    nt = vm.message_deltas(v, b, pc.g, pc.pc, pc.part, msg, buf, mscr)
+    nt = vm.message_deltas(v, b, pc.g, pc.pc, pc.part, (msg, buf, mscr))
     np.testing.assert_array_equal(msg[0], m0)
     dsent, drecv, mark, touched = mscr
     assert sorted(np.flatnonzero(mark).tolist()) == sorted(touched[:nt].tolist())
