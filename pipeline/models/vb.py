@@ -61,7 +61,7 @@ current maximum is refused, so the message passes never raise the maximum
 send, receive or messages the volume passes reached. ν makes one message at a
 part above the mean count worth ``Search.messages`` (20) rows at a part
 above the average volume. Measured (issue 31, hp-vb at P = 512): max messages
-0.957x -> 0.891x METIS's on soc-slashdot0902 and 0.862x -> 0.70-0.73x on
+0.957x -> 0.891x METIS's on soc-slashdot0902 and 0.862x -> 0.742x on
 ca-astroph, max send and receive no higher, total 1-3% higher. Where every
 part already sends to every other (p = 16, 64 on these graphs), nothing
 changes but a few more volume moves.
