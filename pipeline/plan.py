@@ -206,12 +206,13 @@ def _partition_rows(m: str, c: Counts, opts: dict, coef: Coefficients) -> list[R
         compressed = main == "gp" and c.graph_entries >= COMPRESS_EDGES and "gp-compressed" in coef.child
         what = {"gp": "KaMinPar", "hp": "KaMinPar, METIS, Mt-KaHyPar", "hp-fast": "KaMinPar, Mt-KaHyPar"}.get(main, main)
         term = coef.child["gp-compressed" if compressed else main]
+        kid_note = note
         if main == "gp" and opts.get("kaminpar_eps"):
             term = replace(term, nnz=term.nnz * KAMINPAR_EPS_SHARE)
-            note = note or f"--kaminpar-eps: {KAMINPAR_EPS_SHARE} of KaMinPar's bytes a nonzero (measured, not fitted)"
+            kid_note = note or f"--kaminpar-eps: {KAMINPAR_EPS_SHARE} of KaMinPar's bytes a nonzero (measured, not fitted)"
         if main in coef.beside:
             rows.append(coef.beside[main].row("partition", BESIDE, c, 0.0, note))
-        rows.append(term.row("partition", f"child {m} ({what})", c, 0.0, note))
+        rows.append(term.row("partition", f"child {m} ({what})", c, 0.0, kid_note))
     return rows
 
 

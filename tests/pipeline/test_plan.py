@@ -40,6 +40,7 @@ def test_a_small_case_by_hand():
     lean = plan.make_plan(C, ("gp",), {"kaminpar_eps": 0.05}, coef=small_coefficients())  # KaMinPar coarsens further
     kid = [r for r in lean.rows if r.process == "child gp (KaMinPar)"][0]
     assert kid.memory == pytest.approx(50 * MIB + plan.KAMINPAR_EPS_SHARE * 300e6) and "--kaminpar-eps" in kid.note
+    assert [r.memory for r in lean.rows if r.process != kid.process] == [r.memory for r in p.rows if r.process != kid.process]
 
 
 def test_models_run_one_after_another_so_the_largest_child_counts():
