@@ -41,7 +41,7 @@ PRESET = Option("--kaminpar-preset", "default", "gp with KaMinPar: its preset (d
                 choices=("default", "fast", "eco", "strong", "terapart", "largek", "largek-fast"))
 KAMINPAR_EPS = Option("--kaminpar-eps", 0.0, "gp with KaMinPar: the imbalance KaMinPar partitions for (0: the "
                       "build's --eps); a larger one (0.03, 0.05) lets it coarsen further: less memory (KaMinPar's "
-                      "child 0.6x at 0.03 on R-MAT), a different partition, brought under --eps afterwards",
+                      "child 0.53-0.62x at R-MAT scale 21-22), a different partition, brought under --eps afterwards",
                       type=float, metavar="EPS")
 
 
@@ -110,7 +110,8 @@ def kaminpar_partition(path: str, parts: int, eps: float, seed: int, threads: in
     cluster may weigh ``eps`` times the total over ``parts``, and with the
     build's work weights (hubs heavier than that stay alone) a small ``eps``
     coarsens slowly (measured, R-MAT scale 21: a peak of 1,648 MiB at 0.01,
-    1,024 at 0.03; the compressed input graph is 184 MiB of it)."""
+    1,024 at 0.03, 932 at 0.05, the compressed input graph 184 MiB of it;
+    scale 22: 3,451 at 0.01, 1,827 at 0.05). See benchmarks/RESULTS.md."""
     import kaminpar
 
     head = np.fromfile(path, "<u8", count=3)
