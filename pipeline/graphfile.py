@@ -119,6 +119,21 @@ def read_parhip(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     return xadj, adjncy, weights
 
 
+
+def read_neighbours(path: str, chunk: int = PIECE_ENTRIES) -> np.ndarray:
+    """The m neighbour ids of a ParHIP file (as :func:`read_parhip` reads
+    them), int32 where n allows, read ``chunk`` entries at a time: 4 bytes an
+    entry held instead of the file's 8, and none of the file's pages mapped
+    (a memory map's pages count in the reader's resident memory)."""
+    xadj, adjncy, _ = read_parhip(path)  # checks the header
+    n, m = xadj.size - 1, adjncy.size
+    out: np.ndarray = np.empty(m, index_dtype(n))
+    with open(path, "rb") as f:
+        f.seek(HEADER_BYTES + 8 * (n + 1))
+        for lo in range(0, m, chunk):
+            out[lo:lo + chunk] = np.fromfile(f, "<u8", count=min(chunk, m - lo))
+    return out
+
 # ------------------------------------------------------------------ METIS
 
 def metis_header(n: int, m: int) -> bytes:

@@ -39,6 +39,10 @@ BACKEND = Option("--gp-backend", "kaminpar", "gp: KaMinPar (from a graph file th
 PRESET = Option("--kaminpar-preset", "default", "gp with KaMinPar: its preset (default, fast, eco, strong, "
                 "terapart: memory-lean, largek...: many parts)",
                 choices=("default", "fast", "eco", "strong", "terapart", "largek", "largek-fast"))
+KAMINPAR_EPS = Option("--kaminpar-eps", 0.0, "gp with KaMinPar: the imbalance KaMinPar partitions for (0: the "
+                      "build's --eps); a larger one (0.03, 0.05) lets it coarsen further: less memory (KaMinPar's "
+                      "child 0.53-0.62x at R-MAT scale 21-22), a different partition, brought under --eps afterwards",
+                      type=float, metavar="EPS")
 
 
 def symmetric_pattern(a) -> tuple[np.ndarray, np.ndarray]:
@@ -99,7 +103,15 @@ def write_parhip(a, weights: np.ndarray, path: str) -> None:
 def kaminpar_partition(path: str, parts: int, eps: float, seed: int, threads: int = 1,
                        preset: str = "default") -> np.ndarray:
     """(n,) int32 KaMinPar partition of the ParHIP file ``path``; ``threads``
-    0 means one (the deterministic choice)."""
+    0 means one (the deterministic choice).
+
+    Its memory is mostly the coarse graphs (64-bit ids and weights: 16 bytes
+    a coarse adjacency entry, every level held), which ``eps`` sets: a
+    cluster may weigh ``eps`` times the total over ``parts``, and with the
+    build's work weights (hubs heavier than that stay alone) a small ``eps``
+    coarsens slowly (measured, R-MAT scale 21: a peak of 1,648 MiB at 0.01,
+    1,024 at 0.03, 932 at 0.05, the compressed input graph 184 MiB of it;
+    scale 22: 3,451 at 0.01, 1,827 at 0.05). See benchmarks/RESULTS.md."""
     import kaminpar
 
     head = np.fromfile(path, "<u8", count=3)
@@ -127,15 +139,18 @@ class GraphPartition(Model):
             return Assignment(part, {"backend": "metis", "rebalance": info})
         preset = cfg.option(PRESET)
         part, info = kaminpar_balanced(inputs, cfg, preset)
-        return Assignment(part, {"backend": "kaminpar", "preset": preset, "rebalance": info})
+        keps = cfg.option(KAMINPAR_EPS)
+        return Assignment(part, {"backend": "kaminpar", "preset": preset, **({"kaminpar_eps": keps} if keps else {}),
+                                 "rebalance": info})
 
 
 def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str) -> tuple[np.ndarray, dict]:
     """KaMinPar's partition of the build's ParHIP file (or of one written
     from Â here), brought under the strict load bound (KaMinPar's own bound
-    is the mean plus the heaviest vertex: :mod:`.rebalance`)."""
+    is the mean plus the heaviest vertex: :mod:`.rebalance`); KaMinPar
+    partitions for ``--kaminpar-eps`` when it is set."""
     def run(path: str) -> tuple[np.ndarray, dict]:
-        part = kaminpar_partition(path, cfg.parts, cfg.eps, cfg.seed, cfg.threads, preset)
+        part = kaminpar_partition(path, cfg.parts, cfg.option(KAMINPAR_EPS) or cfg.eps, cfg.seed, cfg.threads, preset)
         # imported once KaMinPar's graph is gone: numba (rebalance's kernels) is about 75 MiB of the child's memory
         from .rebalance import rebalance_parhip
 
@@ -151,4 +166,4 @@ def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str) -> tupl
 
 MODEL = GraphPartition("gp", "graph partition of the symmetrized graph, the build's vertex weights balanced "
                              "(as DistDGL): KaMinPar (--gp-backend kaminpar) or METIS",
-                       options=(BACKEND, PRESET), needs=frozenset({MATRIX, GRAPH_FILE}))
+                       options=(BACKEND, PRESET, KAMINPAR_EPS), needs=frozenset({MATRIX, GRAPH_FILE}))

@@ -223,10 +223,16 @@ def swap_down(part: np.ndarray, load: np.ndarray, w: np.ndarray, lmax: int) -> i
 
 
 def rebalance_parhip(path: str, part: np.ndarray, parts: int, eps: float, seed: int) -> tuple[np.ndarray, dict]:
-    """:func:`rebalance` on the graph and vertex weights of a ParHIP file."""
-    from ..graphfile import read_parhip
+    """:func:`rebalance` on the graph and vertex weights of a ParHIP file.
+    The neighbours are read only when a part is above the bound, then as
+    int32 (where n allows) by pieces (:func:`..graphfile.read_neighbours`):
+    4 bytes an entry against the 8 of the file's pages a memory map would
+    hold; the same result."""
+    from ..graphfile import read_neighbours, read_parhip
 
     xadj, adjncy, weights = read_parhip(path)
-    if weights is None:
-        weights = np.ones(xadj.size - 1, np.int64)
-    return rebalance(xadj, adjncy, weights, part, parts, eps=eps, seed=seed)
+    w = np.ones(xadj.size - 1, np.int64) if weights is None else np.array(weights, np.int64)
+    load = np.bincount(np.asarray(part), weights=w, minlength=parts)
+    if parts > 1 and load.max(initial=0) > load_bound(w, parts, eps):
+        adjncy = read_neighbours(path)
+    return rebalance(xadj, adjncy, w, part, parts, eps=eps, seed=seed)

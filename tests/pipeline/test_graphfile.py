@@ -32,6 +32,9 @@ def test_parhip_written_by_blocks_reads_back(tmp_path):
     xadj, adjncy, w = gf.read_parhip(path)
     assert xadj.tolist() == [0, 2, 4, 6] and adjncy.tolist() == [1, 2, 0, 2, 0, 1] and w.tolist() == [5, 6, 7]
     assert np.fromfile(path, "<u8", count=3).tolist() == [gf.PARHIP_VERTEX_WEIGHTS, 3, 6]
+    for chunk in (1, 4, 6, 100):  # by pieces of any size: the memory map's ids, int32
+        ids = gf.read_neighbours(path, chunk)
+        assert ids.dtype == np.int32 and ids.tolist() == adjncy.tolist()
 
 
 def test_metis_text_of_a_block():

@@ -37,6 +37,10 @@ def test_a_small_case_by_hand():
     assert p.store == 8e6 + 16 * 1000 + 8 * 1000 * 10 and p.scratch == 16e6 and p.disk == p.store + p.scratch
     assert p.seconds == pytest.approx(6 * (1 + 1) + 10 + 10)
     assert plan.make_plan(C, ("gp",), feature_bytes=2, coef=small_coefficients()).store == p.store - 4 * 1000 * 10
+    lean = plan.make_plan(C, ("gp",), {"kaminpar_eps": 0.05}, coef=small_coefficients())  # KaMinPar coarsens further
+    kid = [r for r in lean.rows if r.process == "child gp (KaMinPar)"][0]
+    assert kid.memory == pytest.approx(50 * MIB + plan.KAMINPAR_EPS_SHARE * 300e6) and "--kaminpar-eps" in kid.note
+    assert [r.memory for r in lean.rows if r.process != kid.process] == [r.memory for r in p.rows if r.process != kid.process]
 
 
 def test_models_run_one_after_another_so_the_largest_child_counts():
@@ -121,7 +125,7 @@ def test_refusals_are_one_line_naming_what_to_change():
     assert plan.refusal(p, 64 * GIB, 100 * GIB, "/x", True) is None
     mem = plan.refusal(p, 100 * MIB, 100 * GIB, "/x", True)
     assert mem.startswith("g: the plan needs") and "stage partition" in mem and "--memory-limit is 100.0 MiB" in mem
-    assert "--kaminpar-preset terapart" in mem and "--no-plan-check" in mem and "\n" not in mem
+    assert "--kaminpar-eps 0.05" in mem and "--no-plan-check" in mem and "\n" not in mem
     disk = plan.refusal(p, 64 * GIB, 1 * MIB, "/x", True)
     assert "free on /x" in disk and "--out" in disk and "--no-plan-check" in disk
     assert "this machine has" in plan.refusal(p, 100 * MIB, 100 * GIB, "/x", False)

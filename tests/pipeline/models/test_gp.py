@@ -66,3 +66,21 @@ def test_kaminpar_runs_before_numba_is_loaded(tmp_path):
             "print(part.size, 'numba' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.split() == ["200", "False"]
+
+
+def test_kaminpar_eps_is_an_option_and_the_bound_still_holds(tmp_path):
+    # KaMinPar partitions for --kaminpar-eps (coarser, leaner), the result is brought under --eps
+    from helpers.graphs import random_a_hat
+
+    from shgcn.pipeline.models.gp import KAMINPAR_EPS, kaminpar_balanced, write_parhip
+    from shgcn.pipeline.models.rebalance import load_bound
+
+    a = random_a_hat(400, 6.0, 3)
+    w = np.random.default_rng(3).integers(1, 50, a.shape[0])
+    path = str(tmp_path / "g.parhip")
+    write_parhip(a, w, path)
+    inputs = Inputs(a.shape[0], graph_file=path)
+    opts = {**default_options(), KAMINPAR_EPS.dest: 0.2}
+    part, info = kaminpar_balanced(inputs, PartitionConfig(8, eps=0.01, seed=1, threads=1, options=opts), "default")
+    assert np.bincount(part, weights=w, minlength=8).max() <= load_bound(w, 8, 0.01) == info["lmax"]
+    assert default_options()[KAMINPAR_EPS.dest] == 0.0  # the default: the build's eps (the same partition as before)

@@ -99,6 +99,11 @@ def test_the_parhip_file_gives_the_same_result(tmp_path):
     from_file, _ = rebalance_parhip(str(tmp_path / "g.parhip"), start, 3, 0.05, 1)
     in_memory, _ = rebalance(*symmetric_pattern(a), w, start, 3, eps=0.05, seed=1)
     assert np.array_equal(from_file, in_memory)
+    within = np.arange(a.shape[0]) % 3  # within the bound: returned as it is, the neighbours not read
+    loads = np.bincount(within, weights=w)
+    if loads.max() <= load_bound(w, 3, 0.5):
+        same, info = rebalance_parhip(str(tmp_path / "g.parhip"), within, 3, 0.5, 1)
+        assert np.array_equal(same, within) and info["moves"] == 0
 
 
 def test_gp_and_hp_keep_the_strict_bound_with_a_hub():
