@@ -16,7 +16,7 @@ The arrays are the same, byte for byte.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from dask.sizeof import sizeof
@@ -67,11 +67,12 @@ class SpilledBlock:
     rows: np.ndarray
     a_nnz: np.ndarray
     t_nnz: np.ndarray | None
+    files: dict[str, tuple[str, tuple[int, ...], int]] = field(default_factory=dict)  # name: dtype, shape, offset
 
     def _open(self, name: str, span: np.ndarray, r: int) -> np.ndarray:
         """Rank r's slice of array ``name``, memory-mapped (nothing read yet)."""
         lo, hi = int(span[r]), int(span[r + 1])
-        return np.load(f"{self.prefix}.{name}.npy", mmap_mode="r")[lo:hi]
+        return map_npy(f"{self.prefix}.{name}.npy", self.files[name])[lo:hi]
 
     def _matrix(self, m: str, nnz: np.ndarray, r: int) -> Rows:
         counts = self._open(f"{m}.counts", self.rows, r)
@@ -100,16 +101,30 @@ def _spans(sizes: list[int]) -> np.ndarray:
     return out
 
 
-def _save(path: str, parts: list[np.ndarray]) -> None:
+def map_npy(path: str, meta: tuple[str, tuple[int, ...], int]) -> np.ndarray:
+    """The array of a ``.npy`` file :func:`save_npy` wrote (``meta``: what it
+    returned), memory-mapped read-only; an empty array is made, not mapped.
+    Not ``np.load``: it parses the header with ``ast``, which CPython 3.11
+    can fail to do in several threads at once ("AST constructor recursion
+    depth mismatch", seen in a build's write stage)."""
+    dtype, shape, offset = meta
+    if 0 in shape:
+        return np.empty(shape, dtype)
+    return np.memmap(path, np.dtype(dtype), "r", offset, shape)
+
+
+def save_npy(path: str, parts: list[np.ndarray]) -> tuple[str, tuple[int, ...], int]:
     """The arrays ``parts`` one after another in ``path`` (a ``.npy`` file),
-    written piece by piece: never joined in memory."""
+    written piece by piece: never joined in memory; (dtype, shape, the data's offset)."""
     dtype = parts[0].dtype
     shape = (sum(p.shape[0] for p in parts), *parts[0].shape[1:])
     with open(path, "wb") as f:
         np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(dtype),
                                                  "fortran_order": False, "shape": shape})
+        offset = f.tell()
         for p in parts:
             f.write(np.ascontiguousarray(p, dtype).view(np.uint8).reshape(-1).data)
+    return dtype.str, shape, offset
 
 
 def save_pieces(pieces: list[RankPiece], prefix: str) -> SpilledBlock:
@@ -120,15 +135,15 @@ def save_pieces(pieces: list[RankPiece], prefix: str) -> SpilledBlock:
     matrices = {"a": [p.a for p in pieces]}
     if pieces and pieces[0].t is not None:
         matrices["t"] = [p.t for p in pieces if p.t is not None]
+    arrays: dict[str, list[np.ndarray]] = {}
     for m, rows in matrices.items():
-        _save(f"{prefix}.{m}.counts.npy", [np.diff(x.indptr) for x in rows])
-        _save(f"{prefix}.{m}.cols.npy", [x.cols for x in rows])
-        _save(f"{prefix}.{m}.data.npy", [x.data for x in rows])
+        arrays |= {f"{m}.counts": [np.diff(x.indptr) for x in rows], f"{m}.cols": [x.cols for x in rows],
+                   f"{m}.data": [x.data for x in rows]}
         spans[m] = _spans([x.cols.size for x in rows])
-    for k in NODE_ARRAYS:
-        _save(f"{prefix}.nodes.{k}.npy", [getattr(p.nodes, k) for p in pieces])
-    _save(f"{prefix}.node_index.npy", [p.node_index for p in pieces])
-    return SpilledBlock(prefix, spans["rows"], spans["a"], spans.get("t"))
+    arrays |= {f"nodes.{k}": [getattr(p.nodes, k) for p in pieces] for k in NODE_ARRAYS}
+    arrays["node_index"] = [p.node_index for p in pieces]
+    files = {name: save_npy(f"{prefix}.{name}.npy", parts) for name, parts in arrays.items()}
+    return SpilledBlock(prefix, spans["rows"], spans["a"], spans.get("t"), files)
 
 
 def open_piece(x: RankPiece | tuple[SpilledBlock, int]) -> RankPiece:
