@@ -77,7 +77,7 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
             with mon.stage("quality"):
                 meas = quality_stage(tasks, cfg, ing, nrm, placed, mon)
             with mon.stage("layout"):
-                laid = layout_stage(tasks, cfg, ing, nrm, parts, mon)
+                laid = layout_stage(tasks, cfg, ing, nrm, parts, mon, work_dir=writer.work_dir)
             # what the write no longer needs is freed on the workers as soon as the layout has used it
             built = Built(ing, nrm.nnz, parts, meas, laid, placed.placements)
             del nrm, ing

@@ -171,7 +171,18 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
             rows.extend(_partition_rows(m, counts, opts, coef))
     # the fit's feature values were float32: float16 halves what they take in the store
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
-    return Plan(counts, rows, store, coef.disk["scratch"].at(counts), _flags(counts, models, opts))
+    return Plan(counts, rows, store, coef.disk["scratch"].at(counts) + pieces_bytes(counts, feature_bytes),
+                _flags(counts, models, opts))
+
+
+def pieces_bytes(counts: Counts, feature_bytes: int = 4) -> float:
+    """The layout's pieces in the temporary area until the store is
+    committed (:mod:`.stages.pieces`), counted, not fitted: Â's column ids
+    (int32) and values (float32) and each row's count (int64), Â^T's too for
+    a directed graph, and the node data (features, an int32 label, three
+    masks, the int64 original index)."""
+    matrices = 2 if counts.directed else 1
+    return float(matrices * (8 * counts.nnz + 8 * counts.n) + counts.n * (feature_bytes * counts.features + 4 + 3 + 8))
 
 
 def _fitted(m: str, coef: Coefficients) -> str:

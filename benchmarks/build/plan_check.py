@@ -94,7 +94,7 @@ def measure(tag: str, source: str, model: str, out: Path, extra: tuple[str, ...]
         raise SystemExit(f"{tag}: the build failed (exit {proc.returncode}):\n{log[-3000:]}")
     rec = {"tag": tag, "source": source, "model": model, "parts": parts, "extra": list(extra),
            "wall": time.perf_counter() - t0, "tree_peak_bytes": state["tree"], "partial_peak_bytes": state["disk"],
-           "store_bytes": _du(path), "info": store_info(path)}
+           "store_bytes": _du(path), "info": store_info(path), "pieces_spilled": True}
     (out / f"{tag}.json").write_text(json.dumps(rec, indent=1, default=float))
     return rec
 
@@ -223,7 +223,8 @@ def fit(recs: dict[str, dict]) -> dict:
                                               if "--features" not in r["extra"]])
     stored = _feature_cost(recs, "", lambda r: r["store_bytes"])  # float32 features, each block's and the node array's
     disk = {"store": fit_term([(r, r["store_bytes"]) for r in recs.values()], stored),
-            "scratch": fit_term([(r, max(0.0, r["partial_peak_bytes"] - r["store_bytes"])) for r in gp])}
+            # the layout's pieces are counted by the plan (plan.pieces_bytes), not fitted
+            "scratch": fit_term([(r, max(0.0, r["partial_peak_bytes"] - r["store_bytes"] - _pieces(r))) for r in gp])}
     return {"memory": memory, "child": child, "beside": beside, "disk": disk, "seconds": seconds,
             "source": f"{command()} on {len(recs)} builds ({', '.join(sorted(recs))}), "
                       f"{time.strftime('%Y-%m-%d', time.gmtime())}: bytes (memory, disk) and seconds per nonzero of Â, "
@@ -232,14 +233,27 @@ def fit(recs: dict[str, dict]) -> dict:
 
 # ------------------------------------------------------------------ the check
 
-def predicted(rec: dict, coef=None):
-    """The plan of the build ``rec`` made from its measured counts (the fit's inputs, not the expected ones)."""
-    from shgcn.pipeline.plan import make_plan
+def _counts(rec: dict):
+    """The build ``rec``'s measured counts (the fit's inputs, not the expected ones)."""
     from shgcn.pipeline.sources.counts import Counts
 
     i = rec["info"]
-    c = Counts(int(i["n"]), int(i["nnz"]), int(i["edges"]), int(i["feature_dim"]), int(i["classes"]),
-               bool(i["directed"]), "measured")
+    return Counts(int(i["n"]), int(i["nnz"]), int(i["edges"]), int(i["feature_dim"]), int(i["classes"]),
+                  bool(i["directed"]), "measured")
+
+
+def _pieces(rec: dict) -> float:
+    """The layout's pieces in the temporary area of the build ``rec`` (0: a record of a build before they were)."""
+    from shgcn.pipeline.plan import pieces_bytes
+
+    return pieces_bytes(_counts(rec)) if rec.get("pieces_spilled") else 0.0
+
+
+def predicted(rec: dict, coef=None):
+    """The plan of the build ``rec`` made from its measured counts (the fit's inputs, not the expected ones)."""
+    from shgcn.pipeline.plan import make_plan
+
+    c = _counts(rec)
     extra = rec["extra"]
     options = {"hp_preset": extra[extra.index("--hp-preset") + 1]} if "--hp-preset" in extra else {}
     return make_plan(c, (rec["model"],), options, coef=coef)

@@ -18,6 +18,7 @@ graphs): the same blocks.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from shgcn.store import Plan, RankBlock
 from ..arrays import index_dtype, lookup, sorted_unique
 from ..blocks import RowBlock, normalize
 from ..nodes import NodeBlock, NodeData, node_block
+from .pieces import RankPiece, Rows, SpilledBlock, drop_pages, open_piece, save_pieces
 
 if TYPE_CHECKING:
     from ..config import BuildConfig
@@ -80,33 +82,6 @@ def perm_of(lay: Layout) -> np.ndarray:
     return lay.perm
 
 
-@dataclass
-class Rows:
-    """Some rows of a matrix in CSR form, columns as new (permuted) ids."""
-
-    indptr: np.ndarray  # (k+1,) int64
-    cols: np.ndarray  # (nnz,) new ids, int32 below 2^31 vertices
-    data: np.ndarray  # (nnz,) float32
-
-
-@dataclass
-class RankPiece:
-    """The rows of one block that one rank owns (in new-id order), with their
-    rows of Â^T (directed graphs) and their node data."""
-
-    a: Rows
-    t: Rows | None
-    nodes: NodeBlock  # lo/hi unused: rows are the rank's
-    node_index: np.ndarray  # (k,) int64 original index
-
-
-@sizeof.register(RankPiece)
-def _sizeof_piece(p: RankPiece) -> int:
-    rows = [p.a] + ([p.t] if p.t is not None else [])
-    return int(sum(r.indptr.nbytes + r.cols.nbytes + r.data.nbytes for r in rows) + p.node_index.nbytes
-               + sizeof(p.nodes))
-
-
 def _select(b: RowBlock, keep: np.ndarray, inverse: np.ndarray) -> Rows:
     """Rows ``keep`` (block-local) of ``b``, columns renamed to new ids."""
     pos, _ = segments(b.indptr, keep)
@@ -130,21 +105,28 @@ def rank_pieces(ab: RowBlock, tb: RowBlock | None, nb: NodeBlock, lay: Layout) -
 
 
 def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarray, np.ndarray],
-              node_rows: tuple[int, int, tuple], lay: Layout) -> list[RankPiece]:
+              node_rows: tuple[int, int, tuple], lay: Layout, spill: str | None = None) -> list[RankPiece] | SpilledBlock:
     """The ``layout-cut`` task from A's pattern (and A^T's, directed) and
     the recipe of the node data (``node_rows``: lo, hi and
     :attr:`Ingested.node_recipe <.ingest.Ingested>`): the block's rows of Â
     (and Â^T, :func:`..blocks.normalize`) and its node data made here and
-    cut by rank (:func:`rank_pieces`): only the blocks being cut are in memory whole."""
+    cut by rank (:func:`rank_pieces`): only the blocks being cut are in memory whole.
+    ``spill``: a path prefix in the temporary area; the pieces are saved
+    there (:func:`.pieces.save_pieces`) and only their offsets returned."""
     a, t = pattern
     row_deg, col_deg = degrees
     lo, hi, recipe = node_rows
     ab = normalize(a, row_deg, col_deg)
-    return rank_pieces(ab, None if t is None else normalize(t, row_deg, col_deg, True), node_block(lo, hi, *recipe), lay)
+    tb = None if t is None else normalize(t, row_deg, col_deg, True)
+    pieces = rank_pieces(ab, tb, node_block(lo, hi, *recipe), lay)
+    del ab, tb
+    drop_pages(a.indptr, a.indices, *(() if t is None else (t.indptr, t.indices)))
+    return pieces if spill is None else save_pieces(pieces, spill)
 
 
-def piece(pieces: list[RankPiece], r: int) -> RankPiece:
-    return pieces[r]
+def piece(pieces: list[RankPiece] | SpilledBlock, r: int) -> RankPiece | tuple[SpilledBlock, int]:
+    """Rank r's piece of a cut block: the piece, or ``(block, r)`` for a spilled block (:func:`.pieces.open_piece`)."""
+    return (pieces, r) if isinstance(pieces, SpilledBlock) else pieces[r]
 
 
 @dataclass
@@ -304,17 +286,19 @@ class Laid:
 
 
 def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
-                 mon: Monitor) -> Laid:
+                 mon: Monitor, *, work_dir: str | None = None) -> Laid:
     """Permutation by the layout model; every block cut by rank, every
     rank's halo from its pieces, halos turned into send lists; nothing goes
-    through the client."""
+    through the client. ``work_dir``: the temporary area, where the cut
+    blocks wait for the write (:mod:`.pieces`); None keeps them in memory."""
     lay = tasks.submit("layout", _make_layout, parts.futures[cfg.layout], cfg.parts)
     offsets = tasks.submit("layout", offsets_of, lay).result()
     perm = tasks.submit("layout", perm_of, lay).result()
     degrees = nrm.degrees()
     bounds = ing.bounds.tolist()
     cut = [tasks.submit("layout-cut", cut_block, (ab, tb if ing.directed else None), degrees,
-                        (bounds[b], bounds[b + 1], ing.node_recipe), lay)
+                        (bounds[b], bounds[b + 1], ing.node_recipe), lay,
+                        None if work_dir is None else os.path.join(work_dir, "pieces", f"b{b}"))
            for b, (ab, tb) in enumerate(zip(*nrm.patterns()))]
     ranks, halos, t_halos = [], [], []
     for r in range(cfg.parts):  # a loop over ranks: each takes its piece of every block
@@ -330,11 +314,17 @@ def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized,
     return Laid(lay, offsets, perm, tuple(ranks), sends, t_sends, tuple(halos), tuple(t_halos) if ing.directed else None)
 
 
-def pieces_halo(lo: int, hi: int, transpose: bool, *pieces: RankPiece) -> np.ndarray:
+def pieces_halo(lo: int, hi: int, transpose: bool, *pieces: RankPiece | tuple[SpilledBlock, int]) -> np.ndarray:
     """The new ids rank ``lo..hi-1`` receives (for Â, or Â^T with
-    ``transpose``), from its pieces: :func:`rank_rows`'s halo without joining them."""
-    rows = [p.t if transpose else p.a for p in pieces]
-    cols = [r.cols[(r.cols < lo) | (r.cols >= hi)] for r in rows if r is not None]
+    ``transpose``), from its pieces, opened one at a time
+    (:func:`.pieces.open_piece`): :func:`rank_rows`'s halo without joining them."""
+    cols = []
+    for x in pieces:
+        p = open_piece(x)
+        rows = p.t if transpose else p.a
+        if rows is not None:
+            cols.append(np.asarray(rows.cols[(rows.cols < lo) | (rows.cols >= hi)]))
+        del p, rows  # a spilled piece's pages go with it
     return sorted_unique(np.concatenate(cols)) if cols else np.zeros(0, np.int64)
 
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-import numpy as np
-
 from ..blocks import RowBlock
 from ..runtime.client import Tasks
 from .ingest import Ingested
 from .normalize import Normalized
+from .pieces import map_npy, save_npy
 
 
 def spill_block(b: RowBlock, prefix: str) -> RowBlock:
@@ -28,8 +27,7 @@ def spill_block(b: RowBlock, prefix: str) -> RowBlock:
     arrays = {}
     for name, x in (("indptr", b.indptr), ("indices", b.indices)):
         path = f"{prefix}.{name}.npy"
-        np.save(path, x)
-        arrays[name] = np.load(path, mmap_mode="r")
+        arrays[name] = map_npy(path, save_npy(path, [x]))  # not np.load: see pieces.map_npy
     return RowBlock(b.lo, b.hi, b.n, arrays["indptr"], arrays["indices"], None)
 
 

@@ -1,6 +1,7 @@
 """The build's plan: the model by hand, its growth, the refusals and ``--plan`` through the command line."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from helpers import build_cli, one_line
@@ -34,9 +35,14 @@ def test_a_small_case_by_hand():
     assert rows[("partition", "child gp (KaMinPar)")].memory == 50 * MIB + 300e6
     total, stage, held = p.at_once()
     assert (total, stage, len(held)) == (250 * MIB + 320e6, "partition", 2)
-    assert p.store == 8e6 + 16 * 1000 + 8 * 1000 * 10 and p.scratch == 16e6 and p.disk == p.store + p.scratch
+    # scratch: the fitted term, and the layout's pieces (Â and Â^T: 8 B a nonzero and 8 a row each; nodes 4*10+15 B)
+    pieces = 2 * (8 * 1_000_000 + 8 * 1000) + 1000 * (4 * 10 + 4 + 3 + 8)
+    assert p.store == 8e6 + 16 * 1000 + 8 * 1000 * 10 and p.scratch == 16e6 + pieces and p.disk == p.store + p.scratch
     assert p.seconds == pytest.approx(6 * (1 + 1) + 10 + 10)
-    assert plan.make_plan(C, ("gp",), feature_bytes=2, coef=small_coefficients()).store == p.store - 4 * 1000 * 10
+    half = plan.make_plan(C, ("gp",), feature_bytes=2, coef=small_coefficients())
+    assert half.store == p.store - 4 * 1000 * 10 and half.scratch == p.scratch - 2 * 1000 * 10
+    undirected = plan.make_plan(replace(C, directed=False), ("gp",), coef=small_coefficients())
+    assert undirected.scratch == 16e6 + pieces - (8 * 1_000_000 + 8 * 1000)
     lean = plan.make_plan(C, ("gp",), {"kaminpar_eps": 0.05}, coef=small_coefficients())  # KaMinPar coarsens further
     kid = [r for r in lean.rows if r.process == "child gp (KaMinPar)"][0]
     assert kid.memory == pytest.approx(50 * MIB + plan.KAMINPAR_EPS_SHARE * 300e6) and "--kaminpar-eps" in kid.note

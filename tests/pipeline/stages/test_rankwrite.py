@@ -1,33 +1,12 @@
 """The write-rank task writes a rank's block piece by piece: byte for byte the
 block the joined path (rank_rows, rank_block, store.write_rank) writes."""
 
-import numpy as np
 import pytest
-from helpers.graphs import a_hat
+from helpers.layouts import cut
 
 from shgcn import store
-from shgcn.pipeline.blocks import RowBlock
-from shgcn.pipeline.nodes import NodeBlock
-from shgcn.pipeline.stages import layout, rankwrite
+from shgcn.pipeline.stages import layout, pieces, rankwrite
 from shgcn.store import _layout
-
-
-def cut(n, p, directed, bounds, seed, multi=False):
-    rng = np.random.default_rng(seed)
-    a = a_hat(n, [tuple(e) for e in rng.integers(0, n, (5 * n, 2))], directed=directed).tocsr()
-    t = a.T.tocsr()
-    a.sort_indices()
-    t.sort_indices()
-    lay = layout.make_layout(rng.integers(0, p, n).astype(np.int32), p)
-    feats = rng.standard_normal((n, 3)).astype(np.float32)
-    labels = rng.integers(0, 2, (n, 4)).astype(bool) if multi else rng.integers(0, 5, n).astype(np.int32)
-    masks = [rng.random(n) < 0.5 for _ in range(3)]
-    cuts = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        ab, tb = (RowBlock(lo, hi, n, m[lo:hi].indptr.astype(np.int64), m[lo:hi].indices, m[lo:hi].data) for m in (a, t))
-        nb = NodeBlock(lo, hi, feats[lo:hi], labels[lo:hi], *(m[lo:hi] for m in masks))
-        cuts.append(layout.rank_pieces(ab, tb if directed else None, nb, lay))
-    return lay, cuts
 
 
 def files(root, r):
@@ -35,11 +14,15 @@ def files(root, r):
     return {str(f.relative_to(base)): f.read_bytes() for f in sorted(base.rglob("*")) if f.is_file()}
 
 
+@pytest.mark.parametrize("spilled", [False, True])
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("bounds", [(0, 70), (0, 25, 60, 70), (0, 1, 2, 3, 69, 70)])
-def test_streamed_block_equals_the_joined_block(tmp_path, directed, bounds):
+def test_streamed_block_equals_the_joined_block(tmp_path, directed, bounds, spilled):
     n, p = 70, 4
     lay, cuts = cut(n, p, directed, list(bounds), seed=len(bounds), multi=directed)
+    # the write reads each piece from the temporary area when the cut blocks were saved there
+    refs = [[(pieces.save_pieces(c, str(tmp_path / "work" / f"b{b}")), r) for r in range(p)] for b, c in enumerate(cuts)] \
+        if spilled else cuts
     rows = [layout.rank_rows(r, int(lay.offsets[r]), int(lay.offsets[r + 1]), *[c[r] for c in cuts])
             for r in range(p)]
     sends = layout.send_lists(lay.offsets, *[x.halo for x in rows])
@@ -48,7 +31,7 @@ def test_streamed_block_equals_the_joined_block(tmp_path, directed, bounds):
         joined = store.write_rank(tmp_path / "joined", layout.rank_block(x, lay.offsets, sends[r], t_sends[r]))
         streamed = rankwrite.write_rank(str(tmp_path / "streamed"), (r, lay.offsets),
                                         (x.halo, x.t_halo if directed else None), (sends[r], t_sends[r]),
-                                        *[c[r] for c in cuts])
+                                        *[c[r] for c in refs])
         assert streamed == joined
         want, got = files(tmp_path / "joined", r), files(tmp_path / "streamed", r)
         assert sorted(got) == sorted(want) and all(got[k] == want[k] for k in want), r
