@@ -24,26 +24,33 @@ def _nothing_but(directory, *names):
     assert sorted(p.name for p in directory.iterdir()) == sorted(names)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"tr": []}, "the 'tr' list holds no vertex: nothing to train on"),
-    pytest.param({"tr": [True, False]}, "(tr): expected a flat list of vertex ids, got true/false values",
-                 marks=pytest.mark.slow),
-    pytest.param({"tr": ["0", "1"]}, "(tr): expected a flat list of vertex ids, got values that are not numbers",
-                 marks=pytest.mark.slow),
-    pytest.param({"tr": [{"id": 0}]}, "(tr): expected a flat list of vertex ids, got values that are not numbers",
-                 marks=pytest.mark.slow),
-    pytest.param({"tr": [[0], [1, 2]]}, "(tr): expected a flat list of vertex ids", marks=pytest.mark.slow),
-    pytest.param({"va": None}, "(va): expected a flat list of vertex ids, got a single value or null",
-                 marks=pytest.mark.slow),
-])
-def test_a_role_file_that_cannot_train_stops_the_build(tmp_path, change, message):
-    """Cases 5 and 6: lists of strings, dicts, ragged lists or null were tracebacks; ``"tr": []`` built and
-    trained on nothing; JSON booleans became vertex ids 1 and 0."""
+def test_a_role_file_that_cannot_train_stops_the_build(tmp_path):
+    """Case 5: ``"tr": []`` built and trained on nothing; now one line from the command, nothing left behind."""
     root = saint(tmp_path / "ds")
-    (root / "role.json").write_text(json.dumps({**ROLES, **change}))
+    (root / "role.json").write_text(json.dumps({**ROLES, "tr": []}))
     res = build_cli(str(root), "--parts", "2", "--model", "rp", "--out", str(tmp_path / "s.zarr"))
-    one_line(res, f"{root / 'role.json'}", message)
+    one_line(res, f"{root / 'role.json'}", "the 'tr' list holds no vertex: nothing to train on")
     _nothing_but(tmp_path, "ds")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"tr": [True, False]}, "(tr): expected a flat list of vertex ids, got true/false values"),
+    ({"tr": ["0", "1"]}, "(tr): expected a flat list of vertex ids, got values that are not numbers"),
+    ({"tr": [{"id": 0}]}, "(tr): expected a flat list of vertex ids, got values that are not numbers"),
+    ({"tr": [[0], [1, 2]]}, "(tr): expected a flat list of vertex ids"),
+    ({"va": None}, "(va): expected a flat list of vertex ids, got a single value or null"),
+])
+def test_a_role_list_that_is_not_vertex_ids_is_one_message(tmp_path, change, message):
+    """Case 6: lists of strings, dicts, ragged lists or null were tracebacks; JSON booleans became vertex ids
+    1 and 0. The reader's message, which the command prints as the case above does (a UserError, exit 2)."""
+    from shgcn.pipeline.errors import UserError
+    from shgcn.pipeline.sources.saint import roles
+
+    path = tmp_path / "role.json"
+    path.write_text(json.dumps({**ROLES, **change}))
+    with pytest.raises(UserError) as e:
+        roles(str(path), 7)
+    assert str(path) in str(e.value) and message in str(e.value) and "\n" not in str(e.value)
 
 
 def test_a_process_substitution_is_a_pipe_not_an_empty_file(tmp_path):

@@ -32,16 +32,22 @@ def sections(html: str) -> dict[str, str]:
     return {t: html[a:b] for t, a, b in zip(SECTIONS, starts, ends)}
 
 
-def test_report_has_every_section_with_a_figure(stores, tmp_path):
+@pytest.fixture(scope="module")
+def full_report(stores, tmp_path_factory):
+    """The full store's HTML report with its run log, rendered once (a render executes the whole notebook)."""
     full, _, log = stores
-    out = tmp_path / "report.html"
+    out = tmp_path_factory.mktemp("full-report") / "report.html"
     res = run_cli("report", str(full), "--run", str(log), "--out", str(out))
     assert res.returncode == 0, res.stderr
-    html = out.read_text()
+    return out
+
+
+def test_report_has_every_section_with_a_figure(full_report):
+    html = full_report.read_text()
     for title, chunk in sections(html).items():
         assert "data:image/png;base64," in chunk, f"no figure in {title!r}"
     assert "src=\"http" not in html  # figures are embedded, not linked
-    assert not list(tmp_path.glob(".*partial*"))
+    assert not list(full_report.parent.glob(".*partial*"))
 
 
 @pytest.mark.slow
@@ -57,13 +63,18 @@ def test_report_without_shp_or_runs_explains_instead_of_failing(stores, tmp_path
 
 @pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_report_as_executed_notebook(stores, tmp_path):
+    """A ``.ipynb`` output (the format from its extension; the rules: test_render): the executed notebook
+    with its parameters injected; ``.pdf``: refused, one line."""
     full, _, log = stores
     out = tmp_path / "report.ipynb"
-    assert run_cli("report", str(full), "--run", str(log), "--out", str(out), "--format", "ipynb").returncode == 0
+    assert run_cli("report", str(full), "--run", str(log), "--out", str(out)).returncode == 0  # from the extension
     nb = json.loads(out.read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert any("injected-parameters" in c["metadata"].get("tags", []) for c in code)
     assert all(c.get("execution_count") for c in code)
+    res = run_cli("report", str(full), "--out", str(tmp_path / "r.pdf"))
+    assert res.returncode == 2 and "unknown report format '.pdf'" in res.stderr and res.stderr.count("\n") == 1
+    assert not (tmp_path / "r.pdf").exists()
 
 
 def test_bad_run_log_is_one_line(stores, tmp_path):
@@ -168,16 +179,6 @@ def test_report_refuses_a_run_log_of_another_part_count(stores, tmp_path):
     assert "shgcn-warning" in training and f"<th>{log.name}</th>" in training and "<th>p4.jsonl</th>" not in training
 
 
-@pytest.mark.slow
-def test_cli_format_follows_the_extension(stores, tmp_path):
-    full, _, _ = stores
-    assert run_cli("report", str(full), "--out", str(tmp_path / "r.ipynb")).returncode == 0
-    assert json.loads((tmp_path / "r.ipynb").read_text())["cells"]
-    res = run_cli("report", str(full), "--out", str(tmp_path / "r.pdf"))
-    assert res.returncode == 2 and "unknown report format '.pdf'" in res.stderr and res.stderr.count("\n") == 1
-    assert not (tmp_path / "r.pdf").exists()
-
-
 # ------------------------------------------------ in a real browser (issue 25)
 
 _IMAGES = """() => Array.from(document.images).map(img => {
@@ -201,15 +202,12 @@ def browser() -> str | None:
 
 
 @pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
-def test_report_loads_in_a_headless_browser_with_every_figure_drawn(stores, tmp_path):
+def test_report_loads_in_a_headless_browser_with_every_figure_drawn(full_report):
     exe = browser()
     if exe is None:
         pytest.skip("no chromium installed (apt-get install chromium; .ci/run installs it)")
     sync_api = pytest.importorskip("playwright.sync_api")
-    full, _, log = stores
-    out = tmp_path / "report.html"
-    res = run_cli("report", str(full), "--run", str(log), "--out", str(out))
-    assert res.returncode == 0, res.stderr
+    out = full_report
     problems: list[str] = []
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"], headless=True)
