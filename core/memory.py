@@ -10,8 +10,8 @@ stored Â^T plan only checked, and dropped too: :func:`shgcn.store.release_pages
 the features, each layer's cached input and output and their gradients
 (float32), the received rows at the widest exchange, and GAT's attention
 coefficients (two per nonzero and head). It is a model, not a measurement:
-it leaves out the interpreter and the libraries (measured 80-180 MiB a rank at R-MAT scale 20 and 22:
-benchmarks/RESULTS.md, "Trainer at the build's scale"; the trainer's summary line
+it leaves out the interpreter and the libraries (measured about 195 MiB a rank on a small R-MAT
+store, and 240-250 MiB beyond the model at R-MAT scale 20, ``mpirun -n 2``; the trainer's summary line
 shows the busiest rank's peak beside its modelled bytes).
 Replication (``--algorithm 1.5d --replication c``) gives c ranks the same
 block, so the job holds c times the 1D job's blocks.
