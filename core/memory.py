@@ -3,14 +3,15 @@ and the modelled bytes a training rank holds (what ``shgcn-train`` checks
 against the limit before it trains, and what ``pipeline simulate`` shows).
 
 The rank model counts, for ``rows`` rows of a block with ``nnz`` nonzeros and
-``halo`` received rows: the matrix (the memory-mapped block, its split by
-column blocks and the pattern or transposed copies: 24 bytes a nonzero; a
-directed store's stored Â^T plan 16 more a nonzero of it),
+``halo`` received rows: the matrix (its split by column blocks and the
+transposed or pattern copy: 16 bytes a nonzero; the memory-mapped block is
+read once, beside the split, and its pages then dropped; a directed store's
+stored Â^T plan only checked, and dropped too: :func:`shgcn.store.release_pages`),
 the features, each layer's cached input and output and their gradients
 (float32), the received rows at the widest exchange, and GAT's attention
 coefficients (two per nonzero and head). It is a model, not a measurement:
-it leaves out the interpreter and the libraries (measured 80-180 MiB a rank at R-MAT scale 20 and 22:
-benchmarks/RESULTS.md, "Trainer at the build's scale"; the trainer's summary line
+it leaves out the interpreter and the libraries (measured about 195 MiB a rank on a small R-MAT
+store, and 240-250 MiB beyond the model at R-MAT scale 20, ``mpirun -n 2``; the trainer's summary line
 shows the busiest rank's peak beside its modelled bytes).
 Replication (``--algorithm 1.5d --replication c``) gives c ranks the same
 block, so the job holds c times the 1D job's blocks.
@@ -29,10 +30,10 @@ import numpy as np
 from .costs import Job
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
-BYTES_PER_NONZERO = 24
-# a directed store's Â^T plan: memory-mapped (8 bytes a nonzero) and split by own and received columns (8);
-# measured: R-MAT (directed) ranks held 15-20 bytes per nonzero more than this model without it
-T_BYTES_PER_NONZERO = 16
+# the split by column blocks (float32 values, int32 indices: 8 bytes a nonzero) and its transposes (a directed
+# Â's backward) or pattern (GraphSAGE, GIN) or side-by-side copy (GAT): 8 more; while the split is made, the
+# memory-mapped block's pages (8) sit beside it instead
+BYTES_PER_NONZERO = 16
 
 
 def machine_memory() -> int:
@@ -94,15 +95,12 @@ class Held:
     nnz : nonzeros of Â it keeps (its block row's; block (i, j)'s under 2D)
     halo : rows it receives (the 1D halo; its share under 1.5D's reduce)
     buffer_nnz : nonzeros of the largest block it receives (2D: Â's blocks travel)
-    t_nnz : nonzeros of the stored Â^T plan it memory-maps for the backward pass (a directed store's; 0
-        for an undirected one, whose backward reuses Â's)
     """
 
     rows: Any
     nnz: Any
     halo: Any
     buffer_nnz: Any = 0
-    t_nnz: Any = 0
 
 
 PARAM_BYTES = 16  # a float32 weight, its gradient and Adam's two moments
@@ -129,6 +127,5 @@ def rank_bytes(held: Held, job: Job):
     widest = max(w for w, _ in fwd + bwd)
     act = 8 * rows * sum(a + b for a, b in zip(ins[1:] + [0], outs)) + 4 * rows * ins[0]
     attention = spec.attention_bytes * nnz * sum(hs)
-    return (BYTES_PER_NONZERO * nnz + T_BYTES_PER_NONZERO * np.asarray(held.t_nnz, np.int64)
-            + 8 * np.asarray(held.buffer_nnz, np.int64) + 16 * rows + 4 * rows * dims[0] + act + 4 * halo * widest
-            + attention)
+    return (BYTES_PER_NONZERO * nnz + 8 * np.asarray(held.buffer_nnz, np.int64) + 16 * rows + 4 * rows * dims[0]
+            + act + 4 * halo * widest + attention)

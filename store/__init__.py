@@ -28,7 +28,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._arrays import array_checksum, block_checksum, write_array, write_graph_block, write_node_rows, write_rank
+    from ._arrays import (
+        array_checksum,
+        block_checksum,
+        release_pages,
+        write_array,
+        write_graph_block,
+        write_node_rows,
+        write_rank,
+    )
     from ._atomic import enclosing_store, is_store_dir
     from ._reader import Store, memmap_array, open_rank, open_store
     from ._schema import SCHEMA_VERSION, Plan, RankBlock, block_arrays
@@ -41,7 +49,7 @@ _WHERE = {
     **dict.fromkeys(("Store", "memmap_array", "open_rank", "open_store"), "._reader"),
     **dict.fromkeys(("SCHEMA_VERSION", "Plan", "RankBlock", "block_arrays"), "._schema"),
     **dict.fromkeys(("array_checksum", "block_checksum", "write_array", "write_graph_block", "write_node_rows",
-                     "write_rank"), "._arrays"),
+                     "write_rank", "release_pages"), "._arrays"),
     **dict.fromkeys(("enclosing_store", "is_store_dir"), "._atomic"),
     "RankStreams": "._stream",
     **dict.fromkeys(("StoreWriter", "abort_all"), "._writer"),
@@ -52,7 +60,7 @@ __all__ = [
     "SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "RankStreams", "Store", "StoreError", "StoreWriter", "UserError",
     "abort_all", "array_checksum", "block_arrays", "block_checksum", "enclosing_store", "graph_arrays", "is_store_dir",
     "memmap_array",
-    "open_rank", "open_store", "to_dgl", "to_pyg", "write_array", "write_graph_block", "write_node_rows",
+    "open_rank", "open_store", "release_pages", "to_dgl", "to_pyg", "write_array", "write_graph_block", "write_node_rows",
     "write_rank",
 ]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import mmap
 import os
 import threading
 from pathlib import Path
@@ -77,19 +78,42 @@ def os_error(root: Path, e: OSError) -> StoreError:
 
 def array_checksum(a: np.ndarray) -> str:
     """sha256 over an array's dtype, shape and bytes."""
-    a = np.ascontiguousarray(a)
     h = hashlib.sha256(f"{a.dtype.str}:{a.shape};".encode())
-    h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
+    _hash_bytes(h, a)
     return h.hexdigest()
+
+
+HASH_SLICE = 64 << 20  # bytes hashed between two releases of a memory-mapped array's pages
+
+
+def release_pages(*arrays: np.ndarray) -> None:
+    """Drop the pages of memory-mapped arrays (``np.memmap``, slices of one included) from this process's
+    resident memory: they stay in the page cache, and the next access reads them again. Other arrays are left
+    alone. A rank reads its block once (the checksum, the split of its plan) and keeps what it computes with."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    for a in arrays:
+        m = getattr(a, "_mmap", None) if isinstance(a, np.memmap) else None
+        if advice is not None and m is not None and not m.closed:
+            m.madvise(advice)
+
+
+def _hash_bytes(h, a: np.ndarray) -> None:
+    """``h.update`` with the bytes of ``a`` (C order), :data:`HASH_SLICE` at a time, releasing a memory-mapped
+    ``a``'s pages after each slice (hashing a block holds a slice of it, not the block)."""
+    if not a.size:
+        return
+    flat = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+    for start in range(0, flat.size, HASH_SLICE):
+        h.update(flat[start:start + HASH_SLICE].data)
+        release_pages(a)
 
 
 def block_checksum(arrays: dict[str, np.ndarray]) -> str:
     """sha256 over the names, shapes, dtypes and bytes of a block's arrays."""
     h = hashlib.sha256()
     for name, a in arrays.items():
-        a = np.ascontiguousarray(a)
         h.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
-        h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
+        _hash_bytes(h, a)
     return h.hexdigest()
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _layout
-from ._arrays import array_checksum, block_checksum
+from ._arrays import array_checksum, block_checksum, release_pages
 from ._schema import SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays, node_dtypes
 
 if TYPE_CHECKING:
@@ -101,7 +101,9 @@ def open_rank(path: str | Path, r: int, verify: bool = True) -> RankBlock:
     for name, plan_ in (("", block.plan), ("transpose/", block.transpose)):
         if plan_ is not None:
             _check_plan(root / f"{prefix}{name}", plan_, r, offsets, int(s.attrs["n"]))
+            release_pages(plan_.indices, plan_.indptr)
     _check_nodes(root / prefix, block)
+    release_pages(*block_arrays(block).values())  # the checks read them; the trainer reads what it uses
     return block
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from shgcn.store import Plan
+from shgcn.store import Plan, release_pages
 
 
 @dataclass
@@ -127,13 +127,19 @@ def full_local(plan: Plan, cp: CommPlan) -> sp.csr_matrix:
 
 
 def local_matrix(plan: Plan, cp: CommPlan) -> LocalMatrix:
-    return split_local(full_local(plan, cp), cp)
+    """The stored plan split by column block; the stored arrays' pages are then dropped from this process
+    (a memory-mapped block is read once: the rank holds the split, not the block and the split)."""
+    lm = split_local(full_local(plan, cp), cp)
+    release_pages(plan.data, plan.indices, plan.indptr)
+    return lm
 
 
 def split_local(full: sp.csr_matrix, cp: CommPlan) -> LocalMatrix:
-    """Split local rows by column block: own columns, then each sender's."""
+    """Split local rows by column block: own columns, then each sender's (each a CSR column slice: row order
+    kept, no copy of ``full`` beside the blocks; sorted indices, as the stored rows are)."""
     n = full.shape[0]
-    csc = full.tocsc()
-    own = csc[:, :n].tocsr()
-    halo = {q: csc[:, n + cp.recv_start[q]:n + cp.recv_start[q + 1]].tocsr() for q, _ in cp.recv_from}
-    return LocalMatrix(own=own, halo=halo)
+    blocks = [full[:, :n], *(full[:, n + cp.recv_start[q]:n + cp.recv_start[q + 1]] for q, _ in cp.recv_from)]
+    for m in blocks:
+        if not m.has_sorted_indices:
+            m.sort_indices()
+    return LocalMatrix(own=blocks[0], halo={q: m for (q, _), m in zip(cp.recv_from, blocks[1:])})

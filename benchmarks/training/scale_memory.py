@@ -8,11 +8,12 @@ against its modelled bytes (the run log's header: ``memory``; its epochs:
 Builds ``rmat:scale=S,edge_factor=16,seed=1 --model gp --parts P`` (every
 other option at its default: random features of width 64, GCN [64, 16, 16])
 unless the store is there, then trains full batch. The model counts a rank's
-block (24 bytes a nonzero: the memory-mapped block and its split, pattern and
-transposed copies), features, layer caches and gradients, the received rows
-and the model; it leaves out the interpreter, numpy, numba, MPI and the
-store's reader (about 150 MiB a rank: :mod:`shgcn.core.memory`). `beyond`:
-the measured peak minus the modelled bytes.
+block (16 bytes a nonzero: its split by column blocks and the transposed
+copies; the memory-mapped block's pages are dropped once split, a directed
+store's stored Â^T once checked), features, layer caches and gradients, the
+received rows and the model; it leaves out the interpreter, numpy, numba, MPI
+and the store's reader (about 200 MiB a rank: :mod:`shgcn.core.memory`).
+`beyond`: the measured peak minus the modelled bytes.
 """
 
 from __future__ import annotations

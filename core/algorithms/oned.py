@@ -95,14 +95,4 @@ class OneD(AlgorithmCost):
     def memory(self, cost: PartitionCost, job: Job) -> np.ndarray:
         v = cost.volume.astype(np.int64).copy()
         np.fill_diagonal(v, 0)
-        return np.asarray(rank_bytes(Held(cost.rows, cost.load, v.sum(0), t_nnz=transpose_nnz(cost)), job))
-
-
-def transpose_nnz(cost: PartitionCost) -> np.ndarray | int:
-    """(P,) nonzeros of each part's stored Â^T plan (a directed store's: Â's nonzeros in the part's columns),
-    exact when the cost has Â's pattern, else each part's load (equal on average); 0 when undirected."""
-    if not cost.directed:
-        return 0
-    if cost.graph is not None and cost.part is not None:
-        return np.bincount(np.asarray(cost.part)[cost.graph.indices], minlength=cost.load.size).astype(np.int64)
-    return cost.load
+        return np.asarray(rank_bytes(Held(cost.rows, cost.load, v.sum(0)), job))

@@ -40,28 +40,26 @@ def test_machine_memory_is_at_most_the_physical_memory():
 def test_rank_bytes_of_a_gcn_by_hand():
     """10 rows, 30 nonzeros, 5 received rows, GCN [8, 4, 2] (both layers multiply first: widest exchange 4)."""
     held = Held(rows=10, nnz=30, halo=5)
-    # matrix 24 x 30 = 720; 16 x 10 = 160; features 4 x 10 x 8 = 320;
+    # matrix 16 x 30 = 480; 16 x 10 = 160; features 4 x 10 x 8 = 320;
     # activations 8 x 10 x ((4 + 4) + (0 + 2)) + 4 x 10 x 8 = 800 + 320; halo 4 x 5 x 4 = 80
-    assert BYTES_PER_NONZERO == 24
-    assert rank_bytes(held, Job((8, 4, 2))) == 720 + 160 + 320 + 1120 + 80
-    assert rank_bytes(Held(10, 30, 5, buffer_nnz=7), Job((8, 4, 2))) == 2400 + 8 * 7
-    # a directed store's Â^T plan of 25 nonzeros: 16 bytes each
-    assert rank_bytes(Held(10, 30, 5, t_nnz=25), Job((8, 4, 2))) == 2400 + 16 * 25
+    assert BYTES_PER_NONZERO == 16
+    assert rank_bytes(held, Job((8, 4, 2))) == 480 + 160 + 320 + 1120 + 80
+    assert rank_bytes(Held(10, 30, 5, buffer_nnz=7), Job((8, 4, 2))) == 2160 + 8 * 7
     # the architecture's spec decides, not its name: sage keeps what gcn keeps
-    assert rank_bytes(held, Job((8, 4, 2), arch="sage")) == 2400
+    assert rank_bytes(held, Job((8, 4, 2), arch="sage")) == 2160
 
 
 def test_rank_bytes_of_a_gat_by_hand():
     """GAT, heads [2, 1]: layer inputs 8 and 2 x 4 = 8 wide, outputs 8 and 2; Z travels 8 wide."""
     held = Held(rows=10, nnz=30, halo=5)
-    # 720 + 160 + 320; activations 8 x 10 x ((8 + 8) + (0 + 2)) + 320 = 1760; halo 4 x 5 x 8 = 160;
+    # 480 + 160 + 320; activations 8 x 10 x ((8 + 8) + (0 + 2)) + 320 = 1760; halo 4 x 5 x 8 = 160;
     # attention 8 B x 30 nonzeros x (2 + 1) heads = 720
-    assert rank_bytes(held, Job((8, 4, 2), arch="gat", heads=(2, 1))) == 720 + 160 + 320 + 1760 + 160 + 720
+    assert rank_bytes(held, Job((8, 4, 2), arch="gat", heads=(2, 1))) == 480 + 160 + 320 + 1760 + 160 + 720
 
 
 def test_rank_bytes_per_rank():
     out = rank_bytes(Held(rows=np.array([10, 0]), nnz=np.array([30, 0]), halo=np.array([5, 0])), Job((8, 4, 2)))
-    assert out.tolist() == [2400, 0]
+    assert out.tolist() == [2160, 0]
 
 
 def test_model_bytes_by_hand():

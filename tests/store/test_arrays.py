@@ -15,6 +15,7 @@ from shgcn.store._arrays import (
     array_checksum,
     block_checksum,
     os_error,
+    release_pages,
     write_array,
     write_graph_block,
     write_node_rows,
@@ -76,6 +77,36 @@ def test_block_checksum_covers_names_and_order():
     want = hashlib.sha256(b"x:<i4:(3,);" + a.tobytes() + b"y:<f4:(2,);" + b.tobytes()).hexdigest()
     assert block_checksum({"x": a, "y": b}) == want
     assert block_checksum({"y": b, "x": a}) != want and block_checksum({"z": a, "y": b}) != want
+
+
+def test_checksums_hash_in_slices_like_in_one_piece(monkeypatch, tmp_path):
+    a = np.arange(1000, dtype=np.int64).reshape(100, 10)
+    write_array(tmp_path, "a", a)
+    want_block, want_array = block_checksum({"a": a}), array_checksum(a)
+    monkeypatch.setattr(_arrays, "HASH_SLICE", 24)  # slices that do not divide the rows' bytes
+    mapped = memmap_array(tmp_path, "a")
+    assert block_checksum({"a": mapped}) == want_block and array_checksum(mapped) == want_array
+    assert block_checksum({"a": a.T}) == block_checksum({"a": np.ascontiguousarray(a.T)})
+
+
+def resident_file_mib() -> float:
+    """This process's resident file-backed memory (``RssFile``), MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1]) / 1024
+    pytest.skip("no RssFile in /proc/self/status (not Linux)")
+
+
+def test_release_pages_drops_a_memory_map_from_resident_memory(tmp_path):
+    write_array(tmp_path, "big", np.arange(8 << 20, dtype=np.int64))  # 64 MiB
+    mapped = memmap_array(tmp_path, "big")
+    before = resident_file_mib()
+    assert int(mapped[::512].sum()) == int(np.arange(0, 8 << 20, 512).sum())  # touches every page
+    read = resident_file_mib()
+    release_pages(mapped[:10], np.zeros(3))  # a slice of the map releases all of it; a plain array is left alone
+    after = resident_file_mib()
+    assert read - before > 60 and read - after > 60
+    assert int(mapped[-1]) == (8 << 20) - 1  # still readable
 
 
 def tiny_block(transpose: bool) -> RankBlock:

@@ -5,7 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from shgcn.pipeline.stages.layout import in_memory
-from shgcn.trainer.plan import comm_plan, local_matrix
+from shgcn.trainer.plan import CommPlan, comm_plan, local_matrix, split_local
 
 
 def test_plan_and_local_blocks_of_a_hand_matrix():
@@ -26,3 +26,26 @@ def test_plan_and_local_blocks_of_a_hand_matrix():
     np.testing.assert_array_equal(lm.own_t.toarray(), lm.own.toarray().T)
     pat = lm.pattern()
     assert pat.own.toarray().tolist() == [[0, 1], [1, 0]]  # self loops dropped
+
+
+def test_split_by_column_slices_equals_the_split_through_csc():
+    rng = np.random.default_rng(5)
+    n, recv = 40, np.array([0, 0, 7, 7, 19], np.int64)  # senders 1 and 3 (7 and 12 rows); none from 2
+    full = sp.random(n, n + 19, density=0.2, format="csr", dtype=np.float32, random_state=rng)
+    cp = CommPlan(rank=0, size=4, offsets=np.array([0, 40, 47, 47, 59]), send_to=[], recv_from=[(1, 7), (3, 12)],
+                  recv_start=recv, recv_ids=np.arange(19, dtype=np.int64))
+    lm = split_local(full, cp)
+    csc = full.tocsc()
+    want = {"own": csc[:, :n].tocsr(), 1: csc[:, n:n + 7].tocsr(), 3: csc[:, n + 7:].tocsr()}
+    got = {"own": lm.own, **lm.halo}
+    assert got.keys() == want.keys()
+    for k, m in want.items():
+        assert got[k].shape == m.shape and got[k].has_sorted_indices
+        for field in ("data", "indices", "indptr"):
+            np.testing.assert_array_equal(getattr(got[k], field), getattr(m, field))
+    shuffled = full.copy()
+    assert shuffled.indptr[1] >= 3  # the first three nonzeros are row 0's
+    shuffled.indices[:3], shuffled.data[:3] = shuffled.indices[:3][::-1].copy(), shuffled.data[:3][::-1].copy()
+    shuffled.has_sorted_indices = False  # rows out of order: the blocks come back sorted all the same
+    np.testing.assert_array_equal(split_local(shuffled, cp).own.toarray(), lm.own.toarray())
+    assert split_local(shuffled, cp).own.has_sorted_indices

@@ -25,8 +25,7 @@ def connect(local: Local, comm) -> Context:
     ex = make(cfg.exchange, comm, cp, Wire(cfg.exchange_dtype), nodes, **options)
     graph = Graph(RowOperators(local_matrix(block.plan, cp), ex, local.symmetric, be),
                   local.col_gids(local.data.gids, cp.recv_ids))
-    t_nnz = int(block.transpose.indices.shape[0]) if block.transpose is not None else 0
-    memory = int(rank_bytes(Held(block.n_own, int(block.plan.indices.shape[0]), cp.recv_rows, t_nnz=t_nnz), local.job))
+    memory = int(rank_bytes(Held(block.n_own, int(block.plan.indices.shape[0]), cp.recv_rows), local.job))
 
     def batch_graph(v: BatchView) -> Graph:
         """The operators of batch view ``v`` (its plan is the exchange's inside ``ex.using(v.cp)``)."""

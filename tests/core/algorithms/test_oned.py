@@ -90,20 +90,6 @@ def test_one_rank_communicates_nothing():
 
 def test_memory_by_hand():
     """core/memory.rank_bytes with the rows received: 5 for part 0, 3 for part 1 (GCN [8, 4, 2], widest 4).
-    Part 0: 24 x 10 + 16 x 4 + 4 x 4 x 8 + (8 x 4 x 10 + 4 x 4 x 8) + 4 x 5 x 4."""
-    assert ONED.memory(hand_cost(), Job((8, 4, 2))).tolist() == [240 + 64 + 128 + 448 + 80,
-                                                                 480 + 96 + 192 + 672 + 48]
-
-
-def test_memory_of_a_directed_store_counts_its_transpose_plan():
-    """A directed store's Â^T plan: 16 bytes a nonzero of each part's columns, from Â's pattern when the cost
-    has it (part 0 owns columns 0 and 1: 3 of the 4 nonzeros), else each part's load."""
-    import scipy.sparse as sp
-
-    base = ONED.memory(hand_cost(), Job((8, 4, 2)))
-    c = hand_cost()
-    graph = sp.csr_matrix((np.ones(4), [0, 1, 1, 2], [0, 2, 3, 4]), shape=(3, 3))
-    directed = PartitionCost(c.model, c.volume, c.load, c.rows, c.own, True, graph, np.array([0, 0, 1]))
-    assert (ONED.memory(directed, Job((8, 4, 2))) - base).tolist() == [16 * 3, 16 * 1]
-    no_graph = PartitionCost(c.model, c.volume, c.load, c.rows, c.own, True)
-    assert (ONED.memory(no_graph, Job((8, 4, 2))) - base).tolist() == (16 * c.load).tolist()
+    Part 0: 16 x 10 + 16 x 4 + 4 x 4 x 8 + (8 x 4 x 10 + 4 x 4 x 8) + 4 x 5 x 4."""
+    assert ONED.memory(hand_cost(), Job((8, 4, 2))).tolist() == [160 + 64 + 128 + 448 + 80,
+                                                                 320 + 96 + 192 + 672 + 48]

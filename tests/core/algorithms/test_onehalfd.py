@@ -113,6 +113,6 @@ def test_replication_multiplies_the_memory():
 
 def test_reduce_memory_counts_the_block_row_and_the_rows_received():
     """GCN [3, 2] (widest exchange 2): 2 rows, 5 nonzeros; halo = the block row's 2 rows + rows received (1 on
-    (0, 0) and (1, 1)): 24 x 5 + 16 x 2 + 4 x 2 x 3 + (8 x 2 x 2 + 4 x 2 x 3) + 4 x halo x 2."""
-    base = 120 + 32 + 24 + 56
+    (0, 0) and (1, 1)): 16 x 5 + 16 x 2 + 4 x 2 x 3 + (8 x 2 x 2 + 4 x 2 x 3) + 4 x halo x 2."""
+    base = 80 + 32 + 24 + 56
     assert HALF.memory(path_cost(), job()).tolist() == [base + 24, base + 16, base + 16, base + 24]

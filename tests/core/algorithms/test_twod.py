@@ -77,7 +77,7 @@ def test_times_by_hand():
 
 def test_memory_by_hand():
     """Rank (i, j) keeps block (i, j) (4 or 1 nonzeros), its block row's 2 rows, and a buffer for the largest
-    block of its row (4 nonzeros): 24 nnz + 8 x 4 + 16 x 2 + 4 x 2 x 3 + (8 x 2 x 2 + 4 x 2 x 3)."""
+    block of its row (4 nonzeros): 16 nnz + 8 x 4 + 16 x 2 + 4 x 2 x 3 + (8 x 2 x 2 + 4 x 2 x 3)."""
     base = 32 + 32 + 24 + 56
     assert TWOD.memory(path_cost(), Job((3, 2), algorithm="2d")).tolist() == \
-        [96 + base, 24 + base, 24 + base, 96 + base]
+        [64 + base, 16 + base, 16 + base, 64 + base]
