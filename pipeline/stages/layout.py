@@ -27,12 +27,12 @@ import scipy.sparse as sp
 from dask.sizeof import sizeof
 
 from shgcn.core.csr import segments
-from shgcn.store import Plan, RankBlock
+from shgcn.store import Plan, RankBlock, release_pages
 
 from ..arrays import index_dtype, lookup, sorted_unique
 from ..blocks import RowBlock, normalize
 from ..nodes import NodeBlock, NodeData, node_block
-from .pieces import RankPiece, Rows, SpilledBlock, drop_pages, open_piece, save_pieces
+from .pieces import RankPiece, Rows, SpilledBlock, open_piece, save_pieces
 
 if TYPE_CHECKING:
     from ..config import BuildConfig
@@ -120,7 +120,8 @@ def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarr
     tb = None if t is None else normalize(t, row_deg, col_deg, True)
     pieces = rank_pieces(ab, tb, node_block(lo, hi, *recipe), lay)
     del ab, tb
-    drop_pages(a.indptr, a.indices, *(() if t is None else (t.indptr, t.indices)))
+    # the spilled patterns' pages this task read: their mapping lives on with the block's future
+    release_pages(a.indptr, a.indices, *(() if t is None else (t.indptr, t.indices)))
     return pieces if spill is None else save_pieces(pieces, spill)
 
 

@@ -15,7 +15,6 @@ The arrays are the same, byte for byte.
 
 from __future__ import annotations
 
-import mmap
 import os
 from dataclasses import dataclass, field
 
@@ -112,18 +111,6 @@ def map_npy(path: str, meta: tuple[str, tuple[int, ...], int]) -> np.ndarray:
     if 0 in shape:
         return np.empty(shape, dtype)
     return np.memmap(path, np.dtype(dtype), "r", offset, shape)
-
-
-def drop_pages(*arrays: np.ndarray | None) -> None:
-    """Let go of the pages of memory-mapped ``arrays`` this process has read
-    (``MADV_DONTNEED``): they stay in the page cache and are read again if
-    used, but leave the process's resident memory, where a mapping that
-    lives on (a spilled pattern block, held by its future) would keep every
-    page it ever read. Arrays in memory are left alone."""
-    for a in arrays:
-        m = getattr(a, "_mmap", None)
-        if m is not None and hasattr(m, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
-            m.madvise(mmap.MADV_DONTNEED)
 
 
 def save_npy(path: str, parts: list[np.ndarray]) -> tuple[str, tuple[int, ...], int]:

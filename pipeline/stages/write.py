@@ -20,7 +20,7 @@ from ..models import get
 from ..models.placement import Placement
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
-from . import layout, pieces, rankwrite
+from . import layout, rankwrite
 from .ingest import Ingested
 from .layout import Laid
 from .partition import Partitioned
@@ -92,7 +92,7 @@ def _write_rank(root: str, rank: tuple[int, np.ndarray], halos: tuple, sends: tu
 
 def _write_graph(root: str, k: int, *parts: blocks.RowBlock) -> str:
     blk = blocks.join_rows(*parts)
-    pieces.drop_pages(*[p.indices for p in parts])  # a spilled pattern's pages, read for this chunk
+    store.release_pages(*[p.indices for p in parts])  # a spilled pattern's pages, read for this chunk
     return store.write_graph_block(root, k, blk.indptr, blk.indices)
 
 

@@ -2,8 +2,6 @@
 cut, array for array, rank by rank, and a rank's halo from them is the one
 from the pieces in memory."""
 
-import os
-
 import numpy as np
 import pytest
 from helpers.layouts import cut
@@ -61,27 +59,3 @@ def test_the_halo_from_saved_pieces_is_the_halo_from_pieces_in_memory(tmp_path, 
         want = layout.pieces_halo(lo, hi, transpose, *[c[r] for c in cuts])
         got = layout.pieces_halo(lo, hi, transpose, *[layout.piece(s, r) for s in saved])
         assert got.tolist() == want.tolist() and want.size > 0
-
-
-def resident_kib(path):
-    """This process's resident pages of the file ``path`` (kB, /proc/self/smaps)."""
-    total, inside = 0, False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            if "-" in line.split()[0] and len(line.split()) >= 5:
-                inside = line.rstrip().endswith(str(path))
-            elif inside and line.startswith("Rss:"):
-                total += int(line.split()[1])
-    return total
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux's /proc/self/smaps")
-def test_drop_pages_lets_go_of_a_mapped_files_pages(tmp_path):
-    path = str(tmp_path / "x.npy")
-    x = pieces.map_npy(path, pieces.save_npy(path, [np.arange(1 << 20, dtype=np.int64)]))
-    view = x[10:]
-    assert int(view.sum()) == sum(range(10, 1 << 20))  # every page read
-    before = resident_kib(path)
-    pieces.drop_pages(view, None, np.zeros(3))  # a view of the map, nothing, an array in memory
-    assert before >= 8 * 1024 - 8 and resident_kib(path) < before // 8
-    assert int(view[-1]) == (1 << 20) - 1  # still readable
