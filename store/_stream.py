@@ -6,24 +6,22 @@ so that the writer holds one piece, not the rank's rows (a rank of a
 The files are those :func:`._arrays.write_array` writes: one uncompressed
 little-endian chunk in the default key encoding (``NAME/c/0``), the bytes
 of the array in C order; the block's checksum is :func:`._arrays.block_checksum`
-over the written arrays, read back from their files, in :func:`._schema.block_arrays`'
+over the written arrays, memory-mapped back (their pages released as they are hashed), in :func:`._schema.block_arrays`'
 order. So a block written here is byte for byte the block
 :func:`._arrays.write_rank` writes from the joined arrays (tested).
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
 from . import _layout
-from ._arrays import _check_abort, array_dims, create_one_chunk, os_error
+from ._arrays import _check_abort, array_dims, block_checksum, create_one_chunk, os_error
+from ._reader import memmap_array
 from ._schema import StoreError, block_array_names
-
-HASH_READ = 16 << 20  # bytes read at a time to checksum a written array
 
 
 class ArrayStream:
@@ -62,21 +60,6 @@ class ArrayStream:
             self._file.close()
             self._file = None
 
-    def hash_into(self, h, key: str) -> None:
-        """Feed ``h`` what :func:`._arrays.block_checksum` feeds it for this
-        array, reading the written file in pieces: a memory map of it would
-        hold every page read in the writer's resident memory until unmapped
-        (a rank of a 2-part store: gigabytes)."""
-        h.update(f"{key}:{self.dtype.str}:{self.shape};".encode())
-        if 0 in self.shape:
-            return
-        try:
-            with open(_layout.chunk_file(self.root, self.name, len(self.shape)), "rb") as f:
-                while block := f.read(HASH_READ):
-                    h.update(block)
-        except OSError as e:
-            raise os_error(self.root, e) from None
-
     def close(self) -> None:
         self.close_file()
         if self.rows != self.shape[0]:
@@ -111,10 +94,8 @@ class RankStreams:
         if missing or len(order) != len(self.streams):
             raise StoreError(f"rank {self.r}: block arrays missing {missing} or unexpected "
                              f"{sorted(set(self.streams) - set(order))}")
-        h = hashlib.sha256()
-        for n in order:
-            self.streams[n].hash_into(h, n)
-        return h.hexdigest()
+        # block_checksum releases a memory-mapped array's pages as it hashes: the writer never holds the block
+        return block_checksum({n: memmap_array(self.root, _layout.rank_array(self.r, n)) for n in order})
 
     def __enter__(self) -> RankStreams:
         return self

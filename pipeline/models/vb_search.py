@@ -101,7 +101,6 @@ def best_target(v, cand, nc, floor, blocked, ctx):
     g, pc, vol, state, lim, scr, mc = ctx
     part, send, recv, load = vol
     lmax, tbound, tau, mu, power = lim
-    ds, dr, mark, touched = scr
     best_b, best = -1, floor
     wv = g[4][v]
     for i in range(nc):
@@ -109,20 +108,8 @@ def best_target(v, cand, nc, floor, blocked, ctx):
         if (load[b] + wv > lmax) != blocked:
             continue
         nt, dtot = move_deltas(v, b, g, pc, part, scr)
-        ok = state[0] + dtot <= tbound
-        dphi = 0.0
-        for t in range(nt):
-            k = touched[t]
-            if ok:
-                ns = send[k] + ds[k]
-                nr = recv[k] + dr[k]
-                if (ds[k] > 0 and ns > state[1]) or (dr[k] > 0 and nr > state[2]):
-                    ok = False
-                dphi += _pen(ns, tau, power) - _pen(send[k], tau, power) + _pen(nr, tau, power) - _pen(recv[k], tau, power)
-            ds[k] = 0
-            dr[k] = 0
-            mark[k] = 0
-        if not ok:
+        keeps, dphi = _priced(nt, scr, (send, recv), (state[1], state[2]), (tau, power))
+        if not keeps or state[0] + dtot > tbound:
             continue
         score = -dphi - mu * dtot
         if mc[0] > 0:
@@ -141,22 +128,33 @@ def _message_cost(v, b, ctx):
     g, pc, vol, _, lim, _, mc = ctx
     _, msg, mstate, taum, buf, mscr = mc
     _, sent, received = msg
-    dsent, drecv, mark, touched = mscr
-    power = lim[4]
     nt = message_deltas(v, b, g, pc, vol[0], (msg, buf, mscr))
+    return _priced(nt, mscr, (sent, received), (mstate[0], mstate[1]), (taum, lim[4]))
+
+
+@jit
+def _priced(nt, scr, now, caps, price):
+    """Whether the changes ``scr = (d_out, d_in, mark, touched)`` of the
+    ``nt`` touched parts keep every part within ``caps`` = (max out, max in)
+    where they grow, and the change of the penalty (``price`` = (τ, γ):
+    Σ_k max(0, x - τ)^γ over both counts ``now`` = (out, in)); the scratch
+    is cleared for the next move. Volume (rows) and messages alike."""
+    d_out, d_in, mark, touched = scr
+    out, inn = now
+    tau, power = price
     ok = True
-    dpsi = 0.0
+    dpen = 0.0
     for t in range(nt):
         k = touched[t]
-        ns = sent[k] + dsent[k]
-        nr = received[k] + drecv[k]
-        if (dsent[k] > 0 and ns > mstate[0]) or (drecv[k] > 0 and nr > mstate[1]):
+        no = out[k] + d_out[k]
+        ni = inn[k] + d_in[k]
+        if (d_out[k] > 0 and no > caps[0]) or (d_in[k] > 0 and ni > caps[1]):
             ok = False
-        dpsi += _pen(ns, taum, power) - _pen(sent[k], taum, power) + _pen(nr, taum, power) - _pen(received[k], taum, power)
-        dsent[k] = 0
-        drecv[k] = 0
+        dpen += _pen(no, tau, power) - _pen(out[k], tau, power) + _pen(ni, tau, power) - _pen(inn[k], tau, power)
+        d_out[k] = 0
+        d_in[k] = 0
         mark[k] = 0
-    return ok, dpsi
+    return ok, dpen
 
 
 @jit

@@ -105,14 +105,15 @@ def rank_pieces(ab: RowBlock, tb: RowBlock | None, nb: NodeBlock, lay: Layout) -
 
 
 def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarray, np.ndarray],
-              node_rows: tuple[int, int, tuple], lay: Layout, spill: str | None = None) -> list[RankPiece] | SpilledBlock:
+              node_rows: tuple[int, int, tuple], lay: Layout, spill: str) -> SpilledBlock:
     """The ``layout-cut`` task from A's pattern (and A^T's, directed) and
     the recipe of the node data (``node_rows``: lo, hi and
     :attr:`Ingested.node_recipe <.ingest.Ingested>`): the block's rows of Â
     (and Â^T, :func:`..blocks.normalize`) and its node data made here and
     cut by rank (:func:`rank_pieces`): only the blocks being cut are in memory whole.
     ``spill``: a path prefix in the temporary area; the pieces are saved
-    there (:func:`.pieces.save_pieces`) and only their offsets returned."""
+    there (:func:`.pieces.save_pieces`) and only their offsets returned: they
+    wait there, not in memory, for the ranks' writes."""
     a, t = pattern
     row_deg, col_deg = degrees
     lo, hi, recipe = node_rows
@@ -122,12 +123,12 @@ def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarr
     del ab, tb
     # the spilled patterns' pages this task read: their mapping lives on with the block's future
     release_pages(a.indptr, a.indices, *(() if t is None else (t.indptr, t.indices)))
-    return pieces if spill is None else save_pieces(pieces, spill)
+    return save_pieces(pieces, spill)
 
 
-def piece(pieces: list[RankPiece] | SpilledBlock, r: int) -> RankPiece | tuple[SpilledBlock, int]:
-    """Rank r's piece of a cut block: the piece, or ``(block, r)`` for a spilled block (:func:`.pieces.open_piece`)."""
-    return (pieces, r) if isinstance(pieces, SpilledBlock) else pieces[r]
+def piece(block: SpilledBlock, r: int) -> tuple[SpilledBlock, int]:
+    """Rank r's piece of a cut block, ``(block, r)``, opened where it is used (:func:`.pieces.open_piece`)."""
+    return block, r
 
 
 @dataclass
@@ -279,7 +280,7 @@ class Laid:
     layout: Any  # future: Layout
     offsets: np.ndarray
     perm: np.ndarray
-    ranks: tuple  # per rank: a tuple of futures, its RankPiece of every block
+    ranks: tuple  # per rank: a tuple of futures, its (SpilledBlock, r) of every block
     sends: tuple  # futures: (send_ptr, send_rows) per rank
     t_sends: tuple | None
     halos: tuple = ()  # futures: the new ids each rank receives for Â (sorted)
@@ -287,19 +288,18 @@ class Laid:
 
 
 def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
-                 mon: Monitor, *, work_dir: str | None = None) -> Laid:
+                 mon: Monitor, *, work_dir: str) -> Laid:
     """Permutation by the layout model; every block cut by rank, every
     rank's halo from its pieces, halos turned into send lists; nothing goes
     through the client. ``work_dir``: the temporary area, where the cut
-    blocks wait for the write (:mod:`.pieces`); None keeps them in memory."""
+    blocks wait for the write (:mod:`.pieces`)."""
     lay = tasks.submit("layout", _make_layout, parts.futures[cfg.layout], cfg.parts)
     offsets = tasks.submit("layout", offsets_of, lay).result()
     perm = tasks.submit("layout", perm_of, lay).result()
     degrees = nrm.degrees()
     bounds = ing.bounds.tolist()
     cut = [tasks.submit("layout-cut", cut_block, (ab, tb if ing.directed else None), degrees,
-                        (bounds[b], bounds[b + 1], ing.node_recipe), lay,
-                        None if work_dir is None else os.path.join(work_dir, "pieces", f"b{b}"))
+                        (bounds[b], bounds[b + 1], ing.node_recipe), lay, os.path.join(work_dir, "pieces", f"b{b}"))
            for b, (ab, tb) in enumerate(zip(*nrm.patterns()))]
     ranks, halos, t_halos = [], [], []
     for r in range(cfg.parts):  # a loop over ranks: each takes its piece of every block

@@ -16,7 +16,7 @@ The arrays are the same, byte for byte.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from dask.sizeof import sizeof
@@ -67,7 +67,7 @@ class SpilledBlock:
     rows: np.ndarray
     a_nnz: np.ndarray
     t_nnz: np.ndarray | None
-    files: dict[str, tuple[str, tuple[int, ...], int]] = field(default_factory=dict)  # name: dtype, shape, offset
+    files: dict[str, tuple[str, tuple[int, ...], int]]  # name: dtype, shape, offset (save_npy's)
 
     def _open(self, name: str, span: np.ndarray, r: int) -> np.ndarray:
         """Rank r's slice of array ``name``, memory-mapped (nothing read yet)."""

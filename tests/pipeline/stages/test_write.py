@@ -31,7 +31,7 @@ def test_the_stage_writes_a_store_of_the_earlier_stages(fig2, tmp_path):
     cfg = replace(fig2.cfg, models=("rp",), out=str(tmp_path / "s.zarr"), command="pipeline build fig2.txt")
     parts = partition_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, fig2.mon, fig2.work)
     meas = quality_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, Placed(parts, {}), fig2.mon)
-    laid = layout_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, parts, fig2.mon)
+    laid = layout_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, parts, fig2.mon, work_dir=str(tmp_path / "work"))
     built = write.Built(replace(fig2.ing, at=()), fig2.nrm.nnz, parts, meas, laid)
     with pytest.raises(FrozenInstanceError):
         built.nnz = 0  # the stages' results do not change under the write
