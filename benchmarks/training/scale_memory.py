@@ -3,9 +3,9 @@ on a large R-MAT store, a few epochs, every rank's measured peak memory
 against its modelled bytes (the run log's header: ``memory``; its epochs:
 ``peak_memory``, each rank's ``VmHWM``).
 
-    python -m benchmarks.training.scale_memory --scale 22 [--ranks 2] [--epochs 3] [--dir /tmp/scale]
+    python -m benchmarks.training.scale_memory --scale 22 [--ranks 2] [--epochs 3] [--model gp] [--dir /tmp/scale]
 
-Builds ``rmat:scale=S,edge_factor=16,seed=1 --model gp --parts P`` (every
+Builds ``rmat:scale=S,edge_factor=16,seed=1 --model MODEL --parts P`` (every
 other option at its default: random features of width 64, GCN [64, 16, 16])
 unless the store is there, then trains full batch. The model counts a rank's
 block (16 bytes a nonzero: its split by column blocks and the transposed
@@ -58,21 +58,24 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/shgcn-scale"))
+    ap.add_argument("--model", default="gp", help="the partition model of the store (rp: no partitioner's time; "
+                    "the largest halo)")
     args = ap.parse_args()
     rows = []
     for scale in args.scale:
-        store = args.dir / f"rmat{scale}-gp-p{args.ranks}.zarr"
+        store = args.dir / f"rmat{scale}-{args.model}-p{args.ranks}.zarr"
         if not store.exists():
-            build_store(f"rmat:scale={scale},edge_factor=16,seed=1", store, args.ranks, "--model", "gp")
+            build_store(f"rmat:scale={scale},edge_factor=16,seed=1", store, args.ranks, "--model", args.model)
         nnz = int(store_info(store)["nnz"])
-        log = args.dir / f"rmat{scale}-p{args.ranks}.jsonl"
+        log = args.dir / f"rmat{scale}-{args.model}-p{args.ranks}.jsonl"
         seconds, line = train(store, args.ranks, args.epochs, log)
         print(line, flush=True)
         rows += rows_from(log, nnz, scale)
     cols = [(k, k) for k in ("scale", "nnz", "rank", "modelled", "peak", "beyond", "peak / modelled", "epoch s")]
     write_section("Trainer at the build's scale: modelled memory against the measured peak (issue 32)",
-                  __doc__.split("\n\n", 2)[2] + f"\n\n`mpirun -n {args.ranks}`, {args.epochs} epochs, full batch; "
-                  "`epoch s`: the fastest epoch (the machine is shared).\n\n" + table(rows, cols))
+                  __doc__.split("\n\n", 2)[2] + f"\n\n`--model {args.model}`, `mpirun -n {args.ranks}`, "
+                  f"{args.epochs} epochs, full batch; `epoch s`: the fastest epoch (the machine is shared).\n\n"
+                  + table(rows, cols))
 
 
 if __name__ == "__main__":
