@@ -66,7 +66,9 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
             with mon.stage("partition"):
                 prepared = graph_file_first(tasks, cfg, ing, nrm, writer.work_dir)
                 if prepared[1] is not None:  # a child reads the graph file: the patterns wait on disk meanwhile
+                    held = [f.key for f in (*ing.a, *ing.at)]
                     ing, nrm = spill_patterns(tasks, ing, nrm, writer.work_dir)
+                    tasks.settle(held)  # the blocks in memory gone before the child starts, not beside it
                 parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir, prepared=prepared)
                 if prepared[1] is not None:  # read by the partitioners only: its disk is the spilled patterns'
                     os.remove(prepared[1])

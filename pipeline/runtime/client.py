@@ -173,6 +173,25 @@ class Tasks:
     def gather(self, futures: list) -> list:
         return self.client.gather(futures)
 
+    def settle(self, keys: list, timeout: float = 30.0) -> bool:
+        """Wait until the workers hold none of ``keys`` (futures this build
+        let go of: the client tells the scheduler, which tells the workers,
+        while the build goes on). Before a partitioner's child starts, what
+        the build no longer needs must have left its memory, or the two
+        overlap at the child's peak. True when settled; False after
+        ``timeout`` seconds (a key some holder still keeps: nothing fails)."""
+        import time
+
+        wanted = [str(k) for k in keys]
+        deadline = time.monotonic() + timeout
+        while True:
+            held = self.client.run_on_scheduler(_held_keys, keys=wanted)
+            if not held or time.monotonic() > deadline:
+                if held:
+                    log.debug("%d of %d released keys still held after %.0f s", held, len(wanted), timeout)
+                return not held
+            time.sleep(0.05)
+
     def release(self) -> None:
         """Forget every future of this build still alive (the cluster frees their data)."""
         alive = [f for r in self._futures.values() if (f := r()) is not None]
@@ -180,6 +199,12 @@ class Tasks:
         for f in alive:  # release, not cancel: cancelling a key another future released crashes the scheduler
             with contextlib.suppress(Exception):
                 f.release()
+
+
+def _held_keys(dask_scheduler, keys: list[str]) -> int:
+    """On the scheduler: how many of ``keys`` some worker still holds in memory."""
+    by_name = {str(k): ts for k, ts in dask_scheduler.tasks.items()}
+    return sum(1 for k in keys if (ts := by_name.get(k)) is not None and ts.who_has)
 
 
 def _see_paths(read: dict[str, tuple[int, int] | None], marker: str, token: str) -> list[str]:

@@ -112,3 +112,19 @@ def test_a_killed_worker_costs_a_recompute_not_the_build(tmp_path, external, cli
     ref = tmp_path / "ref.zarr"
     make(ref, client, source=spec, parts=4, models=("gp", "hp"), block_nnz=20000)
     same_store(out, ref)
+
+
+def test_settle_waits_until_let_go_data_leaves_the_workers(client):
+    from shgcn.pipeline.runtime.client import Tasks
+
+    tasks = Tasks(client)
+    kept = tasks.submit("probe", np.ones, 1000)
+    gone = tasks.submit("probe", np.zeros, 1000)
+    client.gather([kept, gone])
+    keys = [gone.key]
+    del gone  # let go: the workers drop it a moment later, not at once
+    assert tasks.settle(keys)
+    assert not client.run_on_scheduler(lambda dask_scheduler, k=str(keys[0]): [
+        str(x) for x, ts in dask_scheduler.tasks.items() if str(x) == k and ts.who_has])
+    assert not tasks.settle([kept.key], timeout=0.2)  # still held: settle says so and returns
+    assert kept.result().sum() == 1000
