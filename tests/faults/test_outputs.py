@@ -78,13 +78,18 @@ def test_report_never_overwrites_what_it_did_not_write(built, tmp_path):
 
 @pytest.mark.slow
 def test_report_overwrite_replaces_its_own_report(built, tmp_path):
+    """A report of this command (its mark, as ``pipeline report`` writes it: tests/notebooks/test_render.py) is
+    replaced by a new one, which carries the mark again."""
     pytest.importorskip("papermill")
+    from shgcn.notebooks.render import MARK, is_report
+
     page = tmp_path / "r.html"
-    assert run_cli("report", str(built.path), "--out", str(page), timeout=600).returncode == 0
-    first = page.read_text()
-    assert "shgcn quality report" in first
+    page.write_text(f'<html><head><meta name="generator" content="{MARK}"></head>an older report</html>')
     res = run_cli("report", str(built.path), "--out", str(page), "--overwrite", timeout=600)
     assert res.returncode == 0, res.stderr
+    text = page.read_text()
+    assert "shgcn quality report" in text and "an older report" not in text and is_report(page)
+    assert text.lstrip().startswith("<!DOCTYPE html>") and sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
 
 
 def test_export_overwrite_replaces_only_its_own_files(built, tmp_path):
