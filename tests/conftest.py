@@ -38,7 +38,8 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def mpi_stores(tmp_path_factory, client):
-    """One hp store per (graph kind, P in 1, 2, 4) for the MPI tests, built once (tests/helpers/mpi.py)."""
+    """One store per (graph kind, P in 1, 2, 4) for the MPI tests, laid out by hp, with rp beside it; built once
+    (tests/helpers/mpi.py)."""
     from helpers.mpi import build_stores
 
     return build_stores(tmp_path_factory.mktemp("mpi-stores"), client)

@@ -4,9 +4,8 @@ against the trainer's counters on real MPI runs."""
 
 import numpy as np
 import pytest
-from helpers import run_cli
 from helpers.costs import path_cost
-from helpers.mpi import read_log, train
+from helpers.mpi import GRAPHS, read_log, train
 
 from shgcn import store
 from shgcn.core import costs, epoch
@@ -141,21 +140,11 @@ def test_times_and_recommendation():
     fake = [{"ranks": 4, "epoch": 2.0, "n": 1}, {"ranks": 4, "epoch": 1.0, "n": 2}, {"ranks": 8, "epoch": 3.0, "n": 3}]
     assert [r["n"] for r in recommend(fake)] == [2, 3]
 
-GRAPHS = {"undirected": ("sbm:n=400,classes=4,degree=6,features=24,seed=3", []),
-          "directed": ("rmat:scale=9,edge_factor=6,seed=4", ["--features", "random:12", "--labels", "random:5"])}
-
-
-@pytest.fixture(scope="module")
-def sim_stores(tmp_path_factory):
-    root = tmp_path_factory.mktemp("simulate")
-    out = {}
-    for kind, (spec, extra) in GRAPHS.items():
-        for p in (2, 4):
-            path = root / f"{kind}-p{p}.zarr"
-            res = run_cli("--quiet", "build", spec, "--parts", str(p), "--model", "hp,rp", "--out", str(path), *extra)
-            assert res.returncode == 0, res.stderr
-            out[kind, p] = path
-    return out
+@pytest.fixture
+def sim_stores(mpi_stores):
+    """The MPI tests' stores (tests/helpers/mpi.py: GRAPHS, laid out by hp, with rp beside it), built once in-process
+    for the session; they were four ``pipeline build`` subprocesses of the same graphs here."""
+    return mpi_stores
 
 
 @pytest.mark.mpi

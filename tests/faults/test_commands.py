@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import build_cli, one_line, run_cli
+from helpers import build_cli, one_line, run_cli, run_main
 from helpers.datasets import saint
 from helpers.mpi import TRAIN
 
@@ -73,7 +73,7 @@ def test_a_link_is_described_as_a_link(tmp_path):
     one_line(run_cli("export", "graph", SBM, str(tmp_path / "parts.txt"), "--format", "metis", "--overwrite"),
              f"{tmp_path / 'parts.txt'}: exists and is a link (to {target})", "left as it is")
     (tmp_path / "s.zarr").symlink_to(target)
-    one_line(build_cli(SBM, "--parts", "2", "--model", "rp", "--out", str(tmp_path / "s.zarr"), "--overwrite"),
+    one_line(run_main("build", SBM, "--parts", "2", "--model", "rp", "--out", str(tmp_path / "s.zarr"), "--overwrite"),
              f"{tmp_path / 's.zarr'}: exists and is a link (to {target})", "left as it is")
     assert target.read_text() == "my notes\n"
     _nothing_but(tmp_path, "mine.txt", "parts.txt", "s.zarr")
@@ -87,7 +87,7 @@ def test_an_export_into_a_store_is_refused_from_the_command_line(built, tmp_path
     res = run_cli("export", "graph", SBM, str(copy / "g.metis"), "--format", "metis")
     one_line(res, str(copy / "g.metis"), f"inside the store {copy}", "write the export elsewhere")
     assert not (copy / "g.metis").exists()
-    res = run_cli("export", str(copy), str(copy / "parts.txt"), "--format", "assignment")
+    res = run_main("export", str(copy), str(copy / "parts.txt"), "--format", "assignment")
     one_line(res, f"inside the store {copy}")
     _nothing_but(tmp_path, "c.zarr")
 
@@ -129,10 +129,11 @@ def test_a_build_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, size):
     assert "no space left on" in res.stderr.lower(), res.stderr
 
 
-def test_training_with_a_log_on_a_full_disk_is_one_line_and_exit_2(tmp_path):
+def test_training_with_a_log_on_a_full_disk_is_one_line_and_exit_2(tmp_path, client):
     """Case 4: exit 1, and ``.run.jsonl.tmp-<pid>`` stayed. The log keeps its whole records."""
-    store = tmp_path / "p1.zarr"
-    assert build_cli(SBM, "--parts", "1", "--model", "rp", "--out", str(store)).returncode == 0
+    from helpers.stores import make
+
+    store = make(tmp_path / "p1.zarr", client, source=SBM, parts=1, models=("rp",)).path
     full = tmp_path / "full"
     full.mkdir()
     res = _in_a_full_filesystem(full, f'"{sys.executable}" {TRAIN} {store} --quiet --epochs 300 --log '

@@ -37,8 +37,9 @@ GRAPHS = {
 }
 
 
-def build_stores(root: Path, client, parts=(1, 2, 4), graphs=GRAPHS) -> dict:
-    """One hp store per (graph kind, P) for the MPI tests."""
+def build_stores(root: Path, client, parts=(1, 2, 4), graphs=GRAPHS, models=("hp", "rp")) -> dict:
+    """One store per (graph kind, P) for the MPI tests, laid out by hp (the first model); rp beside it for the
+    epoch model's predictions of every model (tests/core/test_epoch.py)."""
     from shgcn.pipeline.builder import build
     from shgcn.pipeline.config import BuildConfig
 
@@ -47,7 +48,7 @@ def build_stores(root: Path, client, parts=(1, 2, 4), graphs=GRAPHS) -> dict:
         extra = {"features": "random:12", "labels": "random:5"} if directed else {}
         for p in parts:
             path = root / f"{kind}-p{p}.zarr"
-            build(BuildConfig(source=spec, out=str(path), parts=p, models=("hp",), **extra), client,
+            build(BuildConfig(source=spec, out=str(path), parts=p, models=models, **extra), client,
                   echo=lambda *a: None)
             out[kind, p] = path
     return out

@@ -1,8 +1,10 @@
 """The report's stores and run logs, built once for tests/notebooks: ``stores`` (a store with every model, one
-with hp only, and a real 2-rank run log: mpirun), ``opened`` (the first, opened, and the log read), and
-``hand_log`` (run logs written record by record, for exact figures and tables without a training run)."""
+with hp only, and a real 2-rank run log: mpirun), ``opened`` (the first, opened, and the log read), ``rendered``
+(the first's report with the log, by ``pipeline report``, once per format), and ``hand_log`` (run logs written
+record by record, for exact figures and tables without a training run)."""
 
 import pytest
+from helpers import run_cli
 from helpers.mpi import train
 
 from shgcn import store
@@ -32,6 +34,22 @@ def stores(tmp_path_factory, client):
 def opened(stores):
     full, _, log = stores
     return store.open_store(full), report.load_runs([str(log)])
+
+
+@pytest.fixture(scope="session")
+def rendered(stores, tmp_path_factory):
+    """``rendered(ext)``: ``pipeline report FULL --run LOG --out report.EXT`` (html or ipynb), run once per format in
+    the session (a render executes the whole notebook); returns the output's path and the command's result."""
+    full, _, log = stores
+    root = tmp_path_factory.mktemp("full-report")
+    done = {}
+
+    def render(ext: str):
+        if ext not in done:
+            out = root / f"report.{ext}"
+            done[ext] = out, run_cli("report", str(full), "--run", str(log), "--out", str(out))
+        return done[ext]
+    return render
 
 
 @pytest.fixture

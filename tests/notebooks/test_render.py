@@ -5,7 +5,6 @@ import json
 import os
 
 import pytest
-from helpers import run_cli
 
 from shgcn.core.errors import UserError
 from shgcn.notebooks import render
@@ -29,13 +28,16 @@ def test_unknown_extension_is_one_line(out):
 
 @pytest.mark.mpi  # the report's stores come with a real run (mpirun)
 @pytest.mark.slow
-def test_render_writes_the_format_its_extension_names_without_kernel_warnings(stores, tmp_path):
-    full, _, log = stores
-    nb = render.render(str(full), [str(log)], str(tmp_path / "r.ipynb"))
-    assert json.loads(nb.read_text())["cells"]  # a notebook, not HTML
-    res = run_cli("report", str(full), "--run", str(log), "--out", str(tmp_path / "r.html"))
-    assert res.returncode == 0 and (tmp_path / "r.html").read_text().lstrip().startswith("<!DOCTYPE html>")
-    assert "IPKernelApp" not in res.stderr and "WARNING" not in res.stderr, res.stderr
+def test_render_writes_the_format_its_extension_names_without_kernel_warnings(rendered):
+    """The session's two renders of the full store (conftest.py; test_report.py reads them further)."""
+    nb, res = rendered("ipynb")
+    assert res.returncode == 0 and json.loads(nb.read_text())["cells"], res.stderr  # a notebook, not HTML
+    assert render.is_report(nb)  # its metadata carries the mark --overwrite looks for
+    page, res = rendered("html")
+    assert res.returncode == 0 and page.read_text().lstrip().startswith("<!DOCTYPE html>")
+    assert render.is_report(page)
+    for _, res in (rendered("ipynb"), rendered("html")):
+        assert "IPKernelApp" not in res.stderr and "WARNING" not in res.stderr, res.stderr
 
 
 def test_a_format_given_must_be_html_or_ipynb():

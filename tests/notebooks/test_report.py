@@ -9,7 +9,7 @@ import time
 import urllib.request
 
 import pytest
-from helpers import run_cli
+from helpers import run_cli, run_main
 
 from shgcn.core import runlog
 from shgcn.notebooks.report import SECTIONS
@@ -32,12 +32,10 @@ def sections(html: str) -> dict[str, str]:
     return {t: html[a:b] for t, a, b in zip(SECTIONS, starts, ends)}
 
 
-@pytest.fixture(scope="module")
-def full_report(stores, tmp_path_factory):
-    """The full store's HTML report with its run log, rendered once (a render executes the whole notebook)."""
-    full, _, log = stores
-    out = tmp_path_factory.mktemp("full-report") / "report.html"
-    res = run_cli("report", str(full), "--run", str(log), "--out", str(out))
+@pytest.fixture
+def full_report(rendered):
+    """The full store's HTML report with its run log (rendered once in the session: conftest.py)."""
+    out, res = rendered("html")
     assert res.returncode == 0, res.stderr
     return out
 
@@ -62,17 +60,17 @@ def test_report_without_shp_or_runs_explains_instead_of_failing(stores, tmp_path
 
 
 @pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
-def test_report_as_executed_notebook(stores, tmp_path):
+def test_report_as_executed_notebook(stores, rendered, tmp_path):
     """A ``.ipynb`` output (the format from its extension; the rules: test_render): the executed notebook
     with its parameters injected; ``.pdf``: refused, one line."""
-    full, _, log = stores
-    out = tmp_path / "report.ipynb"
-    assert run_cli("report", str(full), "--run", str(log), "--out", str(out)).returncode == 0  # from the extension
+    full, _, _ = stores
+    out, res = rendered("ipynb")
+    assert res.returncode == 0, res.stderr  # the format from the extension
     nb = json.loads(out.read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert any("injected-parameters" in c["metadata"].get("tags", []) for c in code)
     assert all(c.get("execution_count") for c in code)
-    res = run_cli("report", str(full), "--out", str(tmp_path / "r.pdf"))
+    res = run_main("report", str(full), "--out", str(tmp_path / "r.pdf"))  # before any work: in this process
     assert res.returncode == 2 and "unknown report format '.pdf'" in res.stderr and res.stderr.count("\n") == 1
     assert not (tmp_path / "r.pdf").exists()
 

@@ -3,15 +3,15 @@ volume-balanced models in the store."""
 
 import numpy as np
 import pytest
-from helpers import run_cli
-from helpers.stores import SBM, make, same_store
+from helpers import run_cli, run_main
+from helpers.stores import SMALL, make, make_in, same_store
 
 from shgcn import store
 
 
-def test_many_row_blocks_equal_one(tmp_path, client):
-    one = make(tmp_path / "one.zarr", client)
-    many = make(tmp_path / "many.zarr", client, block_nnz=700)
+def test_many_row_blocks_equal_one(tmp_path, client, built):
+    one = built  # the session's store: make_in's defaults, one row block
+    many = make_in(tmp_path, client, "many.zarr", block_nnz=500)
     assert store.open_store(one.path).attrs["stats"]["row_blocks"] == 1
     assert store.open_store(many.path).attrs["stats"]["row_blocks"] > 5
     same_store(one.path, many.path)  # the store does not depend on how the build cut its work
@@ -29,12 +29,12 @@ def test_directed_many_blocks_and_chunks_equal_one(tmp_path, client):
     same_store(one.path, many.path)
 
 
-def test_partition_file_is_a_model(tmp_path, client):
-    first = make(tmp_path / "a.zarr", client, models=("gp",))
+def test_partition_file_is_a_model(tmp_path, client, built):
+    first = built  # the session's store of SMALL, with gp
     part = store.open_store(first.path).partition("gp")
     f = tmp_path / "metis_k3.txt"
     f.write_text("".join(f"{p}\n" for p in part))
-    res = make(tmp_path / "b.zarr", client, models=("rp",), partition_files=(str(f),), layout_model="metis_k3")
+    res = make_in(tmp_path, client, "b.zarr", models=("rp",), partition_files=(str(f),), layout_model="metis_k3")
     s = store.open_store(res.path)
     assert s.models == ["rp", "metis_k3"] and s.attrs["model"] == "metis_k3"
     np.testing.assert_array_equal(s.partition("metis_k3"), part)
@@ -42,9 +42,9 @@ def test_partition_file_is_a_model(tmp_path, client):
     np.testing.assert_array_equal(q_a["volume"].sel(model="gp").values, q_b["volume"].sel(model="metis_k3").values)
     bad = tmp_path / "short.txt"
     bad.write_text("0\n1\n")
-    res = run_cli("build", SBM, "--parts", "3", "--model", "rp", "--partition-file", str(bad),
+    res = run_cli("build", SMALL, "--parts", "3", "--model", "rp", "--partition-file", str(bad),
                   "--out", str(tmp_path / "c.zarr"))
-    assert res.returncode == 2 and "2 entries for a graph of 900 vertices" in res.stderr
+    assert res.returncode == 2 and "2 entries for a graph of 600 vertices" in res.stderr
 
 
 def test_volume_balanced_models_in_the_store_and_simulate(tmp_path, client):
@@ -59,7 +59,7 @@ def test_volume_balanced_models_in_the_store_and_simulate(tmp_path, client):
     info = s.attrs["partitions"]
     assert info["hp-vb"]["base"] == "hp" and "base_seconds" not in info["hp-vb"]  # refined the build's hp
     assert "base_seconds" in info["gp-vb"]  # gp was not asked for: computed inside the model
-    out = run_cli("simulate", str(res.path), "--network", "shm", "--hidden", "16")
+    out = run_main("simulate", str(res.path), "--network", "shm", "--hidden", "16")
     assert out.returncode == 0, out.stderr
     for m in ("rp", "hp", "hp-vb", "gp-vb"):
         assert f" {m} " in out.stdout
