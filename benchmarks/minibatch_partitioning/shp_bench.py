@@ -130,9 +130,9 @@ def section(done: list[dict]) -> str:
              "shp - min: the paired difference to the better of gp and hp on the same batches, 95% CI; 'not worse': "
              "the interval reaches 0 or below. chosen: the step whose partition shp returned. shp s: its wall time "
              "(child process, including scoring its starts), with a budget of twice hp's time for the optional "
-             "steps. The machine is shared (2 cores, load 4-7 during these runs): times are inflated alike for hp "
-             "and shp.\n\nSteps of each shp run (validation objective: the closed form for the node sampler, "
-             "else the mean over 200 batches of the VALIDATION stream; * = kept):\n\n")
+             "steps. The machine is shared (2 cores): hp's time comes from the base build, shp's from its own run, "
+             "each at the load of its moment.\n\nSteps of each shp run (validation objective: the closed form for the "
+             "node sampler, else the mean over 200 batches of the VALIDATION stream; * = kept):\n\n")
     body += table(steps, [(k, k) for k in ("graph", "p", "sampler", "Hoeffding nets", "Hoeffding batches",
                                             "batches sampled", "batches to beat min(gp, hp)", "validation",
                                             "steps (validation volume, s, kept*)")])
