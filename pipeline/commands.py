@@ -343,8 +343,10 @@ def interrupted(say=lambda message: print(f"pipeline: {message}", file=sys.stder
 
     kill_children()
     store.abort_all()
-    time.sleep(0.3)  # a write already inside zarr finishes; then its files go too
-    store.abort_all()
+    for _ in range(50):  # a write already inside zarr finishes; then its files go too, until none comes back
+        time.sleep(0.2)
+        if not store.abort_all():
+            break
     say("interrupted; nothing was written")
     logging.shutdown()
     os._exit(130)

@@ -61,13 +61,19 @@ def node_chunk_rows(n: int, task_rows: int, row_bytes: int) -> int:
 _ACTIVE: set[StoreWriter] = set()
 
 
-def abort_all() -> None:
+def abort_all() -> bool:
     """Ctrl-C: stop this process's writes, remove the partial stores of the
-    builds in it and release their locks."""
+    builds in it and release their locks. True when there was a partial store
+    to remove: a write in flight may bring one back (or keep ``rmtree`` from
+    removing a directory it was filling), so the caller calls again until this
+    is False."""
     ABORT.set()
+    found = False
     for w in list(_ACTIVE):
+        found |= os.path.lexists(w.tmp)
         shutil.rmtree(w.tmp, ignore_errors=True)
         w._release_lock()
+    return found
 
 
 class StoreWriter:

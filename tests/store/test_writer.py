@@ -150,3 +150,23 @@ def test_a_link_as_the_store_is_described_as_a_link(tmp_path):
     with pytest.raises(StoreError, match="f.zarr: exists and is a file, not a shgcn store"):
         StoreWriter(tmp_path / "f.zarr", overwrite=True).__enter__()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.zarr", "notes.txt", "s.zarr"]
+
+
+def test_abort_all_says_whether_a_partial_store_was_there(tmp_path):
+    """Ctrl-C removes the partial store; a write in flight may bring part of it back, and the caller removes it
+    again until abort_all finds nothing."""
+    from shgcn.store._arrays import ABORT
+
+    try:
+        w = store.StoreWriter(tmp_path / "a.zarr")
+        with pytest.raises(KeyboardInterrupt):
+            with w:
+                assert store.abort_all() and not w.tmp.exists()
+                assert not store.abort_all()
+                (w.tmp / "graph").mkdir(parents=True)  # what a write in flight may leave
+                assert store.abort_all() and not w.tmp.exists()
+                assert not store.abort_all()
+                raise KeyboardInterrupt
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        ABORT.clear()
