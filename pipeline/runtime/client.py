@@ -182,7 +182,7 @@ class Tasks:
         ``timeout`` seconds (a key some holder still keeps: nothing fails)."""
         import time
 
-        wanted = [str(k) for k in keys]
+        wanted = [k if isinstance(k, str) else list(k) for k in keys]  # a tuple key travels as a list
         deadline = time.monotonic() + timeout
         while True:
             held = self.client.run_on_scheduler(_held_keys, keys=wanted)
@@ -201,10 +201,10 @@ class Tasks:
                 f.release()
 
 
-def _held_keys(dask_scheduler, keys: list[str]) -> int:
+def _held_keys(dask_scheduler, keys: list) -> int:
     """On the scheduler: how many of ``keys`` some worker still holds in memory."""
-    by_name = {str(k): ts for k, ts in dask_scheduler.tasks.items()}
-    return sum(1 for k in keys if (ts := by_name.get(k)) is not None and ts.who_has)
+    tasks = dask_scheduler.tasks
+    return sum(1 for k in keys if (ts := tasks.get(k if isinstance(k, str) else tuple(k))) is not None and ts.who_has)
 
 
 def _see_paths(read: dict[str, tuple[int, int] | None], marker: str, token: str) -> list[str]:
