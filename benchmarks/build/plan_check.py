@@ -3,6 +3,7 @@ coefficients fitted, and its predicted peaks checked, on this machine.
 
     python -m benchmarks.build.plan_check --fit [--records DIR] [--reuse] [--only-saved]
     python -m benchmarks.build.plan_check [--scales 20 21 22] [--records DIR] [--reuse] [--output FILE]
+    python -m benchmarks.build.plan_check --one SCALE --tag TAG [--build-args "--kaminpar-eps 0.05"] [--records DIR]
 
 A run is ``pipeline build SOURCE --model MODEL --parts 64`` in a fresh process (every other option at its
 default). The store records the peak memory of every process per stage (each process's high-water mark is
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -308,6 +310,17 @@ def report(rows: list[dict]) -> str:
     return intro + "\n\n" + table(rows, cols)
 
 
+def one(scale: int, tag: str, records: Path, extra: tuple[str, ...]) -> None:
+    """Build R-MAT ``scale`` gp p=64 with ``extra`` once and print its record's peaks and its row of the check."""
+    rec = measure(tag, RMAT.format(scale), "gp", records, extra)
+    i = rec["info"]
+    print(f"{tag}: {i['nnz']:,} nonzeros; sampled tree {rec['tree_peak_bytes'] / 2**30:.2f} GiB "
+          f"({rec['tree_peak_bytes'] / i['nnz']:.1f} B/nnz); {rec['wall']:.0f} s")
+    print("peak MiB by stage:", json.dumps(i["peak_rss_mib_by_stage"]))
+    print("beside the child:", json.dumps(i.get("peak_rss_mib_while_partitioning")))
+    print(report([compare(rec)]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fit", action="store_true", help="run the fit's builds and write pipeline/plan-this.json")
@@ -317,7 +330,15 @@ def main() -> None:
     ap.add_argument("--only-saved", action="store_true",
                     help="--fit: on the records in --records only (build none; implies --reuse)")
     ap.add_argument("--output", type=Path, default=None, help="write the section to FILE instead of RESULTS.md")
+    ap.add_argument("--one", type=int, metavar="SCALE", default=None,
+                    help="build R-MAT SCALE gp p=64 once (its record: --records/TAG.json, the store kept) and print "
+                         "its row of the check; RESULTS.md is not written")
+    ap.add_argument("--tag", default=None, help="--one: the record's name (default rmatSCALE-gp-p64-one)")
+    ap.add_argument("--build-args", default="", help="--one: more `pipeline build` options, as one string")
     args = ap.parse_args()
+    if args.one is not None:
+        one(args.one, args.tag or f"rmat{args.one}-gp-p64-one", args.records, tuple(shlex.split(args.build_args)))
+        return
     if args.fit:
         from shgcn.pipeline.plan import coefficients_path
 
