@@ -95,12 +95,15 @@ class Held:
     nnz : nonzeros of Â it keeps (its block row's; block (i, j)'s under 2D)
     halo : rows it receives (the 1D halo; its share under 1.5D's reduce)
     buffer_nnz : nonzeros of the largest block it receives (2D: Â's blocks travel)
+    sent : rows it copies into send buffers at once (the 1D exchange's ``x[rows]`` for every neighbour,
+        held until the sends complete; 1.5D: the larger of its column exchange's and its row reduce's)
     """
 
     rows: Any
     nnz: Any
     halo: Any
     buffer_nnz: Any = 0
+    sent: Any = 0
 
 
 PARAM_BYTES = 16  # a float32 weight, its gradient and Adam's two moments
@@ -118,7 +121,8 @@ def model_bytes(job: Job) -> int:
 def rank_bytes(held: Held, job: Job):
     """Modelled bytes one rank holds while training ``job`` (a scalar, or (P,) for arrays in ``held``):
     the matrix, the features, every layer's activations and gradients, the received rows at the widest
-    exchange and the architecture's per-nonzero state (attention coefficients)."""
+    exchange, the rows packed to send at the widest exchange and the architecture's per-nonzero state
+    (attention coefficients)."""
     rows, nnz, halo = (np.asarray(x, np.int64) for x in (held.rows, held.nnz, held.halo))
     spec, dims, hs = job.spec, list(job.dims), job.layer_heads
     ins = spec.in_widths(dims, hs)
@@ -128,4 +132,4 @@ def rank_bytes(held: Held, job: Job):
     act = 8 * rows * sum(a + b for a, b in zip(ins[1:] + [0], outs)) + 4 * rows * ins[0]
     attention = spec.attention_bytes * nnz * sum(hs)
     return (BYTES_PER_NONZERO * nnz + 8 * np.asarray(held.buffer_nnz, np.int64) + 16 * rows + 4 * rows * dims[0]
-            + act + 4 * halo * widest + attention)
+            + act + 4 * (halo + np.asarray(held.sent, np.int64)) * widest + attention)

@@ -257,7 +257,8 @@ def predicted(rec: dict, coef=None):
 
     c = _counts(rec)
     extra = rec["extra"]
-    options = {"hp_preset": extra[extra.index("--hp-preset") + 1]} if "--hp-preset" in extra else {}
+    options = {dest: kind(extra[extra.index(flag) + 1]) for flag, dest, kind in
+               (("--hp-preset", "hp_preset", str), ("--kaminpar-eps", "kaminpar_eps", float)) if flag in extra}
     return make_plan(c, (rec["model"],), options, coef=coef)
 
 

@@ -95,4 +95,4 @@ class OneD(AlgorithmCost):
     def memory(self, cost: PartitionCost, job: Job) -> np.ndarray:
         v = cost.volume.astype(np.int64).copy()
         np.fill_diagonal(v, 0)
-        return np.asarray(rank_bytes(Held(cost.rows, cost.load, v.sum(0)), job))
+        return np.asarray(rank_bytes(Held(cost.rows, cost.load, v.sum(0), sent=v.sum(1)), job))

@@ -96,6 +96,24 @@ class RowGrid:
             return others * w, as_root * w, nroots
         return as_root * w, others * w, np.where(root, k - 1, 0)
 
+    def packed(self, directed: bool) -> np.ndarray:
+        """(k, c) rows each rank copies into send buffers at once: its column exchange's (sparsity-oblivious:
+        its whole block, when it is a root), or under reduce its row reduce's partial sums for the other
+        chunks when more (the two run in turn; with a directed Â the fold's supports too)."""
+        k, c = self.shape.rows, self.shape.cols
+        if self.oblivious:
+            root = (np.arange(k)[:, None] % c) == np.arange(c)[None, :]
+            col = np.where(root, self.n[:, None], 0)
+        else:
+            col = self._pairs()[0]
+        if self.combine != "reduce" or c == 1:
+            return col
+        if self.oblivious:
+            return np.maximum(col, self.n[:, None] - self.chunks)
+        eye = np.eye(c, dtype=bool)[None]
+        rs = [np.where(eye, 0, t).sum(2) for t in ((self.fwd, self.fold) if directed else (self.fwd,))]
+        return np.maximum(col, np.maximum.reduce(rs))
+
     def column(self, w: int, fold: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(k, c) values sent and received, and messages, by the column exchange of one SpMM of width w."""
         if self.oblivious:
@@ -239,8 +257,9 @@ class OneHalfD(AlgorithmCost):
         load = np.repeat(cost.load.astype(np.int64), c)
         v = cost.volume.astype(np.int64).copy()
         np.fill_diagonal(v, 0)
+        g = self._grid(cost, job)
         if self.combine(job, job.combine) == "gather":
             halo = np.repeat(v.sum(0), c)
         else:
-            halo = n + self._grid(cost, job).column(1, False)[1].ravel()
-        return np.asarray(rank_bytes(Held(n, load, halo), job))
+            halo = n + g.column(1, False)[1].ravel()
+        return np.asarray(rank_bytes(Held(n, load, halo, sent=g.packed(cost.directed).ravel()), job))

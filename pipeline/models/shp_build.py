@@ -24,6 +24,7 @@ from .inclusion import inclusion
 from .kahypar import kahypar_partition
 from .shp_config import SHPConfig
 from .shp_surrogate import chord_anchors, inclusion_surrogate, tangent_anchors
+from .wkm1 import refine_weighted
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,15 @@ class _Build:
         c, s = self.pcfg, self.scfg
         return kahypar_partition(hg, c.parts, c.eps, c.seed, c.threads, s.preset, initial=initial, vcycles=s.vcycles)
 
+    def refine(self, hg: Hypergraph, start: np.ndarray, pass_seed: int = 0) -> np.ndarray:
+        """``start`` refined on ``hg``: weighted label propagation (``--shp-refiner lp``, :mod:`.wkm1`) or
+        Mt-KaHyPar's V-cycles (``vcycles``); ``pass_seed`` varies the order of lp's passes between calls."""
+        if self.scfg.refiner == "vcycles":
+            return self.partition(hg, start)
+        part, info = refine_weighted(hg, start, self.p, self.pcfg.eps, self.pcfg.seed * 1009 + pass_seed)
+        log.debug("shp: lp %s", info)
+        return part
+
     def draw(self, lo: int, hi: int) -> BatchNets:
         """Nets of round units lo..hi-1, in groups."""
         size = max(1, -(-(hi - lo) // 8))
@@ -234,8 +244,9 @@ class _Build:
         self.inc = inclusion(self.a, self.sampler)
         hg = inclusion_surrogate(self.inc, self.weights, chord_anchors(self.inc, self.n))
         start_vol = {r["model"]: r["validation_volume"] for r in steps.rounds}
-        order = sorted(names, key=lambda m: (m != "hp", start_vol[m]))
-        cand = self.partition(hg, np.asarray(given[order[0]]))
+        vcycles = scfg.refiner == "vcycles"  # V-cycles: from hp first (measured), lp: from the best start
+        order = sorted(names, key=lambda m: (vcycles and m != "hp", start_vol[m]))
+        cand = self.refine(hg, np.asarray(given[order[0]]))
         steps.offer(f"surrogate from {order[0]}", cand, tr, nets=hg.n_nets, pins=int(hg.pins.size))
         self.refine_s = time.perf_counter() - tr
         self.tangent_passes("")
@@ -245,9 +256,9 @@ class _Build:
                 log.info("shp: no time left to refine from %s", name)
                 break
             tr = time.perf_counter()
-            cand = self.partition(hg, np.asarray(given[name]))
+            cand = self.refine(hg, np.asarray(given[name]))
             steps.offer(f"surrogate from {name}", cand, tr, nets=hg.n_nets, pins=int(hg.pins.size))
-        if scfg.scratch and _fits(scfg.time_budget, steps.elapsed(), 2 * self.refine_s):  # about twice a refinement
+        if scfg.scratch and vcycles and _fits(scfg.time_budget, steps.elapsed(), 2 * self.refine_s):  # about twice a refinement
             tr = time.perf_counter()
             steps.offer("surrogate from scratch", self.partition(hg), tr, nets=hg.n_nets)
         if steps.best_step != incumbent_step:
@@ -262,7 +273,7 @@ class _Build:
             tr = time.perf_counter()
             before, incumbent = steps.best_vol, steps.part()
             thg = inclusion_surrogate(self.inc, self.weights, tangent_anchors(self.inc, self.n, incumbent))
-            steps.offer(f"tangent {label}{t}", self.partition(thg, incumbent), tr, nets=thg.n_nets,
+            steps.offer(f"tangent {label}{t}", self.refine(thg, incumbent, 1 + t), tr, nets=thg.n_nets,
                         pins=int(thg.pins.size))
             if steps.best_vol > before * (1 - scfg.min_gain / 10):  # below 0.1%: the next pass will not pay
                 return
@@ -289,7 +300,7 @@ class _Build:
             nets = concat_nets(nets_list)
             nets_list = [nets]
             shg = stochastic_hypergraph(nets, self.weights)
-            cand = self.partition(shg, steps.part())
+            cand = self.refine(shg, steps.part(), 100 + r)
             sampled, kept = nets.total, shg.n_nets
             vol = steps.offer(f"round {r}", cand, tr, units=target, nets_sampled=nets.total, nets_kept=shg.n_nets,
                               pins=int(shg.pins.size))

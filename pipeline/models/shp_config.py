@@ -12,6 +12,7 @@ from .base import Option, PartitionConfig
 from .hp import kahypar_preset
 
 CONSTRUCTIONS = ("auto", "batches", "columns")
+REFINERS = ("lp", "vcycles")
 SAMPLERS = ("node", "edge", "rw")
 
 OPTIONS = (
@@ -32,6 +33,9 @@ OPTIONS = (
     Option("--shp-max-rounds", 6, "stopping rule: at most this many rounds", type=int),
     Option("--shp-min-gain", 0.01, "stopping rule: stop when a round improves the validation objective by less",
            type=float),
+    Option("--shp-refiner", "lp", "how shp refines on its surrogate and sampled hypergraphs: lp (weighted "
+           "label propagation with exact gains, seconds) or vcycles (Mt-KaHyPar's V-cycles, with a partition of the "
+           "surrogate from scratch: 100x the time, measured no better)", choices=REFINERS),
     Option("--shp-time-factor", 0.0, "when hp is computed too, stop shp's steps before shp would take longer than "
            "this many times hp's partitioning time; the steps then depend on the clock, so the store is no longer "
            "reproducible byte for byte (default: 0, no limit: the rounds and passes bound the work)", type=float),
@@ -50,7 +54,8 @@ class SHPConfig:
     sampling); vcycles (per refinement); tangent_passes (at most, after the
     surrogate); scratch (also partition the surrogate from scratch);
     time_budget (seconds for the whole shp build; None: none); preset
-    (Mt-KaHyPar's, as hp's)."""
+    (Mt-KaHyPar's, as hp's); refiner (``lp``: :mod:`.wkm1`'s weighted label
+    propagation; ``vcycles``: Mt-KaHyPar's)."""
 
     sampler: str = "node"
     batch_size: int = 0
@@ -68,6 +73,7 @@ class SHPConfig:
     tangent_passes: int = 2
     scratch: bool = True
     preset: str = "deterministic"
+    refiner: str = "lp"
 
     @classmethod
     def of(cls, cfg: PartitionConfig, seconds: dict[str, float] | None = None) -> SHPConfig:
@@ -80,7 +86,8 @@ class SHPConfig:
         return cls(sampler=o["sampler"], batch_size=o["batch_size"], walk_length=o["walk_length"], theta=o["theta"],
                    delta=o["delta"], batches=o["batches"], eval_batches=o["eval_batches"],
                    construction=o["shp_construction"], min_gain=o["shp_min_gain"], max_rounds=o["shp_max_rounds"],
-                   validation_batches=o["validation_batches"], time_budget=budget, preset=kahypar_preset(cfg))
+                   validation_batches=o["validation_batches"], time_budget=budget, preset=kahypar_preset(cfg),
+                   refiner=o["shp_refiner"])
 
     def sampler_config(self, n: int, seed: int):
         from shgcn.core.sample import SamplerConfig
@@ -114,6 +121,8 @@ class SHPConfig:
                             f"(0: {option('--eval-batches')})")
         if self.max_rounds < 1 or self.min_gain < 0:
             raise UserError(f"{option('--shp-max-rounds')} must be >= 1 and {option('--shp-min-gain')} >= 0")
+        if self.refiner not in REFINERS:
+            raise UserError(f"{quoted('--shp-refiner', self.refiner)}: choose from {', '.join(REFINERS)}")
         if self.tangent_passes < 0:
             raise UserError(f"{option('--shp-tangent-passes')} must be >= 0")
         if self.batch_size < 0 or self.walk_length < 1:

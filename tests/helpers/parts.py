@@ -38,6 +38,7 @@ from shgcn.core.algorithms import ALGORITHMS
 from shgcn.core.archs import ARCHS
 from shgcn.core.costs import Job
 from shgcn.core.exchanges import EXCHANGES, node_messages
+from shgcn.core.memory import model_bytes
 from shgcn.core.partition import PartitionCost
 from shgcn.core.registry import load
 from shgcn.core.sample import TRAIN, Sampler, SamplerConfig
@@ -65,8 +66,11 @@ def layout_cost(path) -> PartitionCost:
 
 def check_run_bytes(path, header, epochs) -> dict:
     """Every epoch's bytes, messages, received bytes and per-exchange bytes equal the cost model's for the
-    run's job (and by path or by kind where the algorithm counts them)."""
-    pred = epoch.rank_traffic(layout_cost(path), header.job())
+    run's job (and by path or by kind where the algorithm counts them); so does every rank's modelled memory."""
+    cost, job = layout_cost(path), header.job()
+    pred = epoch.rank_traffic(cost, job)
+    if header.memory:
+        assert header.memory == (ALGORITHMS[job.algorithm].memory(cost, job) + model_bytes(job)).tolist()
     n_fwd = len(header.dims) - 1
     for e in epochs:
         assert e.bytes_sent == pred["bytes_sent"].tolist()

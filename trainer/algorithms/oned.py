@@ -25,7 +25,8 @@ def connect(local: Local, comm) -> Context:
     ex = make(cfg.exchange, comm, cp, Wire(cfg.exchange_dtype), nodes, **options)
     graph = Graph(RowOperators(local_matrix(block.plan, cp), ex, local.symmetric, be),
                   local.col_gids(local.data.gids, cp.recv_ids))
-    memory = int(rank_bytes(Held(block.n_own, int(block.plan.indices.shape[0]), cp.recv_rows), local.job))
+    memory = int(rank_bytes(Held(block.n_own, int(block.plan.indices.shape[0]), cp.recv_rows, sent=cp.send_rows),
+                              local.job))
 
     def batch_graph(v: BatchView) -> Graph:
         """The operators of batch view ``v`` (its plan is the exchange's inside ``ex.using(v.cp)``)."""

@@ -254,6 +254,7 @@ def connect(local: Local, comm) -> Context:
     lm = local_matrix(local.block.plan, cp)
     gids = local.col_gids(local.data.gids, cp.recv_ids)
     n = lm.n_own
+    sent = (n if i % c == j else 0) if oblivious else col_cp.send_rows  # bcast: its block, copied as a root
     if job.combine == "gather":
         ex: Exchange = GatherExchange(col_ex, row, cp, a, fold_supports(cp, a, c))
         ops: Any = RowOperators(lm, ex, local.symmetric, local.backend)
@@ -270,6 +271,9 @@ def connect(local: Local, comm) -> Context:
                        RowReduce(row, bounds, fold_sup, ex.counters), ex.counters, local.symmetric)
         ops = ReduceOperators(lm, grid, local.backend)
         halo = n + column_rows  # the partial sums, and the rows of my column blocks
-    memory = int(rank_bytes(Held(n, int(local.block.plan.indices.shape[0]), halo), job))
+        lo, hi = bounds[j], bounds[j + 1]
+        for sup in (fwd_sup[j],) if local.symmetric else (fwd_sup[j], fold_sup[j]):  # the reduce's partial sums
+            sent = max(sent, int(np.count_nonzero((sup < lo) | (sup >= hi))))
+    memory = int(rank_bytes(Held(n, int(local.block.plan.indices.shape[0]), halo, sent=sent), job))
     return finish(local, exchange=ex, graph=Graph(ops, gids), peers=peers(local, comm), memory=memory,
                   memory_all=check_memory(local, memory, comm))

@@ -89,7 +89,8 @@ def test_one_rank_communicates_nothing():
 
 
 def test_memory_by_hand():
-    """core/memory.rank_bytes with the rows received: 5 for part 0, 3 for part 1 (GCN [8, 4, 2], widest 4).
-    Part 0: 16 x 10 + 16 x 4 + 4 x 4 x 8 + (8 x 4 x 10 + 4 x 4 x 8) + 4 x 5 x 4."""
-    assert ONED.memory(hand_cost(), Job((8, 4, 2))).tolist() == [160 + 64 + 128 + 448 + 80,
-                                                                 320 + 96 + 192 + 672 + 48]
+    """core/memory.rank_bytes with the rows received (5 for part 0, 3 for part 1) and the rows packed to send
+    (each the other's: 3 and 5), GCN [8, 4, 2], widest 4.
+    Part 0: 16 x 10 + 16 x 4 + 4 x 4 x 8 + (8 x 4 x 10 + 4 x 4 x 8) + 4 x (5 + 3) x 4."""
+    assert ONED.memory(hand_cost(), Job((8, 4, 2))).tolist() == [160 + 64 + 128 + 448 + 80 + 48,
+                                                                 320 + 96 + 192 + 672 + 48 + 80]

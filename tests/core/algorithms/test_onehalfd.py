@@ -108,11 +108,16 @@ def test_replication_multiplies_the_memory():
     cost = path_cost()
     one = ALGORITHMS["1d"].memory(cost, Job((3, 4, 2)))
     two = ALGORITHMS["1.5d"].memory(cost, Job((3, 4, 2), algorithm="1.5d", replication=2, combine="gather"))
-    assert two.tolist() == np.repeat(one, 2).tolist()  # every rank of a row holds its block: c times the job's
+    # every rank of a row holds its block (c times the job's), but only the rank whose grid column carries a pair
+    # packs its row to send (block 0's row 1 goes over column 1, block 1's row 2 over column 0): 4 x 1 x 3 less
+    # on (0, 0) and (1, 1) than 1d's
+    assert two.tolist() == (np.repeat(one, 2) - 4 * 3 * np.array([1, 0, 0, 1])).tolist()
 
 
 def test_reduce_memory_counts_the_block_row_and_the_rows_received():
     """GCN [3, 2] (widest exchange 2): 2 rows, 5 nonzeros; halo = the block row's 2 rows + rows received (1 on
-    (0, 0) and (1, 1)): 16 x 5 + 16 x 2 + 4 x 2 x 3 + (8 x 2 x 2 + 4 x 2 x 3) + 4 x halo x 2."""
-    base = 80 + 32 + 24 + 56
+    (0, 0) and (1, 1)): 16 x 5 + 16 x 2 + 4 x 2 x 3 + (8 x 2 x 2 + 4 x 2 x 3) + 4 x halo x 2; and one row packed
+    to send on every rank (4 x 1 x 2): (0, 1) and (1, 0) their column exchange's, (0, 0) and (1, 1) their partial
+    sum for the other chunk's row."""
+    base = 80 + 32 + 24 + 56 + 8
     assert HALF.memory(path_cost(), job()).tolist() == [base + 24, base + 16, base + 16, base + 24]

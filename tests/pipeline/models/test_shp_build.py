@@ -106,6 +106,7 @@ def test_shp_keeps_no_step_that_is_worse_than_its_best_start(sbm_graph, monkeypa
     pcfg = PartitionConfig(parts=4, seed=0)
     good, bad = metis(a, pcfg), randomly(a, pcfg)
     monkeypatch.setattr(shp_build, "kahypar_partition", _bad_partitioner(4))
+    monkeypatch.setattr(shp_build, "refine_weighted", lambda hg, *_: (_bad_partitioner(4)(hg, 4, 0, 0), {}))
     scfg = SHPConfig(sampler=kind, batch_size=120, max_rounds=2, min_gain=0.0, validation_batches=20)
     res = build_shp(a, g.adj, pcfg, scfg, starts={"gp": bad, "hp": good})  # the better one is "hp" here
     assert np.array_equal(res.part, good) and res.chosen == "start hp"
@@ -162,5 +163,8 @@ def test_time_budget_stops_the_sampling_rounds(sbm_graph):
     res = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=4, min_gain=0.0, time_budget=0.0))
     assert [r["step"] for r in res.rounds] == ["start", "surrogate from gp"]
     free = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2, min_gain=0.0, tangent_passes=0))
-    assert [r["step"] for r in free.rounds][:4] == ["start", "surrogate from gp", "surrogate from scratch",
-                                                    "round 0"]
+    assert [r["step"] for r in free.rounds][:3] == ["start", "surrogate from gp", "round 0"]
+    vcycles = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2, min_gain=0.0, tangent_passes=0,
+                                                  refiner="vcycles"))  # V-cycles also partition from scratch
+    assert [r["step"] for r in vcycles.rounds][:4] == ["start", "surrogate from gp", "surrogate from scratch",
+                                                       "round 0"]

@@ -25,12 +25,15 @@ def test_options_make_the_config_and_the_time_budget():
 def test_every_option_has_a_flag_and_reaches_the_config():
     assert [o.flag for o in OPTIONS] == [
         "--sampler", "--batch-size", "--walk-length", "--theta", "--delta", "--batches", "--eval-batches",
-        "--validation-batches", "--shp-construction", "--shp-max-rounds", "--shp-min-gain", "--shp-time-factor"]
+        "--validation-batches", "--shp-construction", "--shp-max-rounds", "--shp-min-gain", "--shp-refiner",
+        "--shp-time-factor"]
     scfg = SHPConfig.of(config(batch_size=7, walk_length=3, theta=0.2, delta=0.1, batches=9, eval_batches=11,
-                               validation_batches=5, shp_construction="batches", shp_max_rounds=2, shp_min_gain=0.5))
+                               validation_batches=5, shp_construction="batches", shp_max_rounds=2, shp_min_gain=0.5,
+                               shp_refiner="vcycles"))
     assert (scfg.batch_size, scfg.walk_length, scfg.theta, scfg.delta, scfg.batches, scfg.eval_batches) == (
         7, 3, 0.2, 0.1, 9, 11)
     assert (scfg.validation_batches, scfg.construction, scfg.max_rounds, scfg.min_gain) == (5, "batches", 2, 0.5)
+    assert scfg.refiner == "vcycles" and SHPConfig.of(config()).refiner == "lp"
 
 
 def test_what_the_choices_resolve_to():
@@ -53,6 +56,7 @@ def test_what_the_choices_resolve_to():
     ({"validation_batches": 1}, "--validation-batches 1"),
     ({"max_rounds": 0}, "--shp-max-rounds must be >= 1"),
     ({"tangent_passes": -1}, "--shp-tangent-passes"),
+    ({"refiner": "fm"}, "--shp-refiner 'fm': choose from lp, vcycles"),
     ({"walk_length": 0}, "--walk-length >= 1"),
     ({"construction": "cols"}, "--shp-construction 'cols'"),
     ({"construction": "columns", "sampler": "edge"}, "columns needs --sampler node"),
