@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from .pins import PinCounts, apply_move, jit
+from .pins import PinCounts, apply_move, best_target, jit
 
 
 @jit
@@ -52,17 +52,7 @@ def _best_move(v, g, pc, vol, lmax, scr):
                 touched[nt] = k
                 nt += 1
             cnt[k] += 1
-    deg = indptr[v + 1] - indptr[v]
-    best_b, best_g = -1, 0
-    for t in range(nt):
-        b = touched[t]
-        gain = only - (deg - cnt[b])  # nets b joins: those with no pin in b
-        cnt[b] = 0
-        if load[b] + w[v] > lmax:
-            continue
-        lighter = load[b] + w[v] < load[a] and (best_b < 0 or load[b] < load[best_b])
-        if gain > best_g or (gain == best_g and lighter):
-            best_b, best_g = b, gain
+    best_g, best_b = best_target(touched, nt, cnt, only, indptr[v + 1] - indptr[v], a, w[v], load, lmax)
     return best_g, best_b, boundary
 
 

@@ -97,6 +97,25 @@ def _remove_pin(pc, j, k):
 
 
 @jit
+def best_target(touched, nt, acc, only, deg, a, wv, load, lmax):
+    """(gain, part) of the best move of a vertex of weight ``wv`` out of part a to one of the ``nt`` parts in
+    ``touched`` (-1: none within ``lmax``): the gain to b is ``only - (deg - acc[b])`` (what leaves a, less the
+    nets b joins: those with no pin in b); a tie goes to the move that lightens a, then to the lighter part.
+    Clears ``acc`` of the touched parts."""
+    best_b, best_g = -1, 0
+    for t in range(nt):
+        b = touched[t]
+        gain = only - (deg - acc[b])
+        acc[b] = 0
+        if load[b] + wv > lmax:
+            continue
+        lighter = load[b] + wv < load[a] and (best_b < 0 or load[b] < load[best_b])
+        if gain > best_g or (gain == best_g and lighter):
+            best_b, best_g = b, gain
+    return best_g, best_b
+
+
+@jit
 def touch(mark, touched, nt, k):
     """Append part k to ``touched`` unless it is marked already; returns the new length."""
     if mark[k] == 0:

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..metrics.hypergraph import Hypergraph
-from .pins import _add_pin, _remove_pin, jit
+from .pins import _add_pin, _remove_pin, best_target, jit
 
 
 @jit
@@ -51,17 +51,7 @@ def _best_move(v, inc, pc, state, lmax, scr):
                 touched[nt] = k
                 nt += 1
             acc[k] += we
-    best_b, best_g = -1, 0
-    for t in range(nt):
-        b = touched[t]
-        gain = only - (deg - acc[b])  # the nets b joins: those with no pin in b
-        acc[b] = 0
-        if load[b] + w[v] > lmax:
-            continue
-        lighter = load[b] + w[v] < load[a] and (best_b < 0 or load[b] < load[best_b])
-        if gain > best_g or (gain == best_g and lighter):
-            best_b, best_g = b, gain
-    return best_g, best_b
+    return best_target(touched, nt, acc, only, deg, a, w[v], load, lmax)
 
 
 @jit
