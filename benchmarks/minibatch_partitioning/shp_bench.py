@@ -7,7 +7,8 @@ mini-batch volume and partitioning time, for every sampler.
 For each graph and p, one real build (`pipeline build GRAPH --model rp,gp,hp`,
 kept in --cache) gives gp, hp and hp's partitioning time. Then, per sampler,
 shp runs exactly as the build runs it (`shgcn.pipeline.models.run.run`: a
-child process, gp and hp as starts, a time budget of twice hp's time), and
+child process, gp and hp as starts, a time budget of twice hp's time, the
+refiner ``--refiner``: lp by default), and
 `metrics.batches.minibatch_dataset` (what the build stores) scores gp, hp and
 shp on the same 200 held-out batches (HELDOUT stream, never used by shp).
 B = 10% of n, theta = 0.1, delta = 0.5. Finished configurations are kept in
@@ -38,7 +39,7 @@ def base_store(cache: Path, graph: str, parts: int) -> Path:
     return out
 
 
-def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int) -> dict:
+def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int, refiner: str = "lp") -> dict:
     from shgcn import store
     from shgcn.core.sample import Sampler
     from shgcn.pipeline.metrics import batches as batch_quality
@@ -53,7 +54,7 @@ def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int)
     hp_s = float(s.quality()["seconds"].sel(model="hp"))
     starts = {m: s.partition(m) for m in ("gp", "hp")}
     options = {**default_options(), "sampler": sampler, "eval_batches": eval_batches, "shp_max_rounds": 6,
-               "shp_time_factor": 2.0}
+               "shp_time_factor": 2.0, "shp_refiner": refiner}
     pcfg = PartitionConfig(parts=parts, seed=0, options=options)
     scfg = SHPConfig.of(pcfg, {"hp": hp_s})
     with tempfile.TemporaryDirectory() as tmp:
@@ -151,6 +152,8 @@ def main() -> None:
     ap.add_argument("--samplers", nargs="+", default=["node", "edge", "rw"])
     ap.add_argument("--eval-batches", type=int, default=200)
     ap.add_argument("--cache", default=str(REPO / "build" / "shp-bench"))
+    ap.add_argument("--refiner", choices=["lp", "vcycles"], default="lp",
+                    help="shp's --shp-refiner (use a cache of its own for each)")
     ap.add_argument("--fresh", action="store_true", help="ignore finished configurations in the cache")
     ap.add_argument("--report-only", action="store_true",
                     help="run nothing: write the section from the finished configurations of the grid, naming the "
@@ -181,7 +184,7 @@ def main() -> None:
                 if (g, p, smp) in done:
                     continue
                 t0 = time.perf_counter()
-                r = run_one(path, g, p, smp, args.eval_batches)
+                r = {**run_one(path, g, p, smp, args.eval_batches, args.refiner), "refiner": args.refiner}
                 print(f"{g} p={p} {smp}: gp {r['gp'][0]:,.1f} hp {r['hp'][0]:,.1f} shp {r['shp'][0]:,.1f} "
                       f"({r['chosen']}, {time.perf_counter() - t0:.0f} s)", flush=True)
                 with results.open("a") as f:
