@@ -142,6 +142,12 @@ def fit_term(points: list[tuple[dict, float]], feature: float = 0.0) -> dict[str
     return {**_nnls(rows, y, cols), "feature": feature}
 
 
+def fit_joint(points: list[tuple[dict, float]]) -> dict[str, float]:
+    """``base + nnz + feature`` fitted together (the write stage: it holds the node data whole and Â's blocks a
+    rank at a time, so what a feature value costs there is not the two scale-18 builds' difference alone)."""
+    return _nnls([(1.0, *_x(r)[::2]) for r, _ in points], [v for _, v in points], ("base", "nnz", "feature"))
+
+
 def _peaks(rec: dict, stage: str) -> dict[str, float]:
     return {k: v * MIB for k, v in rec["info"]["peak_rss_mib_by_stage"].get(stage, {}).items()}
 
@@ -209,7 +215,8 @@ def fit(recs: dict[str, dict]) -> dict:
             continue
         f = _feature_cost(recs, s)
         own = [r for r in recs.values() if s not in AFTER or _group(r) == "gp"]  # after the partition: hp's apart
-        memory[s] = fit_term([(r, _build_peak(r, s)) for r in own], f)
+        points = [(r, _build_peak(r, s)) for r in own]
+        memory[s] = fit_joint(points) if s == "write" and f > 0 else fit_term(points, f)
         seconds[s] = fit_term([(r, r["info"]["timings"][s]) for r in recs.values() if "--features" not in r["extra"]])
     child, beside = {}, {}
     for g, rs in groups.items():
