@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -68,10 +69,11 @@ def cmd_build(args) -> int:
     if show or not getattr(args, "no_plan_check", False):  # the plan first: nothing is read, downloaded or created before it
         from .plan import plan_step
 
-        text = plan_step(cfg, show=show, remote=ccfg.address() is not None)
+        text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None)
         if show:
             print(text)
             return 0
+        cfg = dataclasses.replace(cfg, planned=checked)
     # before the cluster starts or anything is created: the dataset is there, the files can be read
     preflight(cfg.source, cfg.data_dir, _input_files(cfg), local=ccfg.address() is None)
     quiet = args.quiet or args.json

@@ -69,6 +69,9 @@ class BuildConfig:
     heartbeat: float = 30.0  # seconds between "still running" log lines
     command: str = ""
     memory_limit: int | None = None  # bytes the build may use (None: this machine's memory)
+    # the build's plan checked exact counts against the limit (pipeline build without --no-plan-check): the
+    # readers' coarse per-edge guard (sources/budget.py, about 2x the measured build) is then not applied again
+    planned: bool = False
     ranks_per_node: int = 0  # place the parts on nodes of this many ranks (0: no nodes, the partitioner's order)
     placement: str = "hypergraph"  # how (shgcn.pipeline.models.placement.PLACEMENTS)
 
@@ -78,6 +81,11 @@ class BuildConfig:
         from .sources.budget import machine_memory
 
         return self.memory_limit or machine_memory()
+
+    @property
+    def guard_limit(self) -> int | None:
+        """The limit the readers' coarse guard checks (None: the plan checked it already)."""
+        return None if self.planned else self.limit
 
     @property
     def source_name(self) -> str:

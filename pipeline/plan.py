@@ -326,12 +326,14 @@ def free_disk(out: str) -> tuple[int, str]:
     return shutil.disk_usage(where).free, str(where)
 
 
-def plan_step(cfg, show: bool, remote: bool = False) -> str:
+def plan_step(cfg, show: bool, remote: bool = False) -> tuple[str, bool]:
     """``pipeline build``'s plan: the table (``show``: ``--plan``), or, before
     a build, its check - a :class:`UserError` (one line) when the plan
     exceeds the memory limit or the free disk. ``remote``: an external
     cluster, whose memory this machine cannot see (the memory is then shown,
-    not checked)."""
+    not checked). Returns the table (empty unless ``show``) and whether the
+    memory was checked from exact counts (not a file size's estimate, not
+    an external cluster's)."""
     from .nodes import parse_generated
     from .sources.counts import input_counts
 
@@ -343,11 +345,11 @@ def plan_step(cfg, show: bool, remote: bool = False) -> str:
     if show:
         text = format_plan(plan, cfg.limit, limit_from, free, where)
         return text + ("\nnote       an external Dask cluster: its workers' memory is not this machine's; only the disk "
-                       "is checked before a build" if remote else "")
+                       "is checked before a build" if remote else ""), False
     if counts.estimated:  # a guess from a file's size must not stop a build: the readers count as they read
-        return ""
+        return "", False
     message = refusal(plan, cfg.limit if not remote else 2**62, free, where, cfg.memory_limit is not None,
                       features=cfg.features if cfg.features != "auto" else "")
     if message is not None:
         raise UserError(message)
-    return ""
+    return "", not remote

@@ -73,10 +73,12 @@ class ReadOptions:
     work_dir: str | None = None
     feature_dtype: str = "float32"
     memory_limit: int | None = None  # bytes the build may use (None: this machine's memory)
+    guard: bool = True  # False: the build's plan checked the limit already (BuildConfig.planned)
 
     @property
-    def limit(self) -> int:
-        return self.memory_limit or budget.machine_memory()
+    def limit(self) -> int | None:
+        """The budget the readers check sizes against (None: none, the plan checked it)."""
+        return (self.memory_limit or budget.machine_memory()) if self.guard else None
 
 
 @dataclass

@@ -88,13 +88,16 @@ def submit_parse(tasks, pb: Probe, opts: ReadOptions) -> list:
             for i, g in enumerate(groups)]
 
 
-def metas_within(tasks, pb: Probe, chunks: list, limit: int) -> list:
+def metas_within(tasks, pb: Probe, chunks: list, limit: int | None) -> list:
     """The chunks' metas, gathered as they complete; once the edges parsed so
     far cannot fit the memory budget, the rest is dropped and the build stops
-    with one line (the parsed chunks never pile up beyond the budget)."""
+    with one line (the parsed chunks never pile up beyond the budget).
+    ``limit`` None: no budget (the build's plan checked it)."""
     from distributed import as_completed
 
     futures = [tasks.submit("ingest-meta", chunk_tasks.meta, c, index=i) for i, c in enumerate(chunks)]
+    if limit is None:
+        return tasks.gather(futures)
     cap = budget.max_edges(limit) or 0
     seen = 0
     for f in as_completed(futures):

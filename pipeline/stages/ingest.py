@@ -63,7 +63,7 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     src = read_source(tasks, cfg.source, cfg.fmt, cfg.data_dir, cfg.feature_norm,
                       ReadOptions(chunk_bytes=cfg.chunk_bytes, max_line=cfg.max_line, header=cfg.header,
                                   split_scheme=cfg.split_scheme, work_dir=work_dir, feature_dtype=cfg.feature_dtype,
-                                  memory_limit=cfg.limit))
+                                  memory_limit=cfg.limit, guard=not cfg.planned))
     raw = src.raw
     directed = cfg.directed if cfg.directed is not None else (
         raw.directed if raw.directed is not None else (src.directed_default if src.directed_default is not None
@@ -111,8 +111,8 @@ def _fits(cfg: BuildConfig, name: str, n: int, lines: int) -> None:
     """The graph and its generated features within the memory budget, before
     the edges are shuffled and any feature is drawn."""
     spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed)
-    nodes.check_generated(spec, n, cfg.limit)
-    budget.check(cfg.limit, budget.graph_bytes(n, lines), f"{name}: {n:,} vertices and {lines:,} edges")
+    nodes.check_generated(spec, n, cfg.guard_limit)
+    budget.check(cfg.guard_limit, budget.graph_bytes(n, lines), f"{name}: {n:,} vertices and {lines:,} edges")
 
 
 def _say_direction(cfg: BuildConfig, src: Source, raw: RawSource, directed: bool) -> None:

@@ -20,7 +20,8 @@ def test_models_layout_and_names():
     assert c.layout == "rp" and cfg(models=("rp", "hp")).layout == "hp" and cfg(layout_model="x").layout == "x"
     assert cfg().source_name == "sbm:n=50" and cfg(source=[[0], [1]]).source_name == "list"
     assert cfg(hidden=(32, 8)).dims(100, 7) == [100, 32, 8, 7]
-    assert cfg(memory_limit=123).limit == 123
+    assert cfg(memory_limit=123).limit == 123 == cfg(memory_limit=123).guard_limit
+    assert cfg(memory_limit=123, planned=True).guard_limit is None  # the plan checked it: the readers do not again
 
 
 def test_the_partition_config_every_model_gets():

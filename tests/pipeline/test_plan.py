@@ -153,7 +153,10 @@ def test_an_estimate_from_a_file_size_never_refuses(tmp_path):
     f = tmp_path / "e.txt"
     f.write_text("1 2\n" * 1000)
     cfg = BuildConfig(source=str(f), out=str(tmp_path / "s.zarr"), parts=2, memory_limit=1)
-    assert plan.plan_step(cfg, show=False) == ""
+    assert plan.plan_step(cfg, show=False) == ("", False)  # not checked: the readers' guard stays
+    exact = BuildConfig(source="rmat:scale=12", out=str(tmp_path / "s.zarr"), parts=2)
+    assert plan.plan_step(exact, show=False) == ("", True)  # checked from exact counts: the readers' guard goes
+    assert plan.plan_step(exact, show=False, remote=True) == ("", False)  # another cluster's memory: not checked
     with pytest.raises(UserError, match="the plan needs"):
         plan.plan_step(BuildConfig(source="rmat:scale=12", out=str(tmp_path / "s.zarr"), parts=2, memory_limit=1),
                        show=False)

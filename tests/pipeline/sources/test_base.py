@@ -8,6 +8,7 @@ from shgcn.pipeline.sources.chunks import ChunkMeta
 def test_read_options_limit_is_the_budget_or_this_machine():
     assert ReadOptions(memory_limit=12345).limit == 12345
     assert ReadOptions().limit == budget.machine_memory()
+    assert ReadOptions(memory_limit=12345, guard=False).limit is None  # the build's plan checked the limit
     assert ReadOptions().header in HEADERS == ("auto", "yes", "no")
 
 

@@ -67,6 +67,8 @@ def test_the_budget_stops_the_read_once_the_edges_cannot_fit(tmp_path, client):
             metas_within(tasks, pb, submit_parse(tasks, pb, opts), opts.limit)
         metas = metas_within(tasks, pb, submit_parse(tasks, pb, ReadOptions(chunk_bytes=64)), 10**9)
         assert sum(m.edges for m in metas) == 100
+        planned = ReadOptions(chunk_bytes=64, memory_limit=50 * budget.BYTES_PER_EDGE, guard=False)  # the plan checked
+        assert sum(m.edges for m in metas_within(tasks, pb, submit_parse(tasks, pb, planned), planned.limit)) == 100
     finally:
         tasks.release()
 
