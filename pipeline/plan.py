@@ -39,8 +39,9 @@ BESIDE = "build, while the child runs"  # the build's process in the partition s
 INT32_LIMIT = 2**31
 METIS_BYTES_PER_NNZ = 220  # gp --gp-backend metis: pymetis's peak (pipeline.models.gp), not fitted here
 # gp --kaminpar-eps 0.03-0.05 (build's eps 0.01): KaMinPar's child per nonzero, against the fitted default's; measured
-# at R-MAT scales 21 and 22 (benchmarks/RESULTS.md, issue 32, branch kmem), not fitted
-KAMINPAR_EPS_SHARE = 0.6
+# 0.55-0.6 at R-MAT scales 21 and 22 (branch kmem), 0.64, 0.68 and 0.71 at scales 23, 24 and 25 (--kaminpar-eps 0.05,
+# compressed: benchmarks/RESULTS.md, "Build plan: predicted against measured peak memory"); the largest, not fitted
+KAMINPAR_EPS_SHARE = 0.7
 FALLBACK = {"rp": "gp", "shp": "hp", "gp-vb": "gp", "hp-vb": "hp"}  # models without fitted figures: whose they take
 
 
