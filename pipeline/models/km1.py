@@ -52,7 +52,7 @@ def _best_move(v, g, pc, vol, lmax, scr):
                 touched[nt] = k
                 nt += 1
             cnt[k] += 1
-    best_g, best_b = best_target(touched, nt, cnt, only, indptr[v + 1] - indptr[v], a, w[v], load, lmax)
+    best_g, best_b = best_target(scr, nt, (only, indptr[v + 1] - indptr[v]), a, w[v], (load, lmax))
     return best_g, best_b, boundary
 
 

@@ -97,11 +97,15 @@ def _remove_pin(pc, j, k):
 
 
 @jit
-def best_target(touched, nt, acc, only, deg, a, wv, load, lmax):
+def best_target(scr, nt, counts, a, wv, bound):
     """(gain, part) of the best move of a vertex of weight ``wv`` out of part a to one of the ``nt`` parts in
-    ``touched`` (-1: none within ``lmax``): the gain to b is ``only - (deg - acc[b])`` (what leaves a, less the
-    nets b joins: those with no pin in b); a tie goes to the move that lightens a, then to the lighter part.
-    Clears ``acc`` of the touched parts."""
+    ``scr = (acc, touched)`` (-1: none within the bound): with ``counts = (only, deg)`` the gain to b is
+    ``only - (deg - acc[b])`` (what leaves a, less the nets b joins: those with no pin in b); ``bound = (load,
+    lmax)``; a tie goes to the move that lightens a, then to the lighter part. Clears ``acc`` of the touched
+    parts."""
+    acc, touched = scr
+    only, deg = counts
+    load, lmax = bound
     best_b, best_g = -1, 0
     for t in range(nt):
         b = touched[t]

@@ -51,7 +51,7 @@ def _best_move(v, inc, pc, state, lmax, scr):
                 touched[nt] = k
                 nt += 1
             acc[k] += we
-    return best_target(touched, nt, acc, only, deg, a, w[v], load, lmax)
+    return best_target(scr, nt, (only, deg), a, w[v], (load, lmax))
 
 
 @jit
