@@ -7,8 +7,9 @@ mini-batch volume and partitioning time, for every sampler.
 For each graph and p, one real build (`pipeline build GRAPH --model rp,gp,hp`,
 kept in --cache) gives gp, hp and hp's partitioning time. Then, per sampler,
 shp runs exactly as the build runs it (`shgcn.pipeline.models.run.run`: a
-child process, gp and hp as starts, a time budget of twice hp's time, the
-refiner ``--refiner``: lp by default), and
+child process, gp and hp as starts, the vertex weights the store's build
+balanced, a time budget of twice hp's time, the
+refiner ``--refiner``: vcycles, shp's default), and
 `metrics.batches.minibatch_dataset` (what the build stores) scores gp, hp and
 shp on the same 200 held-out batches (HELDOUT stream, never used by shp).
 B = 10% of n, theta = 0.1, delta = 0.5. Finished configurations are kept in
@@ -39,26 +40,29 @@ def base_store(cache: Path, graph: str, parts: int) -> Path:
     return out
 
 
-def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int, refiner: str = "lp") -> dict:
+def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int, refiner: str = "vcycles") -> dict:
     from shgcn import store
     from shgcn.core.sample import Sampler
     from shgcn.pipeline.metrics import batches as batch_quality
     from shgcn.pipeline.models import Inputs, PartitionConfig, default_options
     from shgcn.pipeline.models.run import run
     from shgcn.pipeline.models.shp import SHPConfig
+    from shgcn.pipeline.simulate import store_weights
     from shgcn.pipeline.stages.normalize import normalized_adjacency
 
     s = store.open_store(path)
     adj = s.graph()
     a = normalized_adjacency(adj, bool(s.attrs["directed"]))
+    weights = store_weights(s, a)
     hp_s = float(s.quality()["seconds"].sel(model="hp"))
     starts = {m: s.partition(m) for m in ("gp", "hp")}
     options = {**default_options(), "sampler": sampler, "eval_batches": eval_batches, "shp_max_rounds": 6,
                "shp_time_factor": 2.0, "shp_refiner": refiner}
-    pcfg = PartitionConfig(parts=parts, seed=0, options=options)
+    pcfg = PartitionConfig(parts=parts, eps=float(s.attrs.get("eps", 0.03)), seed=0, options=options)  # the build's
     scfg = SHPConfig.of(pcfg, {"hp": hp_s})
     with tempfile.TemporaryDirectory() as tmp:
-        res = run("shp", Inputs(a.shape[0], a, adj, starts, {"hp": hp_s}), pcfg, tmp)
+        # the weights the store's build balanced (gp's and hp's): shp keeps the same load bound
+        res = run("shp", Inputs(a.shape[0], a, adj, starts, {"hp": hp_s}, weights=weights), pcfg, tmp)
     parts_by = {**starts, "shp": res.part}
     ds = batch_quality.minibatch_dataset(a, Sampler(adj, scfg.sampler_config(a.shape[0], 0)), parts_by, parts,
                                          eval_batches=eval_batches, theta=scfg.theta, delta=scfg.delta)
@@ -68,11 +72,18 @@ def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int,
     return {"graph": graph, "p": parts, "sampler": sampler, "n": int(a.shape[0]),
             **{m: [float(per[m].mean()), float(1.96 * per[m].std(ddof=1) / np.sqrt(per[m].size))] for m in per},
             "closed": {m: float(ds["expected_volume"].sel(model=m)) for m in parts_by},
+            "imbalance": {m: float(_imbalance(p, weights, parts)) for m, p in parts_by.items()},
             "best": best, "diff": [float(diff.mean()), float(1.96 * diff.std(ddof=1) / np.sqrt(diff.size))],
             "shp_seconds": res.seconds, "hp_seconds": hp_s, "chosen": res.info.get("chosen", ""),
             "validation": res.info.get("validation", ""), "required_nets": res.info["required_nets"],
             "steps": [(" ".join([r["step"], r.get("model", "")]).strip(), r["validation_volume"], r["seconds"], r["kept"])
                       for r in res.info["rounds"]]}
+
+
+def _imbalance(part: np.ndarray, weights: np.ndarray, parts: int) -> float:
+    """max load / mean load - 1 under the store's vertex weights."""
+    load = np.bincount(np.asarray(part), weights=weights, minlength=parts)
+    return float(load.max() / load.mean() - 1)
 
 
 def load(results: Path) -> dict:
@@ -117,7 +128,9 @@ def section(done: list[dict]) -> str:
                      "shp - min (paired)": f"{d:+,.1f} ± {ci:,.1f}",
                      "not worse": "yes" if d - ci <= 0 else "NO",
                      "chosen": r["chosen"], "shp s": f"{r['shp_seconds']:.1f}",
-                     "shp / hp time": f"{r['shp_seconds'] / r['hp_seconds']:.2f}" if r["hp_seconds"] else ""})
+                     "shp / hp time": f"{r['shp_seconds'] / r['hp_seconds']:.2f}" if r["hp_seconds"] else "",
+                     "imbalance gp / hp / shp": " / ".join(f"{r['imbalance'][m]:.3f}" for m in ("gp", "hp", "shp"))
+                     if "imbalance" in r else ""})
         hoeff, sampled, needed = batch_counts(r)
         steps.append({"graph": r["graph"], "p": r["p"], "sampler": r["sampler"],
                       "Hoeffding nets": f"{r['required_nets']:,}", "Hoeffding batches": f"{hoeff:,}",
@@ -126,7 +139,8 @@ def section(done: list[dict]) -> str:
                       "steps (validation volume, s, kept*)": "; ".join(
                           f"{name}: {v:,.1f} ({t:.1f} s){'*' if k else ''}" for name, v, t, k in r["steps"])})
     body = table(rows, [(k, k) for k in ("graph", "p", "sampler", "gp", "hp", "shp", "shp / min", "shp - min (paired)",
-                                          "not worse", "chosen", "shp s", "shp / hp time")])
+                                          "not worse", "chosen", "shp s", "shp / hp time",
+                                          "imbalance gp / hp / shp")])
     body += ("\ngp, hp, shp: mean rows sent per mini-batch SpMM over 200 held-out batches (HELDOUT stream), 95% CI. "
              "shp - min: the paired difference to the better of gp and hp on the same batches, 95% CI; 'not worse': "
              "the interval reaches 0 or below. chosen: the step whose partition shp returned. shp s: its wall time "
@@ -152,7 +166,7 @@ def main() -> None:
     ap.add_argument("--samplers", nargs="+", default=["node", "edge", "rw"])
     ap.add_argument("--eval-batches", type=int, default=200)
     ap.add_argument("--cache", default=str(REPO / "build" / "shp-bench"))
-    ap.add_argument("--refiner", choices=["lp", "vcycles"], default="lp",
+    ap.add_argument("--refiner", choices=["lp", "vcycles"], default="vcycles",
                     help="shp's --shp-refiner (use a cache of its own for each)")
     ap.add_argument("--fresh", action="store_true", help="ignore finished configurations in the cache")
     ap.add_argument("--report-only", action="store_true",

@@ -21,9 +21,9 @@ without selection bias. The steps:
 1. **Best start**: every partition the build gives (``gp``, and ``hp`` when
    computed; METIS when none) is scored; the best is the incumbent, so shp
    is never worse than the best of them on the validation objective.
-2. **Surrogate refinement**: the starts refined (``--shp-refiner lp``, the
-   default: weighted label propagation with exact gains, :mod:`.wkm1`;
-   ``vcycles``: Mt-KaHyPar's V-cycles) on a deterministic hypergraph whose connectivity-1 approximates the expected
+2. **Surrogate refinement**: the starts refined (``--shp-refiner vcycles``,
+   the default: Mt-KaHyPar's V-cycles; ``lp``: weighted label propagation
+   with exact gains, :mod:`.wkm1`) on a deterministic hypergraph whose connectivity-1 approximates the expected
    volume, built from the sampler's inclusion probabilities
    (:mod:`.inclusion`, :mod:`.shp_surrogate`): P(j drawn) and, per nonzero (i, j) of Â, P(i and j
    drawn). Part k receives row j when j and one of the c_jk rows of
@@ -42,9 +42,11 @@ without selection bias. The steps:
    own c_jk (a majorizer of the concave cost when q is uniform), refinements
    from the other starts (V-cycles: and a partition of the surrogate from
    scratch), and tangent passes again if one of those won. Label
-   propagation takes seconds where the V-cycles took 100x hp's time, and
-   its result is lower (benchmarks/RESULTS.md, "Mini-batch partitioning:
-   shp vs gp and hp").
+   propagation keeps shp within twice hp's time where the V-cycles took up
+   to 47x, and gains less where both were measured (edge and rw samplers
+   on cora, citeseer and ca-astroph: 0-5% below the better start against
+   0-9%; benchmarks/RESULTS.md, "Mini-batch partitioning: shp vs gp and
+   hp").
 3. **Stochastic hypergraph rounds**: sampled nets (BUILD stream), the
    Hoeffding count ``(p-1)^2 / (2 theta^2) ln(2/delta)`` in the first round,
    doubling each round; each round refines the incumbent on the merged

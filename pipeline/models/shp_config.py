@@ -33,9 +33,9 @@ OPTIONS = (
     Option("--shp-max-rounds", 6, "stopping rule: at most this many rounds", type=int),
     Option("--shp-min-gain", 0.01, "stopping rule: stop when a round improves the validation objective by less",
            type=float),
-    Option("--shp-refiner", "lp", "how shp refines on its surrogate and sampled hypergraphs: lp (weighted "
-           "label propagation with exact gains, seconds) or vcycles (Mt-KaHyPar's V-cycles, with a partition of the "
-           "surrogate from scratch: 100x the time, measured no better)", choices=REFINERS),
+    Option("--shp-refiner", "vcycles", "how shp refines on its surrogate and sampled hypergraphs: vcycles "
+           "(Mt-KaHyPar's V-cycles, and a partition of the surrogate from scratch) or lp (weighted label propagation "
+           "with exact gains: within twice hp's time, but about half the gain where measured)", choices=REFINERS),
     Option("--shp-time-factor", 0.0, "when hp is computed too, stop shp's steps before shp would take longer than "
            "this many times hp's partitioning time; the steps then depend on the clock, so the store is no longer "
            "reproducible byte for byte (default: 0, no limit: the rounds and passes bound the work)", type=float),
@@ -54,8 +54,8 @@ class SHPConfig:
     sampling); vcycles (per refinement); tangent_passes (at most, after the
     surrogate); scratch (also partition the surrogate from scratch);
     time_budget (seconds for the whole shp build; None: none); preset
-    (Mt-KaHyPar's, as hp's); refiner (``lp``: :mod:`.wkm1`'s weighted label
-    propagation; ``vcycles``: Mt-KaHyPar's)."""
+    (Mt-KaHyPar's, as hp's); refiner (``vcycles``: Mt-KaHyPar's; ``lp``:
+    :mod:`.wkm1`'s weighted label propagation)."""
 
     sampler: str = "node"
     batch_size: int = 0
@@ -73,7 +73,7 @@ class SHPConfig:
     tangent_passes: int = 2
     scratch: bool = True
     preset: str = "deterministic"
-    refiner: str = "lp"
+    refiner: str = "vcycles"
 
     @classmethod
     def of(cls, cfg: PartitionConfig, seconds: dict[str, float] | None = None) -> SHPConfig:

@@ -163,8 +163,8 @@ def test_time_budget_stops_the_sampling_rounds(sbm_graph):
     res = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=4, min_gain=0.0, time_budget=0.0))
     assert [r["step"] for r in res.rounds] == ["start", "surrogate from gp"]
     free = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2, min_gain=0.0, tangent_passes=0))
-    assert [r["step"] for r in free.rounds][:3] == ["start", "surrogate from gp", "round 0"]
-    vcycles = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2, min_gain=0.0, tangent_passes=0,
-                                                  refiner="vcycles"))  # V-cycles also partition from scratch
-    assert [r["step"] for r in vcycles.rounds][:4] == ["start", "surrogate from gp", "surrogate from scratch",
-                                                       "round 0"]
+    assert [r["step"] for r in free.rounds][:4] == ["start", "surrogate from gp", "surrogate from scratch",
+                                                    "round 0"]  # V-cycles (the default) also partition from scratch
+    lp = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2, min_gain=0.0, tangent_passes=0,
+                                             refiner="lp"))
+    assert [r["step"] for r in lp.rounds][:3] == ["start", "surrogate from gp", "round 0"]

@@ -29,11 +29,11 @@ def test_every_option_has_a_flag_and_reaches_the_config():
         "--shp-time-factor"]
     scfg = SHPConfig.of(config(batch_size=7, walk_length=3, theta=0.2, delta=0.1, batches=9, eval_batches=11,
                                validation_batches=5, shp_construction="batches", shp_max_rounds=2, shp_min_gain=0.5,
-                               shp_refiner="vcycles"))
+                               shp_refiner="lp"))
     assert (scfg.batch_size, scfg.walk_length, scfg.theta, scfg.delta, scfg.batches, scfg.eval_batches) == (
         7, 3, 0.2, 0.1, 9, 11)
     assert (scfg.validation_batches, scfg.construction, scfg.max_rounds, scfg.min_gain) == (5, "batches", 2, 0.5)
-    assert scfg.refiner == "vcycles" and SHPConfig.of(config()).refiner == "lp"
+    assert scfg.refiner == "lp" and SHPConfig.of(config()).refiner == "vcycles"
 
 
 def test_what_the_choices_resolve_to():
