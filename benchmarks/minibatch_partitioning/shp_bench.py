@@ -69,7 +69,7 @@ def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int,
     per = {m: ds["heldout_volume"].sel(model=m).values.astype(float) for m in parts_by}
     best = min(("gp", "hp"), key=lambda m: per[m].mean())
     diff = per["shp"] - per[best]
-    return {"graph": graph, "p": parts, "sampler": sampler, "n": int(a.shape[0]),
+    return {"graph": graph, "p": parts, "sampler": sampler, "refiner": refiner, "n": int(a.shape[0]),
             **{m: [float(per[m].mean()), float(1.96 * per[m].std(ddof=1) / np.sqrt(per[m].size))] for m in per},
             "closed": {m: float(ds["expected_volume"].sel(model=m)) for m in parts_by},
             "imbalance": {m: float(_imbalance(p, weights, parts)) for m, p in parts_by.items()},
@@ -198,7 +198,7 @@ def main() -> None:
                 if (g, p, smp) in done:
                     continue
                 t0 = time.perf_counter()
-                r = {**run_one(path, g, p, smp, args.eval_batches, args.refiner), "refiner": args.refiner}
+                r = run_one(path, g, p, smp, args.eval_batches, args.refiner)
                 print(f"{g} p={p} {smp}: gp {r['gp'][0]:,.1f} hp {r['hp'][0]:,.1f} shp {r['shp'][0]:,.1f} "
                       f"({r['chosen']}, {time.perf_counter() - t0:.0f} s)", flush=True)
                 with results.open("a") as f:

@@ -211,6 +211,33 @@ def apply_move(v, b, g, pc, vol):
     return dtot
 
 
+def slots(nets: np.ndarray, pin_parts: np.ndarray, n_nets: int, parts: int) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """The pin-count slots of pins given by their net and their part.
+
+    Parameters
+    ----------
+    nets, pin_parts : (pins,) int64, each pin's net and the part of its vertex
+    n_nets, parts : int
+
+    Returns
+    -------
+    pc : (spart, scnt, sptr, lam): net j's parts, sorted, in ``spart[sptr[j] : sptr[j] + lam[j]]`` and their
+        pins in ``scnt`` (capacity ``min(P, pins of j)``); sptr (n_nets+1,), lam (n_nets,) int64
+    net, part : (used slots,) the net and part of every used slot, sorted by net then part
+    """
+    pairs, cnt = np.unique(nets * parts + pin_parts, return_counts=True)
+    net, prt = np.divmod(pairs, parts)
+    sptr = np.zeros(n_nets + 1, np.int64)
+    np.cumsum(np.minimum(np.bincount(nets, minlength=n_nets), parts), out=sptr[1:])
+    lam = np.bincount(net, minlength=n_nets).astype(np.int64)
+    first = np.zeros(n_nets + 1, np.int64)
+    np.cumsum(lam, out=first[1:])
+    slot = sptr[net] + (np.arange(pairs.size) - first[net])
+    spart, scnt = np.zeros(sptr[-1], np.int64), np.zeros(sptr[-1], np.int64)
+    spart[slot], scnt[slot] = prt, cnt
+    return (spart, scnt, sptr, lam), net, prt
+
+
 class PinCounts:
     """Exact pins of each net (column of Â) per part, and the per-part send
     and receive volumes and loads that follow from them.
@@ -240,20 +267,7 @@ class PinCounts:
         self.cidx = csc.indices.astype(np.int64)
         self.part = np.array(part, dtype=np.int64)
         rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr))
-        pairs = np.unique(self.indices * parts + self.part[rows])  # (net, part), sorted by net then part
-        net, prt = np.divmod(pairs, parts)
-        cnt = np.bincount(np.searchsorted(pairs, self.indices * parts + self.part[rows]), minlength=pairs.size)
-        size = np.bincount(self.indices, minlength=n)
-        self.sptr = np.zeros(n + 1, np.int64)
-        np.cumsum(np.minimum(size, parts), out=self.sptr[1:])
-        self.lam = np.bincount(net, minlength=n).astype(np.int64)
-        first = np.zeros(n + 1, np.int64)
-        np.cumsum(self.lam, out=first[1:])
-        slot = self.sptr[net] + (np.arange(pairs.size) - first[net])
-        self.spart = np.zeros(self.sptr[-1], np.int64)
-        self.scnt = np.zeros(self.sptr[-1], np.int64)
-        self.spart[slot] = prt
-        self.scnt[slot] = cnt
+        (self.spart, self.scnt, self.sptr, self.lam), net, prt = slots(self.indices, self.part[rows], n, parts)
         self.send = np.bincount(self.part, weights=self.lam - 1, minlength=parts).astype(np.int64)
         self.recv = np.bincount(prt[prt != self.part[net]], minlength=parts).astype(np.int64)
         self.load = np.bincount(self.part, weights=self.w, minlength=parts).astype(np.int64)

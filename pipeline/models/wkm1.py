@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..metrics.hypergraph import Hypergraph
-from .pins import _add_pin, _remove_pin, best_target, jit
+from .pins import _add_pin, _remove_pin, best_target, jit, slots
 
 
 @jit
@@ -86,29 +86,10 @@ def _pass(order, inc, pc, state, lmax, scr):
 
 
 def pin_slots(hg: Hypergraph, part: np.ndarray, parts: int) -> tuple[tuple, int]:
-    """:mod:`.pins`'s slots of ``hg`` under ``part``, and the objective ``sum_e w_e (λ_e - 1)``.
-
-    Returns
-    -------
-    pc : (spart, scnt, sptr, lam): net e's parts, sorted, in ``spart[sptr[e] : sptr[e] + lam[e]]`` and their
-        pins in ``scnt`` (capacity ``min(P, pins of e)``); sptr (N+1,), lam (N,) int64
-    objective : int
-    """
-    m = hg.n_nets
-    sizes = np.diff(hg.net_ptr).astype(np.int64)
-    net_of_pin = np.repeat(np.arange(m, dtype=np.int64), sizes)
-    pairs, cnt = np.unique(net_of_pin * parts + part[hg.pins], return_counts=True)
-    net, prt = np.divmod(pairs, parts)
-    sptr = np.zeros(m + 1, np.int64)
-    np.cumsum(np.minimum(sizes, parts), out=sptr[1:])
-    lam = np.bincount(net, minlength=m).astype(np.int64)
-    first = np.zeros(m + 1, np.int64)
-    np.cumsum(lam, out=first[1:])
-    slot = sptr[net] + (np.arange(pairs.size) - first[net])
-    spart, scnt = np.zeros(sptr[-1], np.int64), np.zeros(sptr[-1], np.int64)
-    spart[slot], scnt[slot] = prt, cnt
-    nw = np.asarray(hg.net_weights, np.int64)
-    return (spart, scnt, sptr, lam), int(np.dot(nw, np.maximum(lam - 1, 0)))
+    """:func:`.pins.slots` of ``hg`` under ``part``, and the objective ``sum_e w_e (λ_e - 1)``."""
+    nets = np.repeat(np.arange(hg.n_nets, dtype=np.int64), np.diff(hg.net_ptr))
+    pc, _, _ = slots(nets, np.asarray(part, np.int64)[hg.pins], hg.n_nets, parts)
+    return pc, int(np.dot(np.asarray(hg.net_weights, np.int64), np.maximum(pc[3] - 1, 0)))
 
 
 def refine_weighted(hg: Hypergraph, part: np.ndarray, parts: int, eps: float = 0.03, seed: int = 0, *,
