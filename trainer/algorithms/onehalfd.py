@@ -267,13 +267,11 @@ def connect(local: Local, comm) -> Context:
         ex = Counting(None, cp)
         bounds = chunk_bounds(n, c)
         mine = sorted(q for q in lm.halo if a[i, q] == j)
-        grid = RowGrid(col_ex, mine, bounds, RowReduce(row, bounds, fwd_sup, ex.counters),
-                       RowReduce(row, bounds, fold_sup, ex.counters), ex.counters, local.symmetric)
+        fwd_rr, fold_rr = RowReduce(row, bounds, fwd_sup, ex.counters), RowReduce(row, bounds, fold_sup, ex.counters)
+        grid = RowGrid(col_ex, mine, bounds, fwd_rr, fold_rr, ex.counters, local.symmetric)
         ops = ReduceOperators(lm, grid, local.backend)
         halo = n + column_rows  # the partial sums, and the rows of my column blocks
-        lo, hi = bounds[j], bounds[j + 1]
-        for sup in (fwd_sup[j],) if local.symmetric else (fwd_sup[j], fold_sup[j]):  # the reduce's partial sums
-            sent = max(sent, int(np.count_nonzero((sup < lo) | (sup >= hi))))
+        sent = max(sent, fwd_rr.packed, 0 if local.symmetric else fold_rr.packed)  # the reduce's partial sums
     memory = int(rank_bytes(Held(n, int(local.block.plan.indices.shape[0]), halo, sent=sent), job))
     return finish(local, exchange=ex, graph=Graph(ops, gids), peers=peers(local, comm), memory=memory,
                   memory_all=check_memory(local, memory, comm))

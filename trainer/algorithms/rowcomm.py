@@ -55,6 +55,11 @@ class RowReduce:
     def n(self) -> int:
         return int(self.bounds[-1])
 
+    @property
+    def packed(self) -> int:
+        """Rows of partial sums a combine copies to send: the support outside this rank's chunk."""
+        return int(sum(pos.size for pos in self.send_pos.values()))
+
     def combine(self, chunk: np.ndarray, partial: np.ndarray | None) -> np.ndarray:
         """(n, d) the block's full result on every rank of the row.
 
