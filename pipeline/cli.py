@@ -57,9 +57,11 @@ def _size(text: str) -> int:
 
 def _memory_argument(b) -> None:
     b.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
-                   help="memory the build may use, e.g. 16G: every size a file or option declares is checked against "
-                        "it before anything is allocated, and a graph that will not fit stops with one line "
-                        "(default: this machine's memory)")
+                   help="memory the build may use, e.g. 16G: the plan and every size a file or option declares are "
+                        "checked against it before anything is allocated, and a graph that will not fit stops with "
+                        "one line; the embedded Dask workers share it (they spill to disk as they near it and never "
+                        "pause), and a partitioner's child process that, with the build's process, grows past it is "
+                        "stopped (default: this machine's memory, with no watch on the children)")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -63,8 +63,8 @@ def cmd_build(args) -> int:
     return_freed_memory()  # this process is the build's: its freed arrays go back to the system at once
     cfg = build_config(args).resolved()
     cfg.check()
-    ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers,
-                         dashboard_address=args.dashboard_address, processes=args.processes)
+    ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers, dashboard_address=args.dashboard_address,
+                         processes=args.processes, memory_limit=args.memory_limit)
     show = getattr(args, "plan", False)
     if show or not getattr(args, "no_plan_check", False):  # the plan first: nothing is read, downloaded or created before it
         from .plan import plan_step
@@ -291,7 +291,7 @@ def _export_graph(args) -> int:
                       heartbeat=args.heartbeat, memory_limit=args.memory_limit)
     say = (lambda *a, **k: None) if args.quiet else (lambda msg: log.info("%s", msg))
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers, dashboard_address=args.dashboard_address,
-                         processes=args.processes)
+                         processes=args.processes, memory_limit=args.memory_limit)
     preflight(cfg.source if not isinstance(cfg.source, str) or not is_path(cfg.source) else os.path.abspath(cfg.source),
               cfg.data_dir, _input_files(cfg), local=ccfg.address() is None)
     with dask_client(ccfg, announce=say) as client:

@@ -114,7 +114,8 @@ class BuildConfig:
         from .models import PartitionConfig, default_options
 
         return PartitionConfig(parts=self.parts if parts is None else parts, eps=self.eps, seed=self.seed,
-                               threads=self.threads, options={**default_options(), **self.options})
+                               threads=self.threads, options={**default_options(), **self.options},
+                               memory_limit=self.memory_limit)
 
     def resolved(self) -> BuildConfig:
         """Paths made absolute, here, before they travel to the workers."""

@@ -62,6 +62,9 @@ class PartitionConfig:
     threads : partitioner threads (0: all cores)
     options : every model option by ``dest`` (JSON-able values); missing
         ones take their :class:`Option` default
+    memory_limit : bytes the build may hold at once (``--memory-limit``): a
+        partitioner's child process that grows past it, with the build's
+        process beside it, is stopped; None: no watch (the kernel's limit)
     """
 
     parts: int
@@ -69,6 +72,7 @@ class PartitionConfig:
     seed: int = 0
     threads: int = 0
     options: Mapping[str, Any] = field(default_factory=dict)
+    memory_limit: int | None = None
 
     def option(self, opt: Option) -> Any:
         """The value of ``opt`` in this configuration."""

@@ -79,7 +79,7 @@ def run_in_child(model: str, inputs: Inputs, cfg: PartitionConfig, tmp_root: str
             "model": model, "n": inputs.n, "cfg": dataclasses.asdict(cfg), "a": inputs.a is not None,
             "graph": inputs.graph is not None, "starts": sorted(inputs.starts), "seconds": inputs.seconds,
             "weights": inputs.weights is not None, "graph_file": inputs.graph_file}))
-        run_module(__name__, d, f"{model}: the partitioner")
+        run_module(__name__, d, f"{model}: the partitioner", cfg.memory_limit)
         out = np.load(d / "part.npy")
         info = json.loads((d / "info.json").read_text())
         return out, info, float(info.pop("_peak_rss_mib", 0.0))

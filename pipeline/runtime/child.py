@@ -40,19 +40,22 @@ _CHILDREN: set[subprocess.Popen] = set()
 _LOCK = threading.Lock()
 
 
-def run_module(module: str, workdir: Path, what: str) -> None:
+def run_module(module: str, workdir: Path, what: str, limit: int | None = None) -> None:
     """Run ``python -m module WORKDIR PARENT_PID`` and wait for it.
 
     Raises :class:`UserError` with the child's message when it left one,
     else ``RuntimeError`` naming ``what``, the signal or the exit code and
-    the end of its stderr."""
+    the end of its stderr. With ``limit`` (bytes, the user's
+    ``--memory-limit``) the child is killed, with a :class:`UserError` that
+    says what to change, as soon as it and this process hold more than
+    that (:func:`over_limit`, sampled every :data:`POLL` seconds)."""
     proc = subprocess.Popen([sys.executable, "-m", module, str(workdir), str(os.getpid())],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, PROGRESS_ENV: str(workdir / PROGRESS)})
     with _LOCK:
         _CHILDREN.add(proc)
     try:
-        err = _wait(proc, what, workdir / PROGRESS)
+        err = _wait(proc, what, workdir / PROGRESS, limit)
     finally:
         with _LOCK:
             _CHILDREN.discard(proc)
@@ -65,10 +68,11 @@ def run_module(module: str, workdir: Path, what: str) -> None:
     raise RuntimeError(f"{what}: failed in its child process (exit {proc.returncode}): {err[-2000:]}")
 
 
-def _wait(proc: subprocess.Popen, what: str, progress: Path) -> str:
+def _wait(proc: subprocess.Popen, what: str, progress: Path, limit: int | None = None) -> str:
     """Wait for the child (its stderr collected), forwarding each new line of its ``progress`` file
     (:func:`forward`); in a Dask worker that is closing (its scheduler is gone, the cluster shuts down), kill
-    the child at once rather than leave it running until the worker process exits."""
+    the child at once rather than leave it running until the worker process exits; kill it too when it and
+    this process hold more than ``limit`` bytes."""
     seen = ""
     while True:
         try:
@@ -79,7 +83,45 @@ def _wait(proc: subprocess.Popen, what: str, progress: Path) -> str:
                 proc.communicate()
                 raise RuntimeError(f"{what}: stopped, the Dask worker that ran it is closing (its scheduler is gone)") \
                     from None
+            over = over_limit(proc.pid, what, limit) if limit is not None else None
+            if over is not None:
+                proc.kill()
+                proc.communicate()
+                raise UserError(over) from None
             seen = forward(progress, what, seen)
+
+
+def tree_resident(pid: int) -> int:
+    """Resident bytes of process ``pid`` and all its descendants (0 once it is gone)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:  # ended while we looked
+            continue
+    return total
+
+
+def over_limit(pid: int, what: str, limit: int) -> str | None:
+    """The message that stops child ``pid`` when it (with its own children) and this process hold more than
+    ``limit`` bytes at once, else None. This process and its other children are counted because the
+    child's input and this process's arrays are resident beside it: the limit is the build's, not the
+    child's (with worker processes, ``--processes``, the worker's process tree)."""
+    child = tree_resident(pid)
+    own = max(0, tree_resident(os.getpid()) - child)
+    if child + own <= limit:
+        return None
+    gib = 2.0**30
+    return (f"{what}: stopped: its child process held {child / gib:.2f} GiB beside the build's {own / gib:.2f} GiB, "
+            f"{(child + own) / gib:.2f} GiB at once, over --memory-limit {limit / gib:.2f} GiB; raise --memory-limit "
+            "(pipeline build ... --plan prints the peak each stage is predicted to hold)")
 
 
 def report(text: str) -> None:

@@ -30,12 +30,16 @@ class ClusterConfig:
     cluster); workers (threads, or processes with ``processes``; 0 = all
     cores); dashboard_address (``HOST:PORT``, port 0 picks a free one; the
     embedded cluster's servers all bind to HOST); processes (worker processes
-    instead of threads in this process)."""
+    instead of threads in this process); memory_limit (bytes, ``--memory-limit``:
+    the embedded cluster's workers share it and spill their results to disk
+    as they near it; None: Dask's default, this machine's memory. An existing
+    scheduler's workers keep their own limits)."""
 
     scheduler: str | None = None
     workers: int = 0
     dashboard_address: str = "127.0.0.1:0"
     processes: bool = False
+    memory_limit: int | None = None
 
     def address(self) -> str | None:
         return self.scheduler or os.environ.get(ENV_SCHEDULER) or None
@@ -103,14 +107,8 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
         except (OSError, TimeoutError, ValueError) as e:
             raise UserError(f"cannot connect to the Dask scheduler at {address}: {e}") from None
     else:
-        host, port = _host_port(cfg.dashboard_address)
-        cores = cfg.workers or os.cpu_count() or 1
-        if cfg.processes:  # every server (scheduler, workers, their HTTP) on HOST
-            cluster = LocalCluster(n_workers=cores, threads_per_worker=1, processes=True, host=host,
-                                   dashboard_address=f"{host}:{port}", worker_dashboard_address=f"{host}:0")
-        else:  # in-process: only the dashboard listens, on HOST
-            cluster = LocalCluster(n_workers=1, threads_per_worker=cores, processes=False,
-                                   dashboard_address=f"{host}:{port}", worker_dashboard_address=f"{host}:0")
+        cluster = _local_cluster(cfg, LocalCluster)
+        host = _host_port(cfg.dashboard_address)[0]
         client = Client(cluster)
     interrupted = False
     try:
@@ -122,6 +120,40 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
     finally:
         if not interrupted:
             _close(client, cluster)
+
+
+def worker_memory(cfg: ClusterConfig, workers: int) -> tuple[int | str, dict[str, Any]]:
+    """The embedded cluster's ``memory_limit`` per worker and the Dask
+    configuration it is created under.
+
+    With ``--memory-limit`` the workers share the limit, and none pauses:
+    a paused worker runs nothing until its process's memory falls below the
+    pause threshold, and in the in-process cluster that memory is the whole
+    build's (the client's arrays too, which no spilling frees), so a pause
+    could wait forever. Spilling (results to disk from 60% of the limit, by
+    Dask's defaults) is what keeps a worker under it. Without a limit:
+    Dask's defaults (``"auto"``: this machine's memory)."""
+    if cfg.memory_limit is None:
+        return "auto", {}
+    return max(1, cfg.memory_limit // workers), {"distributed.worker.memory.pause": False}
+
+
+def _local_cluster(cfg: ClusterConfig, local_cluster: Callable):
+    """The embedded cluster: one worker with a thread per core in this process, or (``processes``) one worker
+    process per core; every server binds to the dashboard's host."""
+    import dask
+
+    host, port = _host_port(cfg.dashboard_address)
+    cores = cfg.workers or os.cpu_count() or 1
+    limit, config = worker_memory(cfg, cores if cfg.processes else 1)
+    with dask.config.set(config):
+        if cfg.processes:  # every server (scheduler, workers, their HTTP) on HOST
+            return local_cluster(n_workers=cores, threads_per_worker=1, processes=True, host=host,
+                                 dashboard_address=f"{host}:{port}", worker_dashboard_address=f"{host}:0",
+                                 memory_limit=limit)
+        # in-process: only the dashboard listens, on HOST
+        return local_cluster(n_workers=1, threads_per_worker=cores, processes=False, memory_limit=limit,
+                             dashboard_address=f"{host}:{port}", worker_dashboard_address=f"{host}:0")
 
 
 def scheduler_lost(client, e: BaseException) -> bool:

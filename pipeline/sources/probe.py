@@ -170,14 +170,16 @@ def int_words(line: bytes, path: str, lineno: int, what: str) -> list[int]:
 
 def check_declared(path: str, n: int, lineno: int | None, limit: int | None = None, edges: int = 0) -> None:
     """A declared vertex count must be positive, and the declared vertices
-    and edges must fit the memory budget ``limit`` (default: this machine's
-    memory), checked before anything is allocated."""
+    and edges must fit the memory budget ``limit``, checked before anything
+    is allocated. ``limit`` None: no budget here, because the build's plan
+    checked these counts already (``ReadOptions.limit``; the budget is the
+    readers' coarse per-edge guard, about twice what a build holds)."""
     if n < 1:
         raise located(path, f"declared size {n}: a graph needs at least one vertex", lineno)
     if edges < 0:
         raise located(path, f"declared edge count {edges}: must not be negative", lineno)
     what = f"the declared size ({n:,} vertices" + (f", {edges:,} edges)" if edges else ")")
-    budget.check(limit or budget.machine_memory(), budget.graph_bytes(n, edges), what, path, lineno)
+    budget.check(limit, budget.graph_bytes(n, edges), what, path, lineno)
 
 
 def bgzf_members_of(path: str | Path) -> list[int] | None:

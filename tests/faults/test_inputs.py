@@ -190,3 +190,15 @@ def test_pickled_claims_in_a_restricted_pickle_are_checked_by_type(tmp_path):
     g = planetoid(tmp_path, graph={"zero": [1]})
     with pytest.raises(UserError, match="ind.t"):
         readers.read_planetoid_whole(str(g))
+
+
+def test_a_partitioner_child_past_the_memory_limit_is_stopped_in_one_line(tmp_path):
+    """``--memory-limit`` binds the partitioner's child too: with the plan skipped, a limit the build's
+    process alone nearly fills stops Mt-KaHyPar's child as it grows (not the kernel's OOM killer), in one
+    line with what to change, exit code 2, and no store. The embedded worker takes the same limit and does
+    not pause under it (a pause would hang this build: its process is over the limit from the start)."""
+    res = build_cli("sbm:n=20000,classes=8,degree=12,features=8,seed=1", "--parts", "8", "--model", "hp",
+                    "--hp-preset", "mtkahypar-deterministic", "--memory-limit", "200M", "--no-plan-check",
+                    "--out", str(tmp_path / "s.zarr"), timeout=240)
+    one_line(res, "hp: the partitioner: stopped", "over --memory-limit 0.20 GiB", "raise --memory-limit")
+    assert list(tmp_path.iterdir()) == []

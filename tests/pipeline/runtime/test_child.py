@@ -1,6 +1,7 @@
 """Partitioners that hold the GIL run in a child process: the scheduler and
 the client keep answering while one runs, and the child goes with its parent."""
 
+import os
 import threading
 from pathlib import Path
 
@@ -70,3 +71,51 @@ def test_a_report_is_written_whole_and_only_in_a_child(tmp_path, monkeypatch, ca
         assert child.forward(path, "shp", "round 1") == "round 1"
         assert child.forward(tmp_path / "none.txt", "shp", "round 1") == "round 1"
     assert [r.getMessage() for r in caplog.records] == ["shp: round 1"]
+
+
+HOG = """
+import sys, time
+import numpy as np
+hold = np.ones(64 * 2**20)  # 512 MiB, resident
+time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 60)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_child_past_the_memory_limit_is_killed_with_what_to_change(tmp_path, monkeypatch):
+    """The child and this process are watched together against the limit: the child is killed at the next
+    look, and the message names the task, both figures and the option. Without the watch this would wait out
+    the child's minute of sleep and return."""
+    from shgcn.pipeline.errors import UserError
+    from shgcn.pipeline.runtime import child
+
+    (tmp_path / "hog.py").write_text(HOG)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    limit = child.tree_resident(os.getpid()) + 256 * 2**20
+    with pytest.raises(UserError, match=r"^shp: the partitioner: stopped: its child process held 0\.[2-9]\d GiB "
+                                        r"beside the build's .* over --memory-limit .* raise --memory-limit"):
+        child.run_module("hog", tmp_path, "shp: the partitioner", limit)
+    assert not [p for p in _children_named(b"hog")], "the child outlived the stop"
+
+
+def test_a_child_within_the_limit_is_left_alone(tmp_path):
+    from shgcn.pipeline.runtime import child
+
+    assert child.over_limit(os.getpid(), "gp", 2**50) is None
+    message = child.over_limit(os.getpid(), "gp: the partitioner", 1)
+    assert message is not None and message.startswith("gp: the partitioner: stopped") and "--memory-limit" in message
+    assert child.tree_resident(2**22 + 12345) == 0  # no such process
+
+
+def _children_named(name: bytes) -> list[str]:
+    """Children of this process whose command line holds ``name``."""
+    me = str(os.getpid())
+    found = []
+    for p in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (p / "stat").read_text().rsplit(")", 1)[1].split()
+            if stat[1] == me and name in (p / "cmdline").read_bytes():
+                found.append(p.name)
+        except (OSError, IndexError):
+            continue
+    return found

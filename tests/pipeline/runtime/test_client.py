@@ -128,3 +128,29 @@ def test_settle_waits_until_let_go_data_leaves_the_workers(client):
         str(x) for x, ts in dask_scheduler.tasks.items() if str(x) == k and ts.who_has])
     assert not tasks.settle([kept.key], timeout=0.2)  # still held: settle says so and returns
     assert kept.result().sum() == 1000
+
+
+def test_the_memory_limit_is_shared_by_the_embedded_workers_and_none_pauses():
+    from shgcn.pipeline.runtime.client import ClusterConfig, worker_memory
+
+    assert worker_memory(ClusterConfig(), 4) == ("auto", {})  # Dask's default: this machine's memory
+    limit, config = worker_memory(ClusterConfig(memory_limit=8 * 2**30, processes=True), 4)
+    assert limit == 2 * 2**30 and config == {"distributed.worker.memory.pause": False}
+
+
+@pytest.mark.timeout(120)
+def test_the_embedded_worker_takes_the_memory_limit():
+    """The in-process worker spills against ``--memory-limit`` and never pauses (its process holds the
+    client's arrays too); without a limit it keeps Dask's pause."""
+    from shgcn.pipeline.runtime.client import ClusterConfig, dask_client
+
+    def memory(dask_worker):
+        m = dask_worker.memory_manager
+        return m.memory_limit, m.memory_pause_fraction, m.memory_spill_fraction
+
+    with dask_client(ClusterConfig(workers=1, memory_limit=3 * 2**30), announce=lambda _: None) as c:
+        [(limit, pause, spill)] = c.run(memory).values()
+    assert (limit, pause) == (3 * 2**30, False) and spill
+    with dask_client(ClusterConfig(workers=1), announce=lambda _: None) as c:
+        [(limit, pause, _)] = c.run(memory).values()
+    assert pause and limit != 3 * 2**30

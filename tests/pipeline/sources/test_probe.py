@@ -97,3 +97,8 @@ def test_check_declared(tmp_path):
     with pytest.raises(UserError, match=r"the declared size \(1,000 vertices, 5,000 edges\)"):
         probe.check_declared("f", 1000, 1, 1000, 5000)  # a budget of 1000 bytes
     probe.check_declared("f", 1000, 1, 10**9, 5000)
+    # no budget: the build's plan checked the header's exact counts against --memory-limit already (a
+    # limit above this machine's memory is the user's to give); the coarse guard would refuse 5e10 edges
+    probe.check_declared("f", 10**9, 1, None, 5 * 10**10)
+    with pytest.raises(UserError, match="will not fit"):
+        probe.check_declared("f", 10**9, 1, 24 * 2**30, 5 * 10**10)
