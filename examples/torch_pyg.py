@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0 and args.log:
         with open(args.log, "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in [*records, summary])
+    td.finish()  # every rank got here: they leave torch.distributed in turn
     return 0 if check["bytes"] == check["predicted"] else 1
 
 

@@ -12,6 +12,7 @@ sparsity-aware halo exchange as a differentiable torch.distributed function
     conv = td.gcn_conv(block, halo, 1433, 16)  # PyG's GCNConv on the rank's rows (also sage_conv, gat_conv)
     loss = td.masked_loss(logits, block, block.train_mask)   # the rank's share of the global mean
     loss.backward(); td.sync_gradients(model.parameters()); opt.step()
+    td.finish()                                # when every rank is done: the ranks leave in turn
 
 ``halo.traffic`` counts the bytes sent per exchange; :func:`predicted_rows`
 gives what the store's quality table predicts (rows per exchange and rank).
@@ -29,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .block import EDGE_KINDS, HaloPlan, TorchBlock, open_block, predicted_rows
     from .halo import Halo, Traffic
-    from .launch import init_from_env
+    from .launch import finish, init_from_env
     from .layers import HaloConv, gat_conv, gcn_conv, sage_conv
     from .objective import accuracy, global_sum, masked_loss, sync_gradients
 
 _WHERE = {
     **dict.fromkeys(("EDGE_KINDS", "HaloPlan", "TorchBlock", "open_block", "predicted_rows"), ".block"),
     **dict.fromkeys(("Halo", "Traffic"), ".halo"),
-    "init_from_env": ".launch",
+    **dict.fromkeys(("finish", "init_from_env"), ".launch"),
     **dict.fromkeys(("HaloConv", "gat_conv", "gcn_conv", "sage_conv"), ".layers"),
     **dict.fromkeys(("accuracy", "global_sum", "masked_loss", "sync_gradients"), ".objective"),
 }
@@ -52,5 +53,6 @@ def __dir__() -> list[str]:
     return sorted(_WHERE)
 
 
-__all__ = ["EDGE_KINDS", "Halo", "HaloConv", "HaloPlan", "TorchBlock", "Traffic", "accuracy", "gat_conv", "gcn_conv",
-           "global_sum", "init_from_env", "masked_loss", "open_block", "predicted_rows", "sage_conv", "sync_gradients"]
+__all__ = ["EDGE_KINDS", "Halo", "HaloConv", "HaloPlan", "TorchBlock", "Traffic", "accuracy", "finish", "gat_conv",
+           "gcn_conv", "global_sum", "init_from_env", "masked_loss", "open_block", "predicted_rows", "sage_conv",
+           "sync_gradients"]

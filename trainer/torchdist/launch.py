@@ -63,6 +63,35 @@ def init_from_env(backend: str = "gloo", timeout_s: float = 300.0) -> tuple[int,
 def _shutdown() -> None:
     """At exit: destroy the default group while the interpreter still runs (left to the interpreter's
     teardown, gloo's threads could be destroyed still joinable: "terminate called without an active
-    exception", a rank's exit code 134 or 15)."""
+    exception", a rank's exit code 134 or 15). A run that ends well calls :func:`finish` first."""
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+def finish() -> None:
+    """End a run that every rank completed: the ranks leave torch.distributed in turn. Under mpirun, rank 0's
+    process serves the job's TCPStore, so it destroys its group last, once every other rank's group is gone
+    (seen in CI: a rank killed at exit after the run's last line when rank 0 could go first). Not for a rank
+    that failed: it would wait for the others (the exit's :func:`_shutdown` needs no partner)."""
+    if not dist.is_initialized():
+        return
+    comm = _mpi_world()
+    if comm is None:  # one process, or torchrun (its agent serves the store)
+        dist.destroy_process_group()
+        return
+    comm.Barrier()
+    if comm.rank != 0:
+        dist.destroy_process_group()
+    comm.Barrier()
+    if comm.rank == 0:
+        dist.destroy_process_group()
+
+
+def _mpi_world():
+    """MPI's world communicator when this job was launched by mpirun and MPI is still running, else None."""
+    import sys
+
+    mpi = getattr(sys.modules.get("mpi4py"), "MPI", None) if "mpi4py.MPI" in sys.modules else None
+    if mpi is None or not launched_by_mpi() or mpi.Is_finalized() or not mpi.Is_initialized():
+        return None
+    return mpi.COMM_WORLD

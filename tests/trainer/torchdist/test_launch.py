@@ -44,3 +44,24 @@ def test_one_process():
 @pytest.mark.slow
 def test_mpirun_gives_every_rank_its_place():
     assert probe([mpirun(), "-n", "3"]) == [[0, 3], [1, 3], [2, 3]]
+
+
+FINISH = ("from shgcn.trainer.torchdist import finish, init_from_env; import json, torch.distributed as dist; "
+          "r = init_from_env(); finish(); finish(); print(json.dumps([*r, dist.is_initialized()]))")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_finish_lets_every_rank_leave_in_turn():
+    """Every rank's group is gone after finish (a second call does nothing) and the job exits 0; one process
+    too."""
+    def run(cmd):
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "PMI_SIZE")}
+        res = subprocess.run([*cmd, sys.executable, "-c", FINISH], capture_output=True, text=True, timeout=120,
+                             env=env)
+        assert res.returncode == 0, res.stderr
+        return sorted(json.loads(t) for t in re.findall(r"\[\d+, \d+, (?:true|false)\]", res.stdout))
+
+    assert run([mpirun(), "-n", "3"]) == [[0, 3, False], [1, 3, False], [2, 3, False]]
+    assert run([]) == [[0, 1, False]]
