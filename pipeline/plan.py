@@ -219,9 +219,12 @@ def _partition_rows(m: str, c: Counts, opts: dict, coef: Coefficients) -> list[R
         what = {"gp": "KaMinPar", "hp": "KaMinPar, METIS, Mt-KaHyPar", "hp-fast": "KaMinPar, Mt-KaHyPar"}.get(main, main)
         term = coef.child["gp-compressed" if compressed else main]
         kid_note = note
-        if main == "gp" and opts.get("kaminpar_eps"):
+        # KaMinPar partitions for --kaminpar-eps, or by default for 0.05 from COMPRESS_EDGES entries on (gp's
+        # kaminpar_eps; the plan takes the build's eps below 0.05, as the fit's builds had it)
+        if main == "gp" and (opts.get("kaminpar_eps") or c.graph_entries >= COMPRESS_EDGES):
             term = replace(term, nnz=term.nnz * KAMINPAR_EPS_SHARE)
-            kid_note = note or f"--kaminpar-eps: {KAMINPAR_EPS_SHARE} of KaMinPar's bytes a nonzero (measured, not fitted)"
+            why = "--kaminpar-eps" if opts.get("kaminpar_eps") else "KaMinPar at eps 0.05 (the default from 50M entries)"
+            kid_note = note or f"{why}: {KAMINPAR_EPS_SHARE} of KaMinPar's bytes a nonzero (measured, not fitted)"
         if main in coef.beside:
             rows.append(coef.beside[main].row("partition", BESIDE, c, 0.0, note))
         rows.append(term.row("partition", f"child {m} ({what})", c, 0.0, kid_note))
@@ -308,6 +311,10 @@ def _advice(row: Row, c: Counts, features: str) -> str:
         return (f"{option('--features', features)} ({c.n:,} vertices x {c.features:,} features) is most of it: "
                 "choose fewer features")
     if "child gp" in row.process:
+        from .models.gp import COMPRESS_EDGES
+
+        if c.graph_entries >= COMPRESS_EDGES:  # KaMinPar is already at its lean default
+            return "partition with fewer models at once, or build on a machine with more memory"
         return (f"use {option('--kaminpar-eps', '0.05')} (KaMinPar coarsens further: about 0.6x its memory, another "
                 f"partition, brought under --eps) or fewer models at once")
     if "child hp" in row.process:

@@ -80,6 +80,8 @@ QUESTIONS = (
               "Build: R-MAT scale 20, hp, a worker killed mid-build",
               "Notes: R-MAT scale 22, gp, p=64 (did not complete)",
               "Build plan: predicted against measured peak memory (issue 32)",
+              "KaMinPar's lean eps by default from 50M adjacency entries (issue 32)",
+              "Build: `--memory-limit` binds the Dask workers and the partitioner's child (issue 32)",
               "Trainer at the build's scale: modelled memory against the measured peak (issue 32)",
               "Build: the write stage with few ranks, R-MAT scale 22, 2 parts (issue 32)",
               "Build plan refitted on the current build, checked at R-MAT scale 20 to 24 (issue 32, branch `plan2`)",

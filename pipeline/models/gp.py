@@ -39,10 +39,12 @@ BACKEND = Option("--gp-backend", "kaminpar", "gp: KaMinPar (from a graph file th
 PRESET = Option("--kaminpar-preset", "default", "gp with KaMinPar: its preset (default, fast, eco, strong, "
                 "terapart: memory-lean, largek...: many parts)",
                 choices=("default", "fast", "eco", "strong", "terapart", "largek", "largek-fast"))
-KAMINPAR_EPS = Option("--kaminpar-eps", 0.0, "gp with KaMinPar: the imbalance KaMinPar partitions for (0: the "
-                      "build's --eps); a larger one (0.03, 0.05) lets it coarsen further: less memory (KaMinPar's "
-                      "child 0.53-0.62x at R-MAT scale 21-22), a different partition, brought under --eps afterwards",
-                      type=float, metavar="EPS")
+LEAN_EPS = 0.05  # what KaMinPar partitions for by default on a graph of COMPRESS_EDGES adjacency entries or more
+KAMINPAR_EPS = Option("--kaminpar-eps", 0.0, "gp (and hp's start) with KaMinPar: the imbalance KaMinPar partitions "
+                      "for, its result then brought under --eps; 0 (auto): the build's --eps below 50M adjacency "
+                      "entries of the graph, 0.05 from there (it coarsens further: KaMinPar's child 0.53-0.57x the "
+                      "memory at R-MAT scales 21-22, and as fast, the edge cut within one percent); set it to --eps for "
+                      "the partition of earlier releases", type=float, metavar="EPS")
 
 
 def symmetric_pattern(a) -> tuple[np.ndarray, np.ndarray]:
@@ -114,8 +116,7 @@ def kaminpar_partition(path: str, parts: int, eps: float, seed: int, threads: in
     scale 22: 3,451 at 0.01, 1,827 at 0.05). See benchmarks/RESULTS.md."""
     import kaminpar
 
-    head = np.fromfile(path, "<u8", count=3)
-    compress = int(head[2]) >= COMPRESS_EDGES
+    compress = parhip_entries(path) >= COMPRESS_EDGES
     graph = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP, compress)
     kaminpar.reseed(seed)
     context = kaminpar.context_by_name(preset)
@@ -139,22 +140,44 @@ class GraphPartition(Model):
             return Assignment(part, {"backend": "metis", "rebalance": info})
         preset = cfg.option(PRESET)
         part, info = kaminpar_balanced(inputs, cfg, preset)
-        keps = cfg.option(KAMINPAR_EPS)
-        return Assignment(part, {"backend": "kaminpar", "preset": preset, **({"kaminpar_eps": keps} if keps else {}),
-                                 "rebalance": info})
+        keps = info.pop("kaminpar_eps", None)
+        return Assignment(part, {"backend": "kaminpar", "preset": preset,
+                                 **({"kaminpar_eps": keps} if keps is not None else {}), "rebalance": info})
+
+
+def kaminpar_eps(entries: int, cfg: PartitionConfig) -> float:
+    """The imbalance KaMinPar partitions for, on a graph of ``entries``
+    adjacency entries: ``--kaminpar-eps`` when set; else the build's eps
+    below :data:`COMPRESS_EDGES` entries, and at least :data:`LEAN_EPS` from
+    there, where KaMinPar's coarse graphs are the build's largest process
+    (measured on a quiet machine, R-MAT scale 21, gp p = 64: KaMinPar's child
+    1,657 -> 940 MiB, the partition 34 -> 28 s, edge cut -0.7%, km1 -0.9%,
+    work imbalance 0.010 both; benchmarks/RESULTS.md)."""
+    chosen = float(cfg.option(KAMINPAR_EPS))
+    if chosen:
+        return chosen
+    return max(cfg.eps, LEAN_EPS) if entries >= COMPRESS_EDGES else cfg.eps
+
+
+def parhip_entries(path: str) -> int:
+    """Adjacency entries of the ParHIP file ``path`` (its header's third word)."""
+    return int(np.fromfile(path, "<u8", count=3)[2])
 
 
 def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str) -> tuple[np.ndarray, dict]:
     """KaMinPar's partition of the build's ParHIP file (or of one written
     from Â here), brought under the strict load bound (KaMinPar's own bound
     is the mean plus the heaviest vertex: :mod:`.rebalance`); KaMinPar
-    partitions for ``--kaminpar-eps`` when it is set."""
+    partitions for :func:`kaminpar_eps`. The info is the rebalance's, with
+    ``kaminpar_eps`` when that differs from the build's eps."""
     def run(path: str) -> tuple[np.ndarray, dict]:
-        part = kaminpar_partition(path, cfg.parts, cfg.option(KAMINPAR_EPS) or cfg.eps, cfg.seed, cfg.threads, preset)
+        keps = kaminpar_eps(parhip_entries(path), cfg)
+        part = kaminpar_partition(path, cfg.parts, keps, cfg.seed, cfg.threads, preset)
         # imported once KaMinPar's graph is gone: numba (rebalance's kernels) is about 75 MiB of the child's memory
         from .rebalance import rebalance_parhip
 
-        return rebalance_parhip(path, part, cfg.parts, cfg.eps, cfg.seed)
+        part, info = rebalance_parhip(path, part, cfg.parts, cfg.eps, cfg.seed)
+        return part, ({"kaminpar_eps": keps, **info} if keps != cfg.eps else info)
 
     if inputs.graph_file is not None:
         return run(inputs.graph_file)

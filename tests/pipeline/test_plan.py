@@ -8,6 +8,7 @@ from helpers import build_cli, one_line
 
 from shgcn.pipeline import plan
 from shgcn.pipeline.errors import UserError
+from shgcn.pipeline.models.gp import COMPRESS_EDGES
 from shgcn.pipeline.sources.counts import Counts, input_counts
 
 MIB, GIB = 2**20, 2**30
@@ -47,6 +48,9 @@ def test_a_small_case_by_hand():
     kid = [r for r in lean.rows if r.process == "child gp (KaMinPar)"][0]
     assert kid.memory == pytest.approx(50 * MIB + plan.KAMINPAR_EPS_SHARE * 300e6) and "--kaminpar-eps" in kid.note
     assert [r.memory for r in lean.rows if r.process != kid.process] == [r.memory for r in p.rows if r.process != kid.process]
+    big = replace(C, symmetric=COMPRESS_EDGES)  # KaMinPar's lean eps by default from its compressed size on
+    auto = [r for r in plan.make_plan(big, ("gp",), coef=small_coefficients()).rows if r.process == kid.process][0]
+    assert auto.memory == pytest.approx(50 * MIB + plan.KAMINPAR_EPS_SHARE * 300e6) and "default from 50M" in auto.note
 
 
 def test_models_run_one_after_another_so_the_largest_child_counts():
@@ -195,3 +199,20 @@ def test_hp_above_metis_start_size_takes_the_figures_without_metis():
     for counts, options, child in ((C, {}, 50 * MIB + 100e6), (C, {"hp_preset": "fast"}, 2), (big, {}, 2)):
         rows = plan.make_plan(counts, ("hp",), options, coef=coef).rows
         assert [r.memory for r in rows if r.process.startswith("child hp")] == [child]
+
+
+def test_the_fit_counts_a_lean_kaminpar_child_at_the_build_eps(monkeypatch):
+    """A record where KaMinPar partitioned for a larger eps (its store says so) enters the child's fit over
+    the plan's share, since the plan multiplies the fitted term by that share for such builds."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))  # the checkout's benchmarks/
+    from benchmarks.build.plan_check import _child_at_build_eps
+
+    def rec(partitions):
+        return {"model": "gp", "info": {"peak_rss_mib_by_stage": {"partition": {"child gp": 700.0}},
+                                        "partitions": partitions}}
+
+    assert _child_at_build_eps(rec({"gp": {"backend": "kaminpar"}})) == 700 * 2**20
+    lean = _child_at_build_eps(rec({"gp": {"backend": "kaminpar", "kaminpar_eps": 0.05}}))
+    assert lean == pytest.approx(700 * 2**20 / plan.KAMINPAR_EPS_SHARE)

@@ -83,4 +83,37 @@ def test_kaminpar_eps_is_an_option_and_the_bound_still_holds(tmp_path):
     opts = {**default_options(), KAMINPAR_EPS.dest: 0.2}
     part, info = kaminpar_balanced(inputs, PartitionConfig(8, eps=0.01, seed=1, threads=1, options=opts), "default")
     assert np.bincount(part, weights=w, minlength=8).max() <= load_bound(w, 8, 0.01) == info["lmax"]
-    assert default_options()[KAMINPAR_EPS.dest] == 0.0  # the default: the build's eps (the same partition as before)
+    assert default_options()[KAMINPAR_EPS.dest] == 0.0  # the default: auto (kaminpar_eps)
+
+
+def test_kaminpar_partitions_for_the_lean_eps_from_its_compressed_size_on():
+    from shgcn.pipeline.models.gp import COMPRESS_EDGES, KAMINPAR_EPS, LEAN_EPS, kaminpar_eps
+
+    build = PartitionConfig(8, eps=0.01, options=default_options())
+    assert kaminpar_eps(COMPRESS_EDGES - 1, build) == 0.01  # small graphs: the build's eps, as before
+    assert kaminpar_eps(COMPRESS_EDGES, build) == LEAN_EPS == 0.05
+    loose = PartitionConfig(8, eps=0.2, options=default_options())
+    assert kaminpar_eps(COMPRESS_EDGES, loose) == 0.2  # never tighter than the build's
+    chosen = PartitionConfig(8, eps=0.01, options={**default_options(), KAMINPAR_EPS.dest: 0.01})
+    assert kaminpar_eps(COMPRESS_EDGES, chosen) == 0.01  # the option wins at any size
+
+
+def test_gp_records_the_eps_kaminpar_partitioned_for_and_keeps_the_bound(tmp_path, monkeypatch):
+    """Past the threshold (lowered here to a small graph) gp's info says KaMinPar ran at 0.05, and the result
+    is still under the build's bound; below it nothing is recorded."""
+    from helpers.graphs import random_a_hat
+
+    from shgcn.pipeline.models import gp
+    from shgcn.pipeline.models.rebalance import load_bound
+
+    a = random_a_hat(400, 6.0, 3)
+    w = np.random.default_rng(3).integers(1, 50, a.shape[0])
+    path = str(tmp_path / "g.parhip")
+    gp.write_parhip(a, w, path)
+    cfg = PartitionConfig(8, eps=0.01, seed=1, threads=1, options=default_options())
+    small = gp.MODEL.run(Inputs(a.shape[0], graph_file=path), cfg)
+    assert "kaminpar_eps" not in small.info and "kaminpar_eps" not in small.info["rebalance"]
+    monkeypatch.setattr(gp, "COMPRESS_EDGES", gp.parhip_entries(path))
+    lean = gp.MODEL.run(Inputs(a.shape[0], graph_file=path), cfg)
+    assert lean.info["kaminpar_eps"] == 0.05 and "kaminpar_eps" not in lean.info["rebalance"]
+    assert np.bincount(lean.part, weights=w, minlength=8).max() <= load_bound(w, 8, 0.01)
