@@ -41,10 +41,11 @@ PRESET = Option("--kaminpar-preset", "default", "gp with KaMinPar: its preset (d
                 choices=("default", "fast", "eco", "strong", "terapart", "largek", "largek-fast"))
 LEAN_EPS = 0.05  # what KaMinPar partitions for by default on a graph of COMPRESS_EDGES adjacency entries or more
 KAMINPAR_EPS = Option("--kaminpar-eps", 0.0, "gp (and hp's start) with KaMinPar: the imbalance KaMinPar partitions "
-                      "for, its result then brought under --eps; 0 (auto): the build's --eps below 50M adjacency "
-                      "entries of the graph, 0.05 from there (it coarsens further: KaMinPar's child 0.53-0.57x the "
-                      "memory at R-MAT scales 21-22, and as fast, the edge cut within one percent); set it to --eps for "
-                      "the partition of earlier releases", type=float, metavar="EPS")
+                      "for, its result then brought under --eps; 0 (auto): for gp the build's --eps below 50M "
+                      "adjacency entries of the graph and 0.05 from there (KaMinPar coarsens further: its child "
+                      "0.53-0.57x the memory at R-MAT scales 21-22, as fast, the edge cut within one percent), for "
+                      "hp's start always the build's --eps; set it to --eps for gp's partition of earlier releases",
+                      type=float, metavar="EPS")
 
 
 def symmetric_pattern(a) -> tuple[np.ndarray, np.ndarray]:
@@ -145,18 +146,21 @@ class GraphPartition(Model):
                                  **({"kaminpar_eps": keps} if keps is not None else {}), "rebalance": info})
 
 
-def kaminpar_eps(entries: int, cfg: PartitionConfig) -> float:
+def kaminpar_eps(entries: int, cfg: PartitionConfig, auto: bool = True) -> float:
     """The imbalance KaMinPar partitions for, on a graph of ``entries``
     adjacency entries: ``--kaminpar-eps`` when set; else the build's eps
     below :data:`COMPRESS_EDGES` entries, and at least :data:`LEAN_EPS` from
     there, where KaMinPar's coarse graphs are the build's largest process
     (measured on a quiet machine, R-MAT scale 21, gp p = 64: KaMinPar's child
     1,657 -> 940 MiB, the partition 34 -> 28 s, edge cut -0.7%, km1 -0.9%,
-    work imbalance 0.010 both; benchmarks/RESULTS.md)."""
+    work imbalance 0.010 both; benchmarks/RESULTS.md). ``auto`` False (hp's
+    start): the build's eps unless the option is set, since hp's child is
+    sized by its refinement, not by KaMinPar, and its refinement from the
+    lean start ended 3.7% higher (R-MAT scale 22, p = 64)."""
     chosen = float(cfg.option(KAMINPAR_EPS))
     if chosen:
         return chosen
-    return max(cfg.eps, LEAN_EPS) if entries >= COMPRESS_EDGES else cfg.eps
+    return max(cfg.eps, LEAN_EPS) if auto and entries >= COMPRESS_EDGES else cfg.eps
 
 
 def parhip_entries(path: str) -> int:
@@ -164,14 +168,15 @@ def parhip_entries(path: str) -> int:
     return int(np.fromfile(path, "<u8", count=3)[2])
 
 
-def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str) -> tuple[np.ndarray, dict]:
+def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str, auto: bool = True
+                      ) -> tuple[np.ndarray, dict]:
     """KaMinPar's partition of the build's ParHIP file (or of one written
     from Â here), brought under the strict load bound (KaMinPar's own bound
     is the mean plus the heaviest vertex: :mod:`.rebalance`); KaMinPar
-    partitions for :func:`kaminpar_eps`. The info is the rebalance's, with
-    ``kaminpar_eps`` when that differs from the build's eps."""
+    partitions for :func:`kaminpar_eps` (``auto``: its size rule). The info is
+    the rebalance's, with ``kaminpar_eps`` when that differs from the build's eps."""
     def run(path: str) -> tuple[np.ndarray, dict]:
-        keps = kaminpar_eps(parhip_entries(path), cfg)
+        keps = kaminpar_eps(parhip_entries(path), cfg, auto)
         part = kaminpar_partition(path, cfg.parts, keps, cfg.seed, cfg.threads, preset)
         # imported once KaMinPar's graph is gone: numba (rebalance's kernels) is about 75 MiB of the child's memory
         from .rebalance import rebalance_parhip

@@ -96,6 +96,9 @@ def test_kaminpar_partitions_for_the_lean_eps_from_its_compressed_size_on():
     assert kaminpar_eps(COMPRESS_EDGES, loose) == 0.2  # never tighter than the build's
     chosen = PartitionConfig(8, eps=0.01, options={**default_options(), KAMINPAR_EPS.dest: 0.01})
     assert kaminpar_eps(COMPRESS_EDGES, chosen) == 0.01  # the option wins at any size
+    assert kaminpar_eps(COMPRESS_EDGES, build, auto=False) == 0.01  # hp's start: the build's eps at any size
+    lean = PartitionConfig(8, eps=0.01, options={**default_options(), KAMINPAR_EPS.dest: 0.05})
+    assert kaminpar_eps(0, lean, auto=False) == 0.05  # ... unless the option says otherwise
 
 
 def test_gp_records_the_eps_kaminpar_partitioned_for_and_keeps_the_bound(tmp_path, monkeypatch):
@@ -117,3 +120,6 @@ def test_gp_records_the_eps_kaminpar_partitioned_for_and_keeps_the_bound(tmp_pat
     lean = gp.MODEL.run(Inputs(a.shape[0], graph_file=path), cfg)
     assert lean.info["kaminpar_eps"] == 0.05 and "kaminpar_eps" not in lean.info["rebalance"]
     assert np.bincount(lean.part, weights=w, minlength=8).max() <= load_bound(w, 8, 0.01)
+    hp = get("hp").run(Inputs(a.shape[0], a=a, graph_file=path, weights=w), cfg)  # hp's start keeps the build's eps
+    start = hp.info["starts"]["kaminpar default"]["rebalance"]
+    assert "lmax" in start and "kaminpar_eps" not in start
