@@ -65,15 +65,10 @@ def _du(p: Path) -> int:
 
 
 def _sample(proc: subprocess.Popen, out: Path, name: str, stop: threading.Event, state: dict) -> None:
-    import psutil
+    from shgcn.pipeline.runtime.child import tree_resident
 
-    top = psutil.Process(proc.pid)
     while not stop.wait(0.25):
-        try:
-            procs = [top, *top.children(recursive=True)]
-            state["tree"] = max(state["tree"], sum(p.memory_info().rss for p in procs))
-        except psutil.Error:
-            pass
+        state["tree"] = max(state["tree"], tree_resident(proc.pid))
         for d in out.glob(f".{name}.partial-*"):
             state["disk"] = max(state["disk"], _du(d))
 

@@ -89,7 +89,7 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
     time in numpy and scipy, which release the GIL. Native partitioners that
     hold the GIL run in child processes (see :mod:`.child`).
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if not log.isEnabledFor(logging.DEBUG):
         # a failing task is reported once, by the CLI; the workers' own
@@ -107,7 +107,7 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
         except (OSError, TimeoutError, ValueError) as e:
             raise UserError(f"cannot connect to the Dask scheduler at {address}: {e}") from None
     else:
-        cluster = _local_cluster(cfg, LocalCluster)
+        cluster = _local_cluster(cfg)
         host = _host_port(cfg.dashboard_address)[0]
         client = Client(cluster)
     interrupted = False
@@ -138,22 +138,23 @@ def worker_memory(cfg: ClusterConfig, workers: int) -> tuple[int | str, dict[str
     return max(1, cfg.memory_limit // workers), {"distributed.worker.memory.pause": False}
 
 
-def _local_cluster(cfg: ClusterConfig, local_cluster: Callable):
+def _local_cluster(cfg: ClusterConfig):
     """The embedded cluster: one worker with a thread per core in this process, or (``processes``) one worker
     process per core; every server binds to the dashboard's host."""
     import dask
+    from distributed import LocalCluster
 
     host, port = _host_port(cfg.dashboard_address)
     cores = cfg.workers or os.cpu_count() or 1
     limit, config = worker_memory(cfg, cores if cfg.processes else 1)
     with dask.config.set(config):
         if cfg.processes:  # every server (scheduler, workers, their HTTP) on HOST
-            return local_cluster(n_workers=cores, threads_per_worker=1, processes=True, host=host,
-                                 dashboard_address=f"{host}:{port}", worker_dashboard_address=f"{host}:0",
-                                 memory_limit=limit)
+            return LocalCluster(n_workers=cores, threads_per_worker=1, processes=True, host=host,
+                                dashboard_address=f"{host}:{port}", worker_dashboard_address=f"{host}:0",
+                                memory_limit=limit)
         # in-process: only the dashboard listens, on HOST
-        return local_cluster(n_workers=1, threads_per_worker=cores, processes=False, memory_limit=limit,
-                             dashboard_address=f"{host}:{port}", worker_dashboard_address=f"{host}:0")
+        return LocalCluster(n_workers=1, threads_per_worker=cores, processes=False, memory_limit=limit,
+                            dashboard_address=f"{host}:{port}", worker_dashboard_address=f"{host}:0")
 
 
 def scheduler_lost(client, e: BaseException) -> bool:

@@ -91,7 +91,7 @@ def _mpi_world():
     """MPI's world communicator when this job was launched by mpirun and MPI is still running, else None."""
     import sys
 
-    mpi = getattr(sys.modules.get("mpi4py"), "MPI", None) if "mpi4py.MPI" in sys.modules else None
+    mpi = sys.modules.get("mpi4py.MPI")  # loaded by the rendezvous (_mpi_rendezvous); not imported here
     if mpi is None or not launched_by_mpi() or mpi.Is_finalized() or not mpi.Is_initialized():
         return None
     return mpi.COMM_WORLD

@@ -11,14 +11,14 @@ from helpers.stores import make
 CHILD = b"shgcn.pipeline.models.run"
 
 
-def _children(under: Path) -> set[str]:
-    """This test's partitioner children (their work directory is under ``under``: other builds on a shared
-    machine run children too)."""
+def _children(under: Path, name: bytes = CHILD) -> set[str]:
+    """This test's children running ``name`` (the partitioners by default; their work directory is under
+    ``under``: other builds on a shared machine run children too)."""
     found = set()
     for p in Path("/proc").glob("[0-9]*"):
         try:
             cmdline = (p / "cmdline").read_bytes()
-            if CHILD in cmdline and str(under).encode() in cmdline:
+            if name in cmdline and str(under).encode() in cmdline:
                 found.add(p.name)
         except OSError:
             continue
@@ -95,7 +95,7 @@ def test_a_child_past_the_memory_limit_is_killed_with_what_to_change(tmp_path, m
     with pytest.raises(UserError, match=r"^shp: the partitioner: stopped: its child process held 0\.[2-9]\d GiB "
                                         r"beside the build's .* over --memory-limit .* raise --memory-limit"):
         child.run_module("hog", tmp_path, "shp: the partitioner", limit)
-    assert not [p for p in _children_named(b"hog")], "the child outlived the stop"
+    assert not _children(tmp_path, b"hog"), "the child outlived the stop"
 
 
 def test_a_child_within_the_limit_is_left_alone(tmp_path):
@@ -106,16 +106,3 @@ def test_a_child_within_the_limit_is_left_alone(tmp_path):
     assert message is not None and message.startswith("gp: the partitioner: stopped") and "--memory-limit" in message
     assert child.tree_resident(2**22 + 12345) == 0  # no such process
 
-
-def _children_named(name: bytes) -> list[str]:
-    """Children of this process whose command line holds ``name``."""
-    me = str(os.getpid())
-    found = []
-    for p in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = (p / "stat").read_text().rsplit(")", 1)[1].split()
-            if stat[1] == me and name in (p / "cmdline").read_bytes():
-                found.append(p.name)
-        except (OSError, IndexError):
-            continue
-    return found
