@@ -8,7 +8,7 @@ For each graph and p, one real build (`pipeline build GRAPH --model rp,gp,hp`,
 kept in --cache) gives gp, hp and hp's partitioning time. Then, per sampler,
 shp runs exactly as the build runs it (`shgcn.pipeline.models.run.run`: a
 child process, gp and hp as starts, the vertex weights the store's build
-balanced, a time budget of twice hp's time, the
+balanced, a time budget of ``--time-factor`` (2) times hp's time, the
 refiner ``--refiner``: vcycles, shp's default), and
 `metrics.batches.minibatch_dataset` (what the build stores) scores gp, hp and
 shp on the same 200 held-out batches (HELDOUT stream, never used by shp).
@@ -40,7 +40,8 @@ def base_store(cache: Path, graph: str, parts: int) -> Path:
     return out
 
 
-def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int, refiner: str = "vcycles") -> dict:
+def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int, refiner: str = "vcycles",
+            time_factor: float = 2.0) -> dict:
     from shgcn import store
     from shgcn.core.sample import Sampler
     from shgcn.pipeline.metrics import batches as batch_quality
@@ -57,7 +58,7 @@ def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int,
     hp_s = float(s.quality()["seconds"].sel(model="hp"))
     starts = {m: s.partition(m) for m in ("gp", "hp")}
     options = {**default_options(), "sampler": sampler, "eval_batches": eval_batches, "shp_max_rounds": 6,
-               "shp_time_factor": 2.0, "shp_refiner": refiner}
+               "shp_time_factor": time_factor, "shp_refiner": refiner}
     pcfg = PartitionConfig(parts=parts, eps=float(s.attrs.get("eps", 0.03)), seed=0, options=options)  # the build's
     scfg = SHPConfig.of(pcfg, {"hp": hp_s})
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,7 +70,8 @@ def run_one(path: Path, graph: str, parts: int, sampler: str, eval_batches: int,
     per = {m: ds["heldout_volume"].sel(model=m).values.astype(float) for m in parts_by}
     best = min(("gp", "hp"), key=lambda m: per[m].mean())
     diff = per["shp"] - per[best]
-    return {"graph": graph, "p": parts, "sampler": sampler, "refiner": refiner, "n": int(a.shape[0]),
+    return {"graph": graph, "p": parts, "sampler": sampler, "refiner": refiner, "time_factor": time_factor,
+            "n": int(a.shape[0]),
             **{m: [float(per[m].mean()), float(1.96 * per[m].std(ddof=1) / np.sqrt(per[m].size))] for m in per},
             "closed": {m: float(ds["expected_volume"].sel(model=m)) for m in parts_by},
             "imbalance": {m: float(_imbalance(p, weights, parts)) for m, p in parts_by.items()},
@@ -84,6 +86,16 @@ def _imbalance(part: np.ndarray, weights: np.ndarray, parts: int) -> float:
     """max load / mean load - 1 under the store's vertex weights."""
     load = np.bincount(np.asarray(part), weights=weights, minlength=parts)
     return float(load.max() / load.mean() - 1)
+
+
+def _budget(done: list[dict]) -> str:
+    factors = sorted({r.get("time_factor", 2.0) for r in done})
+    said = " or ".join("no limit" if f == 0 else f"{f:g} times hp's time" for f in factors)
+    return f"a time budget of {said} (--shp-time-factor; it stops the Mt-KaHyPar steps where it ends)"
+
+
+def _volume(v: float | None) -> str:
+    return "stopped at the time budget" if v is None else f"{v:,.1f}"
 
 
 def load(results: Path) -> dict:
@@ -112,7 +124,7 @@ def batch_counts(r: dict) -> tuple[int, str, str]:
     rounds = [int(name.split()[1]) for name, *_ in r["steps"] if name.startswith("round ")]
     sampled = batches(max(rounds)) if rounds else "0"
     low = min(v for name, v, *_ in r["steps"] if name.startswith("start"))
-    below = [int(name.split()[1]) for name, v, *_ in r["steps"] if name.startswith("round ") and v < low]
+    below = [int(name.split()[1]) for name, v, *_ in r["steps"] if name.startswith("round ") and v is not None and v < low]
     needed = batches(below[0]) if below else (f"> {sampled}" if rounds else "no round run")
     return -(-req // batch), sampled, needed
 
@@ -137,15 +149,15 @@ def section(done: list[dict]) -> str:
                       "batches sampled": sampled, "batches to beat min(gp, hp)": needed,
                       "validation": r["validation"],
                       "steps (validation volume, s, kept*)": "; ".join(
-                          f"{name}: {v:,.1f} ({t:.1f} s){'*' if k else ''}" for name, v, t, k in r["steps"])})
+                          f"{name}: {_volume(v)} ({t:.1f} s){'*' if k else ''}" for name, v, t, k in r["steps"])})
     body = table(rows, [(k, k) for k in ("graph", "p", "sampler", "gp", "hp", "shp", "shp / min", "shp - min (paired)",
                                           "not worse", "chosen", "shp s", "shp / hp time",
                                           "imbalance gp / hp / shp")])
     body += ("\ngp, hp, shp: mean rows sent per mini-batch SpMM over 200 held-out batches (HELDOUT stream), 95% CI. "
              "shp - min: the paired difference to the better of gp and hp on the same batches, 95% CI; 'not worse': "
              "the interval reaches 0 or below. chosen: the step whose partition shp returned. shp s: its wall time "
-             "(child process, including scoring its starts), with a budget of twice hp's time for the optional "
-             "steps. The machine is shared (2 cores): hp's time comes from the base build, shp's from its own run, "
+             f"(child process, including scoring its starts), with {_budget(done)}. The machine is shared (2 cores): "
+             "hp's time comes from the base build, shp's from its own run, "
              "each at the load of its moment.\n\nSteps of each shp run (validation objective: the closed form for the "
              "node sampler, else the mean over 200 batches of the VALIDATION stream; * = kept):\n\n")
     body += table(steps, [(k, k) for k in ("graph", "p", "sampler", "Hoeffding nets", "Hoeffding batches",
@@ -166,8 +178,10 @@ def main() -> None:
     ap.add_argument("--samplers", nargs="+", default=["node", "edge", "rw"])
     ap.add_argument("--eval-batches", type=int, default=200)
     ap.add_argument("--cache", default=str(REPO / "build" / "shp-bench"))
-    ap.add_argument("--refiner", choices=["lp", "vcycles"], default="vcycles",
+    ap.add_argument("--refiner", choices=["lp", "fast-vcycles", "vcycles"], default="vcycles",
                     help="shp's --shp-refiner (use a cache of its own for each)")
+    ap.add_argument("--time-factor", type=float, default=2.0,
+                    help="shp's --shp-time-factor: its time budget in hp's times (0: none)")
     ap.add_argument("--fresh", action="store_true", help="ignore finished configurations in the cache")
     ap.add_argument("--report-only", action="store_true",
                     help="run nothing: write the section from the finished configurations of the grid, naming the "
@@ -198,7 +212,7 @@ def main() -> None:
                 if (g, p, smp) in done:
                     continue
                 t0 = time.perf_counter()
-                r = run_one(path, g, p, smp, args.eval_batches, args.refiner)
+                r = run_one(path, g, p, smp, args.eval_batches, args.refiner, args.time_factor)
                 print(f"{g} p={p} {smp}: gp {r['gp'][0]:,.1f} hp {r['hp'][0]:,.1f} shp {r['shp'][0]:,.1f} "
                       f"({r['chosen']}, {time.perf_counter() - t0:.0f} s)", flush=True)
                 with results.open("a") as f:

@@ -1,9 +1,15 @@
 """Mt-KaHyPar, connectivity-1 objective, in this process (the models that
-use it run in a child process: the binding holds the GIL for its whole run)."""
+use it run in a child process: the binding holds the GIL for its whole run),
+or in a child process of its own that is stopped at a deadline
+(:func:`kahypar_within`: the binding cannot be interrupted)."""
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
@@ -53,3 +59,51 @@ def kahypar_partition(hg: Hypergraph, parts: int, eps: float, seed: int, threads
     ph = h.create_partitioned_hypergraph(ctx, parts, initial.astype(np.int64))  # (context, k): the binding's order
     ph.improve_partition(ctx, vcycles)
     return np.asarray(ph.get_partition(), dtype=np.int32)
+
+
+_ARRAYS = ("net_ptr", "pins", "vertex_weights", "net_weights")
+
+
+def kahypar_within(hg: Hypergraph, parts: int, eps: float, seed: int, threads: int = 0,
+                   preset: str = "deterministic", *, initial: np.ndarray | None = None, vcycles: int = 1,
+                   deadline: float | None = None, limit: int | None = None) -> np.ndarray | None:
+    """:func:`kahypar_partition` in a child process killed at ``deadline``
+    (a :func:`time.monotonic` time; None: none) or over ``limit`` bytes
+    (the build's ``--memory-limit``, :func:`..runtime.child.run_module`).
+
+    Returns the (n,) int32 partition, or None when the deadline passed first.
+    """
+    from ..runtime.child import DeadlinePassed, run_module
+
+    with tempfile.TemporaryDirectory(prefix="shgcn-mtkahypar-") as tmp:
+        d = Path(tmp)
+        for name in _ARRAYS:
+            np.save(d / f"{name}.npy", getattr(hg, name))
+        if initial is not None:
+            np.save(d / "initial.npy", np.asarray(initial, np.int32))
+        (d / "args.json").write_text(json.dumps({
+            "n": hg.n_vertices, "parts": parts, "eps": eps, "seed": seed, "threads": threads, "preset": preset,
+            "vcycles": vcycles, "initial": initial is not None}))
+        try:
+            run_module(__name__, d, "Mt-KaHyPar", limit, deadline)
+        except DeadlinePassed:
+            return None
+        return np.load(d / "part.npy")
+
+
+def _child_main(tmp: str, parent: int) -> None:
+    from ..runtime.child import die_with_parent
+
+    die_with_parent(parent)
+    d = Path(tmp)
+    args = json.loads((d / "args.json").read_text())
+    arrays = {name: np.load(d / f"{name}.npy") for name in _ARRAYS}
+    hg = Hypergraph(n_vertices=args["n"], net_ids=np.zeros(0, np.int64), **arrays)
+    initial = np.load(d / "initial.npy") if args["initial"] else None
+    part = kahypar_partition(hg, args["parts"], args["eps"], args["seed"], args["threads"], args["preset"],
+                             initial=initial, vcycles=args["vcycles"])
+    np.save(d / "part.npy", part)
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1], int(sys.argv[2]))

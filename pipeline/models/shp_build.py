@@ -21,7 +21,7 @@ from ..runtime.child import report
 from ..runtime.monitor import peak_rss_mib
 from .base import PartitionConfig
 from .inclusion import inclusion
-from .kahypar import kahypar_partition
+from .kahypar import kahypar_partition, kahypar_within
 from .shp_config import SHPConfig
 from .shp_surrogate import chord_anchors, inclusion_surrogate, tangent_anchors
 from .wkm1 import refine_weighted
@@ -119,6 +119,18 @@ class _Steps:
         self.tell(f"{step}: {vol:,.0f}")
         return vol
 
+    def stopped(self, step: str, tr: float, **extra: Any) -> None:
+        """Record a step the time budget stopped before it finished (nothing to score)."""
+        self.rounds.append({"step": step, **extra, "seconds": round(time.perf_counter() - tr, 3),
+                            "validation_volume": None, "kept": False, "stopped": "time budget",
+                            "peak_rss_mib": peak_rss_mib()})
+        log.info("shp %s: stopped at the time budget of %.1f s", step, self.budget or 0.0)
+        self.tell(f"{step}: stopped at the time budget")
+
+    def deadline(self) -> float | None:
+        """The :func:`time.monotonic` time the budget ends (None: no budget)."""
+        return None if self.budget is None else time.monotonic() + self.budget - self.elapsed()
+
     def tell(self, doing: str, next_s: float | None = None) -> None:
         """The build's progress line (:func:`..runtime.child.report`): what shp does or did, the best
         validation volume so far and where it came from, the time spent and, when known, the next step's and
@@ -184,14 +196,22 @@ class _Build:
         self.B = self.sampler.cfg.size
         self.refine_s = 0.0
 
-    def partition(self, hg: Hypergraph, initial: np.ndarray | None = None) -> np.ndarray:
+    def partition(self, hg: Hypergraph, initial: np.ndarray | None = None, bounded: bool = True
+                  ) -> np.ndarray | None:
+        """Mt-KaHyPar on ``hg`` (V-cycles from ``initial``, else from scratch); with a time budget (and
+        ``bounded``) in a child process stopped where the budget ends: None then."""
         c, s = self.pcfg, self.scfg
-        return kahypar_partition(hg, c.parts, c.eps, c.seed, c.threads, s.preset, initial=initial, vcycles=s.vcycles)
+        if s.time_budget is None or not bounded:
+            return kahypar_partition(hg, c.parts, c.eps, c.seed, c.threads, s.preset, initial=initial,
+                                     vcycles=s.vcycles)
+        return kahypar_within(hg, c.parts, c.eps, c.seed, c.threads, s.preset, initial=initial, vcycles=s.vcycles,
+                              deadline=self.steps.deadline(), limit=c.memory_limit)
 
-    def refine(self, hg: Hypergraph, start: np.ndarray, pass_seed: int = 0) -> np.ndarray:
+    def refine(self, hg: Hypergraph, start: np.ndarray, pass_seed: int = 0) -> np.ndarray | None:
         """``start`` refined on ``hg``: weighted label propagation (``--shp-refiner lp``, :mod:`.wkm1`) or
-        Mt-KaHyPar's V-cycles (``vcycles``); ``pass_seed`` varies the order of lp's passes between calls."""
-        if self.scfg.refiner == "vcycles":
+        Mt-KaHyPar's V-cycles (``vcycles``, ``fast-vcycles``; None when the time budget stopped them);
+        ``pass_seed`` varies the order of lp's passes between calls."""
+        if self.scfg.refiner != "lp":
             return self.partition(hg, start)
         part, info = refine_weighted(hg, start, self.p, self.pcfg.eps, self.pcfg.seed * 1009 + pass_seed)
         log.debug("shp: lp %s", info)
@@ -217,8 +237,10 @@ class _Build:
         batches = int(self.scfg.batches or 0)
         nets = self.draw(0, batches)
         hg = stochastic_hypergraph(nets, self.weights)
-        self.steps.offer("batches", self.partition(hg), tr, batches=batches, nets_sampled=nets.total,
-                         nets_kept=hg.n_nets)
+        part = self.partition(hg, bounded=False)  # the paper's model as it is: one partition, whatever the budget
+        if part is None:
+            raise RuntimeError("shp: an unbounded partition returned nothing")
+        self.steps.offer("batches", part, tr, batches=batches, nets_sampled=nets.total, nets_kept=hg.n_nets)
         return self.result(nets.total, hg.n_nets, float(batches))
 
     def score_starts(self, given: dict) -> tuple[list[str], dict]:
@@ -244,10 +266,11 @@ class _Build:
         self.inc = inclusion(self.a, self.sampler)
         hg = inclusion_surrogate(self.inc, self.weights, chord_anchors(self.inc, self.n))
         start_vol = {r["model"]: r["validation_volume"] for r in steps.rounds}
-        vcycles = scfg.refiner == "vcycles"  # V-cycles: from hp first (measured), lp: from the best start
+        vcycles = scfg.refiner != "lp"  # V-cycles: from hp first (measured), lp: from the best start
         order = sorted(names, key=lambda m: (vcycles and m != "hp", start_vol[m]))
-        cand = self.refine(hg, np.asarray(given[order[0]]))
-        steps.offer(f"surrogate from {order[0]}", cand, tr, nets=hg.n_nets, pins=int(hg.pins.size))
+        if not self.offer(f"surrogate from {order[0]}", self.refine(hg, np.asarray(given[order[0]])), tr,
+                          nets=hg.n_nets, pins=int(hg.pins.size)):
+            return
         self.refine_s = time.perf_counter() - tr
         self.tangent_passes("")
         incumbent_step = steps.best_step
@@ -256,13 +279,23 @@ class _Build:
                 log.info("shp: no time left to refine from %s", name)
                 break
             tr = time.perf_counter()
-            cand = self.refine(hg, np.asarray(given[name]))
-            steps.offer(f"surrogate from {name}", cand, tr, nets=hg.n_nets, pins=int(hg.pins.size))
+            if not self.offer(f"surrogate from {name}", self.refine(hg, np.asarray(given[name])), tr,
+                              nets=hg.n_nets, pins=int(hg.pins.size)):
+                return
         if scfg.scratch and vcycles and _fits(scfg.time_budget, steps.elapsed(), 2 * self.refine_s):  # about twice a refinement
             tr = time.perf_counter()
-            steps.offer("surrogate from scratch", self.partition(hg), tr, nets=hg.n_nets)
+            if not self.offer("surrogate from scratch", self.partition(hg), tr, nets=hg.n_nets):
+                return
         if steps.best_step != incumbent_step:
             self.tangent_passes("again ")
+
+    def offer(self, step: str, cand: np.ndarray | None, tr: float, **extra: Any) -> bool:
+        """Score ``cand`` as ``step`` (:meth:`_Steps.offer`); False when the time budget stopped it (None)."""
+        if cand is None:
+            self.steps.stopped(step, tr, **extra)
+            return False
+        self.steps.offer(step, cand, tr, **extra)
+        return True
 
     def tangent_passes(self, label: str) -> None:
         steps, scfg = self.steps, self.scfg
@@ -273,8 +306,9 @@ class _Build:
             tr = time.perf_counter()
             before, incumbent = steps.best_vol, steps.part()
             thg = inclusion_surrogate(self.inc, self.weights, tangent_anchors(self.inc, self.n, incumbent))
-            steps.offer(f"tangent {label}{t}", self.refine(thg, incumbent, 1 + t), tr, nets=thg.n_nets,
-                        pins=int(thg.pins.size))
+            if not self.offer(f"tangent {label}{t}", self.refine(thg, incumbent, 1 + t), tr, nets=thg.n_nets,
+                              pins=int(thg.pins.size)):
+                return
             if steps.best_vol > before * (1 - scfg.min_gain / 10):  # below 0.1%: the next pass will not pay
                 return
 
@@ -302,8 +336,10 @@ class _Build:
             shg = stochastic_hypergraph(nets, self.weights)
             cand = self.refine(shg, steps.part(), 100 + r)
             sampled, kept = nets.total, shg.n_nets
-            vol = steps.offer(f"round {r}", cand, tr, units=target, nets_sampled=nets.total, nets_kept=shg.n_nets,
-                              pins=int(shg.pins.size))
+            extra = {"units": target, "nets_sampled": nets.total, "nets_kept": shg.n_nets, "pins": int(shg.pins.size)}
+            if not self.offer(f"round {r}", cand, tr, **extra):
+                break
+            vol = steps.rounds[-1]["validation_volume"]
             last_round = time.perf_counter() - tr
             gain = previous - vol  # what the last doubling of the nets bought
             if gain < scfg.min_gain * vol or vol - steps.best_vol > gain * (scfg.max_rounds - 1 - r):

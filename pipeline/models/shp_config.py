@@ -12,7 +12,8 @@ from .base import Option, PartitionConfig
 from .hp import kahypar_preset
 
 CONSTRUCTIONS = ("auto", "batches", "columns")
-REFINERS = ("lp", "vcycles")
+REFINERS = ("lp", "fast-vcycles", "vcycles")
+FAST_ENGINE = "default"  # Mt-KaHyPar's preset behind fast-vcycles: 2-5x faster V-cycles, not reproducible
 SAMPLERS = ("node", "edge", "rw")
 
 OPTIONS = (
@@ -34,11 +35,14 @@ OPTIONS = (
     Option("--shp-min-gain", 0.01, "stopping rule: stop when a round improves the validation objective by less",
            type=float),
     Option("--shp-refiner", "vcycles", "how shp refines on its surrogate and sampled hypergraphs: vcycles "
-           "(Mt-KaHyPar's V-cycles, and a partition of the surrogate from scratch) or lp (weighted label propagation "
-           "with exact gains: within twice hp's time, but about half the gain where measured)", choices=REFINERS),
-    Option("--shp-time-factor", 0.0, "when hp is computed too, stop shp's steps before shp would take longer than "
-           "this many times hp's partitioning time; the steps then depend on the clock, so the store is no longer "
-           "reproducible byte for byte (default: 0, no limit: the rounds and passes bound the work)", type=float),
+           "(Mt-KaHyPar's V-cycles with its deterministic preset, and a partition of the surrogate from scratch), "
+           "fast-vcycles (the same with Mt-KaHyPar's default preset: 2-5x faster, less gain, not reproducible) or lp "
+           "(weighted label propagation with exact gains: within twice hp's time, but a fraction of the gain where "
+           "measured)", choices=REFINERS),
+    Option("--shp-time-factor", 0.0, "when hp is computed too, stop shp's steps when shp would take longer than "
+           "this many times hp's partitioning time (Mt-KaHyPar then runs in a child process stopped where the "
+           "budget ends); the steps then depend on the clock, so the store is no longer reproducible byte for byte "
+           "(default: 0, no limit: the rounds and passes bound the work)", type=float),
 )
 
 
@@ -54,8 +58,9 @@ class SHPConfig:
     sampling); vcycles (per refinement); tangent_passes (at most, after the
     surrogate); scratch (also partition the surrogate from scratch);
     time_budget (seconds for the whole shp build; None: none); preset
-    (Mt-KaHyPar's, as hp's); refiner (``vcycles``: Mt-KaHyPar's; ``lp``:
-    :mod:`.wkm1`'s weighted label propagation)."""
+    (Mt-KaHyPar's, as hp's; ``fast-vcycles``: :data:`FAST_ENGINE`); refiner
+    (``vcycles``, ``fast-vcycles``: Mt-KaHyPar's; ``lp``: :mod:`.wkm1`'s
+    weighted label propagation)."""
 
     sampler: str = "node"
     batch_size: int = 0
@@ -67,7 +72,7 @@ class SHPConfig:
     construction: str = "auto"
     min_gain: float = 0.01
     max_rounds: int = 6
-    vcycles: int = 2
+    vcycles: int = 1  # a second one gained 0.0-0.3% in twice the time (benchmarks/RESULTS.md, "shp's V-cycles")
     time_budget: float | None = None
     validation_batches: int = 0
     tangent_passes: int = 2
@@ -86,7 +91,8 @@ class SHPConfig:
         return cls(sampler=o["sampler"], batch_size=o["batch_size"], walk_length=o["walk_length"], theta=o["theta"],
                    delta=o["delta"], batches=o["batches"], eval_batches=o["eval_batches"],
                    construction=o["shp_construction"], min_gain=o["shp_min_gain"], max_rounds=o["shp_max_rounds"],
-                   validation_batches=o["validation_batches"], time_budget=budget, preset=kahypar_preset(cfg),
+                   validation_batches=o["validation_batches"], time_budget=budget,
+                   preset=FAST_ENGINE if o["shp_refiner"] == "fast-vcycles" else kahypar_preset(cfg),
                    refiner=o["shp_refiner"])
 
     def sampler_config(self, n: int, seed: int):

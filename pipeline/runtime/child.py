@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from ..errors import UserError
@@ -40,7 +41,12 @@ _CHILDREN: set[subprocess.Popen] = set()
 _LOCK = threading.Lock()
 
 
-def run_module(module: str, workdir: Path, what: str, limit: int | None = None) -> None:
+class DeadlinePassed(Exception):
+    """The child of :func:`run_module` was stopped at its deadline (a time budget, not a failure)."""
+
+
+def run_module(module: str, workdir: Path, what: str, limit: int | None = None, deadline: float | None = None
+               ) -> None:
     """Run ``python -m module WORKDIR PARENT_PID`` and wait for it.
 
     Raises :class:`UserError` with the child's message when it left one,
@@ -48,14 +54,17 @@ def run_module(module: str, workdir: Path, what: str, limit: int | None = None) 
     the end of its stderr. With ``limit`` (bytes, the user's
     ``--memory-limit``) the child is killed, with a :class:`UserError` that
     says what to change, as soon as it and this process hold more than
-    that (:func:`over_limit`, sampled every :data:`POLL` seconds)."""
+    that (:func:`over_limit`, sampled every :data:`POLL` seconds). With
+    ``deadline`` (a :func:`time.monotonic` time) the child is killed when it
+    runs past it, and :class:`DeadlinePassed` is raised (native code cannot
+    be interrupted inside one process: this is how a time budget binds it)."""
     proc = subprocess.Popen([sys.executable, "-m", module, str(workdir), str(os.getpid())],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, PROGRESS_ENV: str(workdir / PROGRESS)})
     with _LOCK:
         _CHILDREN.add(proc)
     try:
-        err = _wait(proc, what, workdir / PROGRESS, limit)
+        err = _wait(proc, what, workdir / PROGRESS, limit, deadline)
     finally:
         with _LOCK:
             _CHILDREN.discard(proc)
@@ -68,16 +77,22 @@ def run_module(module: str, workdir: Path, what: str, limit: int | None = None) 
     raise RuntimeError(f"{what}: failed in its child process (exit {proc.returncode}): {err[-2000:]}")
 
 
-def _wait(proc: subprocess.Popen, what: str, progress: Path, limit: int | None = None) -> str:
+def _wait(proc: subprocess.Popen, what: str, progress: Path, limit: int | None = None,
+          deadline: float | None = None) -> str:
     """Wait for the child (its stderr collected), forwarding each new line of its ``progress`` file
     (:func:`forward`); in a Dask worker that is closing (its scheduler is gone, the cluster shuts down), kill
     the child at once rather than leave it running until the worker process exits; kill it too when it and
-    this process hold more than ``limit`` bytes."""
+    this process hold more than ``limit`` bytes, or when it runs past ``deadline``."""
     seen = ""
     while True:
+        timeout = POLL if deadline is None else min(POLL, max(deadline - time.monotonic(), 0.01))
         try:
-            return proc.communicate(timeout=POLL)[1]
+            return proc.communicate(timeout=timeout)[1]
         except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                proc.kill()
+                proc.communicate()
+                raise DeadlinePassed(what) from None
             if worker_closing():
                 proc.kill()
                 proc.communicate()

@@ -41,3 +41,20 @@ def test_an_unknown_preset_is_a_user_error():
     assert PRESETS[0] == "deterministic"
     with pytest.raises(UserError, match=r"^--hp-preset 'fast': choose one of deterministic, default"):
         kahypar_partition(two_groups(), 2, 0.03, 0, preset="fast")
+
+
+@pytest.mark.timeout(120)
+def test_in_a_child_with_a_deadline_the_same_partition_or_none():
+    """kahypar_within: the partition of this process (deterministic preset, same seed) when it finishes in
+    time, None when the deadline has passed (the child is stopped; nothing is returned half done)."""
+    import time
+
+    from shgcn.pipeline.models.kahypar import kahypar_within
+
+    hg = two_groups()
+    start = np.array([0, 1, 0, 1, 0, 1, 0, 1], np.int32)
+    here = kahypar_partition(hg, 2, 0.0, 1, threads=1, initial=start, vcycles=1)
+    there = kahypar_within(hg, 2, 0.0, 1, threads=1, initial=start, vcycles=1, deadline=time.monotonic() + 100)
+    assert there is not None and there.dtype == np.int32 and np.array_equal(there, here)
+    assert np.array_equal(kahypar_within(hg, 2, 0.0, 3, threads=1), kahypar_partition(hg, 2, 0.0, seed=3, threads=1))
+    assert kahypar_within(hg, 2, 0.0, 1, threads=1, initial=start, deadline=time.monotonic()) is None

@@ -162,9 +162,25 @@ def test_time_budget_stops_the_sampling_rounds(sbm_graph):
     pcfg = PartitionConfig(parts=4, seed=0)
     res = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=4, min_gain=0.0, time_budget=0.0))
     assert [r["step"] for r in res.rounds] == ["start", "surrogate from gp"]
+    # the V-cycles ran in a child stopped at the budget's end: recorded, nothing scored, the start kept
+    stopped = res.rounds[1]
+    assert stopped["stopped"] == "time budget" and stopped["validation_volume"] is None and not stopped["kept"]
+    assert res.chosen == "start gp" and np.array_equal(res.part, metis(a, pcfg))
     free = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2, min_gain=0.0, tangent_passes=0))
     assert [r["step"] for r in free.rounds][:4] == ["start", "surrogate from gp", "surrogate from scratch",
                                                     "round 0"]  # V-cycles (the default) also partition from scratch
     lp = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=2, min_gain=0.0, tangent_passes=0,
                                              refiner="lp"))
     assert [r["step"] for r in lp.rounds][:3] == ["start", "surrogate from gp", "round 0"]
+
+
+def test_fast_vcycles_take_the_vcycles_steps_and_never_lose_to_the_start(sbm_graph):
+    """``--shp-refiner fast-vcycles``: the same steps as the V-cycles (Mt-KaHyPar's default preset instead of its
+    deterministic one), judged the same way: the result is at most the start's validation volume."""
+    g, a = sbm_graph
+    pcfg = PartitionConfig(parts=4, seed=0)
+    start = metis(a, pcfg)
+    res = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=1, min_gain=0.0, tangent_passes=0,
+                                              refiner="fast-vcycles", preset="default"), starts={"gp": start})
+    assert [r["step"] for r in res.rounds][:3] == ["start", "surrogate from gp", "surrogate from scratch"]
+    assert batches.expected_volume_node(a, res.part, 4, 120)[0] <= res.rounds[0]["validation_volume"] + 1e-9

@@ -20,6 +20,8 @@ def test_options_make_the_config_and_the_time_budget():
     assert scfg.resolved_construction() == "batches"
     assert SHPConfig.of(config(hp_preset="mtkahypar-quality")).preset == "quality"  # hp's Mt-KaHyPar preset
     assert SHPConfig.of(config(hp_preset="quality")).preset == "deterministic"  # behind hp's quality
+    fast = SHPConfig.of(config(shp_refiner="fast-vcycles", hp_preset="mtkahypar-quality"))
+    assert (fast.refiner, fast.preset, fast.vcycles) == ("fast-vcycles", "default", 1)  # its own engine
 
 
 def test_every_option_has_a_flag_and_reaches_the_config():
@@ -56,7 +58,7 @@ def test_what_the_choices_resolve_to():
     ({"validation_batches": 1}, "--validation-batches 1"),
     ({"max_rounds": 0}, "--shp-max-rounds must be >= 1"),
     ({"tangent_passes": -1}, "--shp-tangent-passes"),
-    ({"refiner": "fm"}, "--shp-refiner 'fm': choose from lp, vcycles"),
+    ({"refiner": "fm"}, "--shp-refiner 'fm': choose from lp, fast-vcycles, vcycles"),
     ({"walk_length": 0}, "--walk-length >= 1"),
     ({"construction": "cols"}, "--shp-construction 'cols'"),
     ({"construction": "columns", "sampler": "edge"}, "columns needs --sampler node"),

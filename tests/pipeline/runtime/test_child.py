@@ -106,3 +106,24 @@ def test_a_child_within_the_limit_is_left_alone(tmp_path):
     assert message is not None and message.startswith("gp: the partitioner: stopped") and "--memory-limit" in message
     assert child.tree_resident(2**22 + 12345) == 0  # no such process
 
+
+
+SLEEPER = """
+import time
+time.sleep(60)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_child_past_its_deadline_is_stopped(tmp_path, monkeypatch):
+    """A time budget binds native code through its process: the child is killed at the deadline and the
+    caller learns it was the deadline (not a failure). Without the deadline this would wait out the minute."""
+    import time
+
+    from shgcn.pipeline.runtime import child
+
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with pytest.raises(child.DeadlinePassed, match="^Mt-KaHyPar$"):
+        child.run_module("sleeper", tmp_path, "Mt-KaHyPar", deadline=time.monotonic() + 1.0)
+    assert not _children(tmp_path, b"sleeper"), "the child outlived its deadline"
