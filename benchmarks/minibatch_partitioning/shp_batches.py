@@ -8,7 +8,7 @@ count.
 For N = 1, 2, 4, ... batches of the BUILD stream (B = 10% of n): the paper's
 model (the merged nets of the N batches' submatrices, Mt-KaHyPar from
 scratch, connectivity-1) and the same hypergraph used to refine the better
-of gp and hp (2 V-cycles, as shp's rounds do). Each partition is scored on
+of gp and hp (2 V-cycles; shp's rounds now run 1). Each partition is scored on
 200 HELDOUT batches. Doubling stops at --max-batches or when a partition
 takes longer than --max-seconds. The base stores (rp, gp, hp) are the ones
 of shp_bench.py (same --cache).

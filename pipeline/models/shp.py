@@ -41,12 +41,12 @@ without selection bias. The steps:
    budget allows: passes whose anchors are the tangents at the incumbent's
    own c_jk (a majorizer of the concave cost when q is uniform), refinements
    from the other starts (V-cycles: and a partition of the surrogate from
-   scratch), and tangent passes again if one of those won. Label
-   propagation keeps shp within twice hp's time where the V-cycles took up
-   to 47x, and gains less where both were measured (edge and rw samplers
-   on cora, citeseer and ca-astroph: 0-5% below the better start against
-   0-9%; benchmarks/RESULTS.md, "Mini-batch partitioning: shp vs gp and
-   hp").
+   scratch), and tangent passes again if one of those won. One V-cycle
+   per refinement (a second gained 0-0.3% in twice the time). Mt-KaHyPar's
+   ``default`` preset (``fast-vcycles``) is 2-5x faster than its
+   ``deterministic`` one and gains less; label propagation (``lp``) is
+   faster still and gains least (benchmarks/RESULTS.md, "Mini-batch
+   partitioning: shp vs gp and hp").
 3. **Stochastic hypergraph rounds**: sampled nets (BUILD stream), the
    Hoeffding count ``(p-1)^2 / (2 theta^2) ln(2/delta)`` in the first round,
    doubling each round; each round refines the incumbent on the merged
@@ -54,8 +54,14 @@ without selection bias. The steps:
    round's candidate is not at least ``min_gain`` (1%) better than the
    previous round's (more nets no longer help), after ``max_rounds``, or
    before a round that would overrun ``time_budget`` (a round takes about
-   twice the previous one; a build that also computes ``hp`` gives shp
-   twice hp's time).
+   twice the previous one).
+
+``--shp-time-factor F`` (a build that also computes ``hp``) gives shp a time
+budget of F times hp's time: the steps above are skipped when they would
+overrun it, and with a budget Mt-KaHyPar runs in a child process that is
+stopped where the budget ends (its step is recorded as stopped and the
+incumbent stays), so the budget binds every step, the first refinement
+included.
 
 Net constructions for step 3: ``batches`` (the paper's: nets of whole sampled
 batches) or ``columns`` (node sampler only, its default: for the node

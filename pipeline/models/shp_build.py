@@ -321,7 +321,8 @@ class _Build:
         drawn, sampled, kept = 0, 0, 0
         last_round, previous = 0.0, float("inf")
         for r in range(scfg.max_rounds):
-            if not _fits(scfg.time_budget, steps.elapsed(), 2 * last_round):
+            # round 0 is predicted by the surrogate's refinement (no round has run yet); a round doubles the nets
+            if not _fits(scfg.time_budget, steps.elapsed(), 2 * last_round if r else self.refine_s):
                 log.info("shp: stopping before round %d, which would overrun the time budget of %.1f s", r,
                          scfg.time_budget)
                 break
