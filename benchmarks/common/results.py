@@ -62,6 +62,7 @@ QUESTIONS = (
              (_P + "balance_sim",)),
     Question("shp", "Mini-batch partitioning: does shp beat gp and hp on held-out batches?",
              ("Mini-batch partitioning: shp vs gp and hp, every sampler",
+              "Mini-batch partitioning: shp's refiners under a time budget that binds (issue 31)",
               "Mini-batch partitioning: batches needed to beat gp and hp",
               "Notes: shp variants tried on soc-slashdot0902, p = 64 (not adopted)"),
              ("benchmarks.minibatch_partitioning.shp_bench", "benchmarks.minibatch_partitioning.shp_batches")),
