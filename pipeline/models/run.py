@@ -92,6 +92,7 @@ def _child_main(tmp: str, parent: int) -> None:
 
     die_with_parent(parent)
     return_freed_memory()
+    tempfile.tempdir = tmp  # the model's own temporary files (shp's Mt-KaHyPar children) go to the build's area too
     d = Path(tmp)
     args = json.loads((d / "args.json").read_text())
     n = args["n"]

@@ -196,15 +196,18 @@ class _Build:
         self.B = self.sampler.cfg.size
         self.refine_s = 0.0
 
-    def partition(self, hg: Hypergraph, initial: np.ndarray | None = None, bounded: bool = True
-                  ) -> np.ndarray | None:
-        """Mt-KaHyPar on ``hg`` (V-cycles from ``initial``, else from scratch); with a time budget (and
-        ``bounded``) in a child process stopped where the budget ends: None then."""
+    def partition_here(self, hg: Hypergraph, initial: np.ndarray | None = None) -> np.ndarray:
+        """Mt-KaHyPar on ``hg`` in this process (V-cycles from ``initial``, else from scratch)."""
         c, s = self.pcfg, self.scfg
-        if s.time_budget is None or not bounded:
-            return kahypar_partition(hg, c.parts, c.eps, c.seed, c.threads, s.preset, initial=initial,
-                                     vcycles=s.vcycles)
-        return kahypar_within(hg, c.parts, c.eps, c.seed, c.threads, s.preset, initial=initial, vcycles=s.vcycles,
+        return kahypar_partition(hg, c.parts, c.eps, c.seed, c.threads, s.engine, initial=initial, vcycles=s.vcycles)
+
+    def partition(self, hg: Hypergraph, initial: np.ndarray | None = None) -> np.ndarray | None:
+        """:meth:`partition_here`, or with a time budget in a child process stopped where the budget ends
+        (None then)."""
+        c, s = self.pcfg, self.scfg
+        if s.time_budget is None:
+            return self.partition_here(hg, initial)
+        return kahypar_within(hg, c.parts, c.eps, c.seed, c.threads, s.engine, initial=initial, vcycles=s.vcycles,
                               deadline=self.steps.deadline(), limit=c.memory_limit)
 
     def refine(self, hg: Hypergraph, start: np.ndarray, pass_seed: int = 0) -> np.ndarray | None:
@@ -237,9 +240,7 @@ class _Build:
         batches = int(self.scfg.batches or 0)
         nets = self.draw(0, batches)
         hg = stochastic_hypergraph(nets, self.weights)
-        part = self.partition(hg, bounded=False)  # the paper's model as it is: one partition, whatever the budget
-        if part is None:
-            raise RuntimeError("shp: an unbounded partition returned nothing")
+        part = self.partition_here(hg)  # the paper's model as it is: one partition, whatever the budget
         self.steps.offer("batches", part, tr, batches=batches, nets_sampled=nets.total, nets_kept=hg.n_nets)
         return self.result(nets.total, hg.n_nets, float(batches))
 
@@ -268,8 +269,8 @@ class _Build:
         start_vol = {r["model"]: r["validation_volume"] for r in steps.rounds}
         vcycles = scfg.refiner != "lp"  # V-cycles: from hp first (measured), lp: from the best start
         order = sorted(names, key=lambda m: (vcycles and m != "hp", start_vol[m]))
-        if not self.offer(f"surrogate from {order[0]}", self.refine(hg, np.asarray(given[order[0]])), tr,
-                          nets=hg.n_nets, pins=int(hg.pins.size)):
+        if self.offer(f"surrogate from {order[0]}", self.refine(hg, np.asarray(given[order[0]])), tr,
+                      nets=hg.n_nets, pins=int(hg.pins.size)) is None:
             return
         self.refine_s = time.perf_counter() - tr
         self.tangent_passes("")
@@ -279,23 +280,23 @@ class _Build:
                 log.info("shp: no time left to refine from %s", name)
                 break
             tr = time.perf_counter()
-            if not self.offer(f"surrogate from {name}", self.refine(hg, np.asarray(given[name])), tr,
-                              nets=hg.n_nets, pins=int(hg.pins.size)):
+            if self.offer(f"surrogate from {name}", self.refine(hg, np.asarray(given[name])), tr,
+                          nets=hg.n_nets, pins=int(hg.pins.size)) is None:
                 return
         if scfg.scratch and vcycles and _fits(scfg.time_budget, steps.elapsed(), 2 * self.refine_s):  # about twice a refinement
             tr = time.perf_counter()
-            if not self.offer("surrogate from scratch", self.partition(hg), tr, nets=hg.n_nets):
+            if self.offer("surrogate from scratch", self.partition(hg), tr, nets=hg.n_nets) is None:
                 return
         if steps.best_step != incumbent_step:
             self.tangent_passes("again ")
 
-    def offer(self, step: str, cand: np.ndarray | None, tr: float, **extra: Any) -> bool:
-        """Score ``cand`` as ``step`` (:meth:`_Steps.offer`); False when the time budget stopped it (None)."""
+    def offer(self, step: str, cand: np.ndarray | None, tr: float, **extra: Any) -> float | None:
+        """Score ``cand`` as ``step`` (:meth:`_Steps.offer`): its validation volume, or None when the time
+        budget stopped it (``cand`` None)."""
         if cand is None:
             self.steps.stopped(step, tr, **extra)
-            return False
-        self.steps.offer(step, cand, tr, **extra)
-        return True
+            return None
+        return self.steps.offer(step, cand, tr, **extra)
 
     def tangent_passes(self, label: str) -> None:
         steps, scfg = self.steps, self.scfg
@@ -306,8 +307,8 @@ class _Build:
             tr = time.perf_counter()
             before, incumbent = steps.best_vol, steps.part()
             thg = inclusion_surrogate(self.inc, self.weights, tangent_anchors(self.inc, self.n, incumbent))
-            if not self.offer(f"tangent {label}{t}", self.refine(thg, incumbent, 1 + t), tr, nets=thg.n_nets,
-                              pins=int(thg.pins.size)):
+            if self.offer(f"tangent {label}{t}", self.refine(thg, incumbent, 1 + t), tr, nets=thg.n_nets,
+                          pins=int(thg.pins.size)) is None:
                 return
             if steps.best_vol > before * (1 - scfg.min_gain / 10):  # below 0.1%: the next pass will not pay
                 return
@@ -338,9 +339,9 @@ class _Build:
             cand = self.refine(shg, steps.part(), 100 + r)
             sampled, kept = nets.total, shg.n_nets
             extra = {"units": target, "nets_sampled": nets.total, "nets_kept": shg.n_nets, "pins": int(shg.pins.size)}
-            if not self.offer(f"round {r}", cand, tr, **extra):
+            vol = self.offer(f"round {r}", cand, tr, **extra)
+            if vol is None:
                 break
-            vol = steps.rounds[-1]["validation_volume"]
             last_round = time.perf_counter() - tr
             gain = previous - vol  # what the last doubling of the nets bought
             if gain < scfg.min_gain * vol or vol - steps.best_vol > gain * (scfg.max_rounds - 1 - r):

@@ -58,7 +58,7 @@ class SHPConfig:
     sampling); vcycles (per refinement); tangent_passes (at most, after the
     surrogate); scratch (also partition the surrogate from scratch);
     time_budget (seconds for the whole shp build; None: none); preset
-    (Mt-KaHyPar's, as hp's; ``fast-vcycles``: :data:`FAST_ENGINE`); refiner
+    (Mt-KaHyPar's, as hp's; :attr:`engine` is the one used); refiner
     (``vcycles``, ``fast-vcycles``: Mt-KaHyPar's; ``lp``: :mod:`.wkm1`'s
     weighted label propagation)."""
 
@@ -91,9 +91,14 @@ class SHPConfig:
         return cls(sampler=o["sampler"], batch_size=o["batch_size"], walk_length=o["walk_length"], theta=o["theta"],
                    delta=o["delta"], batches=o["batches"], eval_batches=o["eval_batches"],
                    construction=o["shp_construction"], min_gain=o["shp_min_gain"], max_rounds=o["shp_max_rounds"],
-                   validation_batches=o["validation_batches"], time_budget=budget,
-                   preset=FAST_ENGINE if o["shp_refiner"] == "fast-vcycles" else kahypar_preset(cfg),
+                   validation_batches=o["validation_batches"], time_budget=budget, preset=kahypar_preset(cfg),
                    refiner=o["shp_refiner"])
+
+    @property
+    def engine(self) -> str:
+        """The Mt-KaHyPar preset shp's V-cycles and partitions use: :data:`FAST_ENGINE` for
+        ``fast-vcycles``, else ``preset``."""
+        return FAST_ENGINE if self.refiner == "fast-vcycles" else self.preset
 
     def sampler_config(self, n: int, seed: int):
         from shgcn.core.sample import SamplerConfig

@@ -181,6 +181,6 @@ def test_fast_vcycles_take_the_vcycles_steps_and_never_lose_to_the_start(sbm_gra
     pcfg = PartitionConfig(parts=4, seed=0)
     start = metis(a, pcfg)
     res = build_shp(a, g.adj, pcfg, SHPConfig(batch_size=120, max_rounds=1, min_gain=0.0, tangent_passes=0,
-                                              refiner="fast-vcycles", preset="default"), starts={"gp": start})
+                                              refiner="fast-vcycles"), starts={"gp": start})
     assert [r["step"] for r in res.rounds][:3] == ["start", "surrogate from gp", "surrogate from scratch"]
     assert batches.expected_volume_node(a, res.part, 4, 120)[0] <= res.rounds[0]["validation_volume"] + 1e-9

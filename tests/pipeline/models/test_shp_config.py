@@ -21,7 +21,8 @@ def test_options_make_the_config_and_the_time_budget():
     assert SHPConfig.of(config(hp_preset="mtkahypar-quality")).preset == "quality"  # hp's Mt-KaHyPar preset
     assert SHPConfig.of(config(hp_preset="quality")).preset == "deterministic"  # behind hp's quality
     fast = SHPConfig.of(config(shp_refiner="fast-vcycles", hp_preset="mtkahypar-quality"))
-    assert (fast.refiner, fast.preset, fast.vcycles) == ("fast-vcycles", "default", 1)  # its own engine
+    assert (fast.refiner, fast.engine, fast.vcycles) == ("fast-vcycles", "default", 1)  # its own engine
+    assert SHPConfig(refiner="fast-vcycles").engine == "default" and SHPConfig().engine == "deterministic"
 
 
 def test_every_option_has_a_flag_and_reaches_the_config():
