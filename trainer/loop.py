@@ -119,7 +119,7 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
     loss_sum, g, counts = ctx.targets.loss(logits, d.labels, d.train, train_total)
     grads = ctx.model.backward(cache, g, ctx.full_graph)
     _, l2, _ = _reduce_and_step(ctx, comm, grads, [])
-    stats = np.concatenate([[loss_sum], counts]).astype(np.float64)  # exact counts (float32 is not, past 2^24)
+    stats = ctx.backend.host_values([loss_sum, *counts])  # float64: exact counts (float32 is not, past 2^24)
     stats *= ctx.primary  # a 1.5D or 2D row's replicas computed the same: its first rank counts for the row
     comm.Allreduce(MPI.IN_PLACE, stats, op=MPI.SUM)
     total = max(train_total, 1)
@@ -264,13 +264,13 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
 
     ph = phases if phases is not None else Phases()
 
-    hosts = [ctx.backend.to_host(g) for g in grads]
-    flat = np.empty(sum(h.size for h in hosts) + len(stats), np.float32)
-    pos = 0
-    for h in hosts:
-        flat[pos:pos + h.size] = h.ravel()
-        pos += h.size
-    flat[pos:] = stats
+    be = ctx.backend
+    # the gradients packed where they are, then one copy to the host (one wait for a device, not one a gradient)
+    packed = be.to_host(be.concat([g.reshape(-1) for g in grads], 0)) if grads else np.zeros(0, np.float32)
+    flat = np.empty(packed.size + len(stats), np.float32)
+    pos = packed.size
+    flat[:pos] = packed
+    flat[pos:] = be.host_values(stats)  # a device's losses and counts, read after its gradients
     if not ctx.primary:  # the same buffer (the same bytes as 1D's allreduce), this row's share counted once
         flat[:] = 0
     ph.mark("pack")
@@ -296,10 +296,11 @@ def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = N
     taken before the step."""
     cfg, model, be = ctx.cfg, ctx.model, ctx.backend
     grads, pos = [], 0
-    for w in model.params:
-        size = math.prod(w.shape)  # not w.size: a backend's array (a torch tensor) may spell it differently
-        g = flat[pos:pos + size].reshape(tuple(w.shape))
-        grads.append(be.from_host(g / scale if scale is not None else g))
+    sizes = [math.prod(w.shape) for w in model.params]  # not w.size: a torch tensor spells it differently
+    summed = flat[:sum(sizes)]
+    summed = be.from_host(summed / scale if scale is not None else summed)  # one copy to a device
+    for w, size in zip(model.params, sizes):
+        grads.append(summed[pos:pos + size].reshape(tuple(w.shape)))
         pos += size
     l2 = 0.0
     for i in model.decay:

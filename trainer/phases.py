@@ -37,6 +37,6 @@ class Phases:
 
 def kernel_time(backend) -> dict[str, float]:
     """The backend's seconds per kernel since the last call, rounded for the run log (0.1 µs); {} for a
-    backend that does not time its kernels (torch's: its kernels run asynchronously on a GPU)."""
+    backend that does not time its kernels (a GPU backend times them with events and waits for them here)."""
     take = getattr(backend, "take_kernel_time", None)
     return {k: round(v, 7) for k, v in take().items()} if take is not None else {}

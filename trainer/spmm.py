@@ -67,7 +67,7 @@ class LocalProduct:
         def on_block(q, rows):
             out["y"] += self.be.spmm(self.lm.halo[q], self.be.from_host(rows))
 
-        self.ex.expand(self.be.to_host(x), local, on_block)
+        self.ex.expand(self.be.host_rows(x), local, on_block)
         return out["y"]
 
     def transpose(self, g: Any) -> Any:

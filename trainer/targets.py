@@ -35,7 +35,9 @@ class Targets(Protocol):
     def labelled(self, labels: np.ndarray) -> np.ndarray: ...
 
     def loss(self, logits: Any, labels: np.ndarray, mask: np.ndarray, total: int,
-             weights: np.ndarray | None = None) -> tuple[float, Any, np.ndarray]: ...
+             weights: np.ndarray | None = None) -> tuple[Any, Any, Any]:
+        """(the loss sum, its gradient, the counts): the sum and the counts may hold the backend's 0-d arrays
+        (a GPU's, read once a step by ``Backend.host_values``)."""
 
     def counts(self, logits: Any, labels: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
 
@@ -54,12 +56,12 @@ class SingleLabel:
         return np.asarray(labels) >= 0
 
     def loss(self, logits: Any, labels: np.ndarray, mask: np.ndarray, total: int,
-             weights: np.ndarray | None = None) -> tuple[float, Any, np.ndarray]:
+             weights: np.ndarray | None = None) -> tuple[Any, Any, list[Any]]:
         """Sum of -log softmax over masked rows (times ``weights`` per row), its gradient over ``total``
         (the global count), and the counts [rows, correct]."""
         idx = np.flatnonzero(mask)
         loss, g, correct = self.be.softmax_xent(logits, labels, idx, _weights(idx, weights), max(total, 1))
-        return loss, g, np.array([np.count_nonzero(mask), correct], np.float64)
+        return loss, g, [np.count_nonzero(mask), correct]
 
     def counts(self, logits: Any, labels: np.ndarray, mask: np.ndarray) -> np.ndarray:
         idx = np.flatnonzero(mask)
@@ -83,7 +85,7 @@ class MultiLabel:
         return np.ones(np.asarray(labels).shape[0], bool)
 
     def loss(self, logits: Any, labels: np.ndarray, mask: np.ndarray, total: int,
-             weights: np.ndarray | None = None) -> tuple[float, Any, np.ndarray]:
+             weights: np.ndarray | None = None) -> tuple[Any, Any, np.ndarray]:
         idx = np.flatnonzero(mask)
         loss, g = self.be.sigmoid_bce(logits, labels, idx, _weights(idx, weights), total)
         return loss, g, self.counts(logits, labels, mask)

@@ -134,7 +134,7 @@ class ReduceProduct:
             partial[...] += be.spmm(self.halo_rows[q], be.from_host(rows))  # type: ignore[index]
 
         def run():
-            g.col.expand(be.to_host(x), local, on_block)
+            g.col.expand(be.host_rows(x), local, on_block)
             g.counters.absorb(g.col.counters, "rows")
             return be.from_host(g.reduce_fwd.combine(be.to_host(out["y"]),  # the row's messages: host arrays
                                                      None if partial is None else be.to_host(partial)))

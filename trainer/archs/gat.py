@@ -90,7 +90,7 @@ class GAT(Layers):
             lo = n + cp.recv_start[q]
             att.z[lo:lo + rows.shape[0]] = be.from_host(rows)
 
-        graph.ex.expand(be.to_host(att.z[:n]), local, on_block)
+        graph.ex.expand(be.host_rows(att.z[:n]), local, on_block)
         if att.z.shape[0] > n:
             att.s_src[n:] = be.gemm(att.z[n:], _block_diag(be, a_src))
         be.gat_forward(boundary, att)

@@ -4,8 +4,11 @@ to end; the fused kernels are numba's (:mod:`.kernels`).
 Threads (``--threads T``): the BLAS threads are set before numpy loads
 (:func:`shgcn.trainer.cli.share_cores`); with T > 1 the SpMM and the
 per-row elementwise kernels run over T numba threads (:mod:`.parallel`),
-with results equal to the serial ones bit for bit. With T = 1 every product
-is scipy's and every kernel serial, as before threads existed."""
+with results equal to the serial ones bit for bit. The dense products run
+in fixed blocks whose bounds depend on the shapes only, at every T (T = 1
+runs them in a loop): T only decides which thread runs which block, so the
+bits do not depend on T, whichever BLAS kernel the machine picks. With
+T = 1 the SpMM is scipy's and every kernel serial."""
 
 from __future__ import annotations
 
@@ -25,16 +28,48 @@ from .base import AdamState, Attention, Dropped, Noise
 ACT_CODES = {"none": 0, "relu": 1, "elu": 2}
 _EMPTY_KEEP = np.zeros((0, 0), np.uint8)
 _F = TypeVar("_F", bound=Callable[..., Any])
-_SPLIT_MIN = 1 << 20  # multiply-adds below which a dense product runs whole (a pool hand-off costs ~50 µs)
+_SPLIT_MIN = 1 << 20  # multiply-adds below which a dense product is one BLAS call at every T (a hand-off ~50 µs)
+# The dense products' fixed blocks (:meth:`NumpyBackend.gemm`, :meth:`NumpyBackend.gemm_tn`). The bits of a block
+# of a product depend on the block's shape: OpenBLAS picks its kernels by shape, and with OPENBLAS_CORETYPE=Haswell
+# (numpy 2.4, OpenBLAS 0.3.31) a row of ``a[lo:hi] @ b`` differs from the same row of ``a @ b`` (a third of them,
+# by ~1e-5) by its place in the block. So the blocks are cut by the shapes alone, never by T, and every T runs
+# the same blocks: T = 1 in a loop, T > 1 in T contiguous groups of blocks, one per thread.
+# Sizes, measured with one BLAS thread (min of 15 interleaved runs, 2-core AVX-512 machine, SkylakeX and Haswell
+# kernels), against the whole call:
+# - gemm (a @ b): 512 rows of a per block; at 40,000 rows 79 blocks (5 a thread at T = 16, 1% imbalance; 1024
+#   rows: 40 blocks, 3 on some threads, 2 on others). The blocks cost 0-5% over the whole call at T = 1
+#   (40,000 x {32 @ 32 x 256, 256 @ 256 x 16, 128 @ 128 x 128, 602 @ 602 x 128}); 256 rows 2-10%.
+_GEMM_ROWS = 512
+# - gemm_tn (aᵀ b, the weight gradients: a (n, m), b (n, d), the result (m, d) small) by the inner dimension n:
+#   1024 rows of a and b per block, each block's (m, d) product its own, summed into the result in block order
+#   (the same sums for every T). The result's rows (m: 16-602) are too few to cut: blocks of 16 result rows ran
+#   1.4-2.3x the whole call at T = 1 (each call packs all of b again), of 64 rows up to 1.35x and 4 blocks at
+#   m = 256; 1024-row blocks of n cost 1-5% (2048: 1-3%, but 20 blocks at n = 40,000 for 16 threads).
+_TN_ROWS = 1024
+_TN_MAX_BLOCKS = 64  # at most this many (m, d) partial products: beyond 64 x 1024 rows, blocks of multiples of 1024
 # values (SpMM: nonzeros x columns) below which a numba kernel runs serially: waking the pool costs ~10 µs on
 # an idle core (and a scheduling slice, ms, on a busy one), ~20 µs of serial work; the results are the same
 _PARALLEL_MIN = 1 << 14
 
 
-def _blockable(a: Any, b: Any) -> bool:
-    """A float32 dense product big enough to split between threads."""
+def _blockable(a: Any, b: Any, inner: int) -> bool:
+    """A float32 dense product big enough to run in blocks (``a``'s dimension ``inner`` matching b's rows):
+    a matter of the operands' types and shapes only, never of T."""
     return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.ndim == 2 and b.ndim == 2
-            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[0] * a.shape[1] * b.shape[1] >= _SPLIT_MIN)
+            and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[inner] == b.shape[0]
+            and a.shape[0] * a.shape[1] * b.shape[1] >= _SPLIT_MIN)
+
+
+def dense_blocks(rows: int, size: int) -> list[tuple[int, int]]:
+    """The blocks ``(lo, hi)`` of ``size`` rows (the last one shorter) covering rows 0..rows: the dense
+    products' fixed blocks, a function of the shape alone."""
+    return [(lo, min(lo + size, rows)) for lo in range(0, rows, size)]
+
+
+def tn_rows(n: int) -> int:
+    """Rows of a (and b) per block of ``aᵀ b`` for a of n rows: ``_TN_ROWS``, or the least multiple of it that
+    makes at most ``_TN_MAX_BLOCKS`` blocks (the partial products' memory)."""
+    return _TN_ROWS * max(1, -(-n // (_TN_ROWS * _TN_MAX_BLOCKS)))
 
 
 def _timed(kernel: str) -> Callable[[_F], _F]:
@@ -116,32 +151,61 @@ class NumpyBackend:
 
     @_timed("gemm")
     def gemm(self, a: Any, b: np.ndarray) -> np.ndarray:
-        """Dense (or CSR, first layer) times dense: float32. With threads: CSR by the parallel SpMM, dense
-        split by rows (:meth:`_split`)."""
+        """Dense (or CSR, first layer) times dense: float32. Dense float32 operands: in fixed blocks of
+        ``_GEMM_ROWS`` rows of a, each one BLAS call (:meth:`_run_blocks`), at every T. CSR: scipy's product,
+        or with threads the parallel SpMM (the same bits)."""
         if self.threads > 1 and sp.issparse(a):
             return self.spmm(a, b)
-        if self.threads > 1 and _blockable(a, b):
+        if _blockable(a, b, 1):
             out = np.empty((a.shape[0], b.shape[1]), np.float32)
-            return self._split(a.shape[0], lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), out)
+            blocks = dense_blocks(a.shape[0], _GEMM_ROWS)
+
+            def block(i: int) -> None:
+                lo, hi = blocks[i]
+                np.matmul(a[lo:hi], b, out=out[lo:hi])
+
+            self._run_blocks(len(blocks), block)
+            return out
         return np.asarray(a @ b, dtype=np.float32)
 
     @_timed("gemm")
     def gemm_tn(self, a: Any, b: np.ndarray) -> np.ndarray:
-        """aᵀ b (weight gradients), float32. With threads: split by the rows of the result (a's columns)."""
-        if self.threads > 1 and not sp.issparse(a) and _blockable(a, b):
+        """aᵀ b (weight gradients), float32. Dense float32 operands: in fixed blocks of :func:`tn_rows` rows of
+        a and b (the inner dimension), each block's product one BLAS call (:meth:`_run_blocks`), the products
+        summed into the result in block order, at every T."""
+        if _blockable(a, b, 0):
+            blocks = dense_blocks(a.shape[0], tn_rows(a.shape[0]))
             out = np.empty((a.shape[1], b.shape[1]), np.float32)
-            return self._split(a.shape[1], lambda lo, hi: np.matmul(a[:, lo:hi].T, b, out=out[lo:hi]), out)
+            parts = np.empty((len(blocks) - 1, *out.shape), np.float32)  # blocks 1.. (block 0 goes into out)
+
+            def block(i: int) -> None:
+                lo, hi = blocks[i]
+                np.matmul(a[lo:hi].T, b[lo:hi], out=parts[i - 1] if i else out)
+
+            self._run_blocks(len(blocks), block)
+            for part in parts:  # in block order, on this thread: the same sums for every T
+                np.add(out, part, out=out)
+            return out
         return np.asarray(a.T @ b, dtype=np.float32)
 
-    def _split(self, rows: int, part: Callable[[int, int], Any], out: np.ndarray) -> np.ndarray:
-        """Run ``part(lo, hi)`` on T contiguous row ranges of ``out``, one per thread of the backend's pool
-        (numpy's matmul releases the GIL), and return ``out``. BLAS itself runs one thread
-        (:func:`shgcn.trainer.cli.share_cores`): OpenBLAS on several threads splits a skinny product's inner
-        dimension between them, so its sums, and the losses, would depend on the thread count; a row of the
-        result computed whole by one single-threaded call is the same whichever range holds it (tested)."""
-        bounds = self._par.even_rows(rows, self.threads)
-        list(self._pool.map(lambda i: part(int(bounds[i]), int(bounds[i + 1])), range(self.threads)))
-        return out
+    def _run_blocks(self, count: int, block: Callable[[int], Any]) -> None:
+        """Run ``block(i)`` for i = 0..count - 1: at T = 1 (or for one block) in order on this thread, else in
+        T contiguous groups of blocks, one per thread of the backend's pool (numpy's matmul releases the GIL).
+        BLAS itself runs one thread (:func:`shgcn.trainer.cli.share_cores`; OpenBLAS on several threads splits
+        a skinny product's inner dimension, so its sums would depend on its thread count). A block is the same
+        BLAS call whichever thread runs it, so the bits do not depend on T (tested)."""
+        if self.threads == 1 or count <= 1:
+            for i in range(count):
+                block(i)
+            return
+        groups = min(self.threads, count)
+        edges = [g * count // groups for g in range(groups + 1)]
+
+        def group(g: int) -> None:
+            for i in range(edges[g], edges[g + 1]):
+                block(i)
+
+        list(self._pool.map(group, range(groups)))
 
     # --------------------------------------------------------- arrays
     def asarray(self, x: Any) -> Any:
@@ -287,6 +351,10 @@ class NumpyBackend:
         g[idx] = ((1.0 / (1.0 + np.exp(-z)) - y) * w[:, None] / max(total, 1)).astype(np.float32)
         return float((per_row * w).sum()), g
 
+    def host_values(self, values: list[Any]) -> np.ndarray:
+        """(k,) float64 of the losses' sums and counts (host numbers here)."""
+        return np.asarray(values, np.float64)
+
     # --------------------------------------------------------- optimizer
     @_timed("optimizer")
     def adam_step(self, state: AdamState, grads: list[np.ndarray]) -> None:
@@ -307,6 +375,10 @@ class NumpyBackend:
     # --------------------------------------------------------- host transfers
     def to_host(self, x: np.ndarray) -> np.ndarray:
         """Rows for the exchange (a device backend copies into pinned memory)."""
+        return x
+
+    def host_rows(self, x: np.ndarray) -> np.ndarray:
+        """Own rows for the exchange (a device backend copies only the rows the exchange selects)."""
         return x
 
     def from_host(self, x: np.ndarray) -> np.ndarray:

@@ -1,26 +1,27 @@
-"""The PyTorch backend (:class:`TorchBackend`, ``--backend torch --device cpu|cuda``): float32 tensors on one
-device; the products are torch's (a sparse CSR tensor times a dense one, ``torch.matmul``), the elementwise
-work, the gradients through it and Adam are torch expressions.
+"""The PyTorch backend (:class:`TorchBackend`, ``--backend torch --device cpu|cuda``): every step of training
+as torch operations on one device. The products are torch's (sparse CSR times dense, ``torch.matmul``); the
+dropout masks (counter-based Philox keyed by vertex id, in torch integer operations: :mod:`.torchkernels`) are
+the numpy backend's bit for bit, for any P and row order; the losses and their gradients, GAT's attention
+and Adam are torch expressions. A loss stays a 0-d tensor until :meth:`host_values` reads it, once a step.
 
-What runs as the numpy backend's numba kernels, on host arrays (:mod:`.kernels`):
+On a GPU the mask kernels are compiled with ``torch.compile`` (one fused kernel each instead of the Philox
+rounds' hundreds of elementwise ones; ``compile="off"`` or ``SHGCN_TORCH_COMPILE=off``: eagerly, the same
+bits); the attention and the losses, a few dozen operations each, run eagerly (no compile to wait for). On the CPU the
+masks, attention and losses are by default the numpy backend's numba kernels on the tensors' own memory
+(``kernels="numba"``: several times faster there than torch's 64-bit integer operations); ``kernels="torch"``
+runs there what a GPU runs.
 
-- the dropout masks (counter-based Philox, keyed by vertex id): made on the host and multiplied in by torch,
-  so they are *identical* to the numpy backend's, for any P and any row order;
-- GAT's attention forward and backward, the losses (softmax cross-entropy, sigmoid BCE).
-
-On the CPU a tensor and its host array share memory (``Tensor.numpy()``, ``torch.from_numpy``): nothing is
-copied. On CUDA every such call copies its inputs to the host and its results back (correct, not fast: the
-attention and the losses are the parts a CUDA run would want as torch kernels).
-
-Intra-op threads: ``threads`` (``--threads``), else as many as the BLAS of the numpy backend has
-(``OMP_NUM_THREADS``, set per rank by :func:`shgcn.trainer.cli.share_cores`; 1 when unset).
+The exchange moves host arrays: on a GPU through pinned host memory (:mod:`.torchdevice`); on the CPU a tensor
+and its array share memory. Features stored as float16 stay float16 on the device (half its memory) until
+their first use, which computes in float32. ``kernel_time`` (the run log's, the numpy backend's keys): CUDA
+events around each call on a GPU, the host's clock on the CPU. Intra-op threads: ``threads`` (``--threads``),
+else ``OMP_NUM_THREADS`` (set per rank by :func:`shgcn.trainer.cli.share_cores`; 1 when unset).
 """
 
 from __future__ import annotations
 
-import os
 import warnings
-import weakref
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -28,47 +29,79 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from . import kernels
+from . import torchdevice as dv
+from . import torchkernels as tk
 from .base import AdamState, Attention, BackendError, Dropped, Noise
 from .numpy import NumpyBackend
 
 _F32 = torch.float32
-
-
-def _threads() -> int:
-    """The rank's share of the cores (share_cores' OMP_NUM_THREADS), 1 when unset or unreadable."""
-    try:
-        return max(1, int(os.environ.get("OMP_NUM_THREADS", "1")))
-    except ValueError:
-        return 1
+_ACTS = {"none": 0, "relu": 1, "elu": 2}
 
 
 class TorchBackend:
-    """Float32 torch tensors on ``device`` ("cpu" or "cuda").
+    """Float32 torch tensors on ``device`` ("cpu" or "cuda", or "cuda:N").
 
     Parameters
     ----------
     device : str, where the tensors live; "cuda" needs a GPU that torch sees
     threads : int, torch's intra-op threads (None: ``OMP_NUM_THREADS``)
+    kernels : "auto", "torch" or "numba": the masks, attention and losses as torch operations (``torch``: on
+        any device, what a GPU runs) or as the numpy backend's numba kernels on the tensors' memory (``numba``:
+        the CPU only, where a tensor and its array share memory; several times faster there than torch's
+        integer operations). auto: numba on the CPU, torch elsewhere
+    compile : "auto", "on" or "off": whether the torch kernels are compiled with ``torch.compile`` (auto: on a
+        GPU, or as ``SHGCN_TORCH_COMPILE`` says)
     """
 
     name = "torch"
 
-    def __init__(self, device: str = "cpu", threads: int | None = None):
-        if device == "cuda" and not torch.cuda.is_available():
+    def __init__(self, device: str = "cpu", threads: int | None = None, compile: str = "auto",
+                 kernels: str = "auto"):
+        if device.startswith("cuda") and not torch.cuda.is_available():
             raise BackendError("--device cuda: torch sees no CUDA GPU here (torch.cuda.is_available() is False; "
                                f"torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'})")
         self.device = torch.device(device)
-        self.threads = threads or _threads()
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self.threads = threads or dv.threads_of_rank()
         torch.set_num_threads(self.threads)
-        self._kernels = NumpyBackend(self.threads)  # the numba kernels on host arrays (attention, losses), threaded alike
-        # the sparse operators converted once per scipy matrix: id -> (the matrix, weakly; its tensor); an
-        # entry leaves with its matrix (mini-batch views make new matrices every step)
-        self._csr: dict[int, tuple[weakref.ref, torch.Tensor]] = {}
+        self.cuda = self.device.type == "cuda"
+        self.compiled = tk.compile_mode(self.device, compile)
+        if kernels not in ("auto", "torch", "numba"):
+            raise BackendError(f"kernels={kernels!r}: choose auto, torch or numba")
+        if kernels == "numba" and self.cuda:
+            raise BackendError("kernels='numba' runs on the CPU only (the tensors' memory must be the host's)")
+        # the numba kernels on host views of CPU tensors (no copy), threaded as the numpy backend's
+        self._host = NumpyBackend(self.threads) if kernels == "numba" or (kernels == "auto" and not self.cuda) \
+            else None
+        self.kernels = "numba" if self._host is not None else "torch"
+        self.kernel_time: dict[str, float] = {}
+        self._events = self.cuda
+        self._pending: list[tuple[str, Any, Any]] = []
+        # the sparse operators converted once per scipy matrix (and every other host-derived tensor): an entry
+        # leaves with its object
+        self._csr = dv.DeviceCache()
+        self._derived = dv.DeviceCache()
+        self._same = dv.LastUpload(self.device)
+
+    def _k(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """A kernel of :mod:`.torchkernels`, compiled where this backend compiles."""
+        return tk.compiled(fn, self.device) if self.compiled else fn
+
+    def take_kernel_time(self) -> dict[str, float]:
+        """Seconds per kernel (spmm, gemm, elementwise, attention, loss, optimizer) since the last call (on a GPU
+        this waits for the kernels timed)."""
+        if self._pending:
+            self._pending[-1][2].synchronize()
+            for kernel, start, end in self._pending:
+                self.kernel_time[kernel] = self.kernel_time.get(kernel, 0.0) + start.elapsed_time(end) / 1e3
+            self._pending = []
+        out, self.kernel_time = self.kernel_time, {}
+        return out
 
     # --------------------------------------------------------- conversions
     def _t(self, x: Any) -> torch.Tensor:
-        """A float32 tensor on the device (host arrays: shared memory on the CPU)."""
+        """A tensor on the device (host arrays: shared memory on the CPU; float arrays as float32)."""
         if isinstance(x, torch.Tensor):
             return x if x.device == self.device else x.to(self.device)
         a = np.asarray(x)
@@ -76,60 +109,65 @@ class TorchBackend:
             a = a.astype(np.float32)
         elif not a.flags.writeable:  # a tensor sharing a read-only array (a store's) could be written through
             a = a.copy()
-        return torch.as_tensor(a).to(self.device)
+        return dv.upload(a, self.device)
+
+    def _f32(self, x: Any) -> torch.Tensor:
+        return t if (t := self._t(x)).dtype == _F32 else t.to(_F32)
+
+    def _ids(self, gids: np.ndarray) -> torch.Tensor:
+        """Vertex ids (the masks' keys) on the device, once per array."""
+        return self._derived.get((gids,), "ids", lambda: dv.upload(np.asarray(gids, np.int64), self.device))
 
     def _sparse(self, m: sp.spmatrix | sp.sparray) -> torch.Tensor:
-        """A scipy CSR matrix as a torch sparse CSR tensor on the device (float32), not cached."""
-        m = sp.csr_matrix(m)
-        idx = np.int32 if m.indices.dtype == np.int32 and m.indptr.dtype == np.int32 else np.int64
-        with warnings.catch_warnings():  # torch says once a process that sparse CSR is "in beta"
-            warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-            # a scipy CSR matrix is valid: torch's own check would cost a pass over it each conversion
-            return torch.sparse_csr_tensor(torch.from_numpy(np.asarray(m.indptr, idx)),
-                                           torch.from_numpy(np.asarray(m.indices, idx)),
-                                           torch.from_numpy(np.asarray(m.data, np.float32)), size=m.shape,
-                                           device=self.device, check_invariants=False)
+        return dv.sparse_csr(m, self.device)
 
     def _operator(self, m: sp.spmatrix | sp.sparray) -> torch.Tensor:
         """``m`` converted once: the cache is keyed by the matrix object (the trainer's operators never
         change their values in place)."""
-        key = id(m)
-        hit = self._csr.get(key)
-        if hit is not None and hit[0]() is m:
-            return hit[1]
-        t = self._sparse(m)
-        self._csr[key] = (weakref.ref(m), t)
-        weakref.finalize(m, self._csr.pop, key, None)
-        return t
+        return self._csr.get((m,), "csr", lambda: self._sparse(m))
 
     def _sparse_product(self, a: torch.Tensor, shape: tuple[int, int], nnz: int, x: Any) -> torch.Tensor:
-        x = self._t(x)
+        x = self._f32(x)
         if nnz == 0 or 0 in shape:  # nothing stored (an empty halo block): torch's kernels want no such case
             return torch.zeros((shape[0], x.shape[1]), dtype=_F32, device=self.device)
         return torch.matmul(a, x)
 
     # --------------------------------------------------------- products
+    @dv.timed("spmm")
     def spmm(self, m: sp.csr_matrix, x: Any) -> torch.Tensor:
         """(n, k) sparse (scipy, converted once per matrix) times (k, d) dense: (n, d) float32."""
         return self._sparse_product(self._operator(m), m.shape, m.nnz, x)
 
+    @dv.timed("gemm")
     def gemm(self, a: Any, b: Any) -> torch.Tensor:
-        """Dense (or scipy CSR: the first layer's sparse features, a new matrix every step) times dense."""
+        """Dense, scipy CSR or torch sparse CSR (the first layer's sparse features) times dense."""
         if sp.issparse(a):
             return self._sparse_product(self._sparse(a), a.shape, a.nnz, b)
-        return torch.matmul(self._t(a), self._t(b))
+        if isinstance(a, torch.Tensor) and a.layout == torch.sparse_csr:
+            return self._sparse_product(a, (a.shape[0], a.shape[1]), a._nnz(), b)
+        return torch.matmul(self._f32(a), self._f32(b))
 
+    @dv.timed("gemm")
     def gemm_tn(self, a: Any, b: Any) -> torch.Tensor:
-        """aᵀ b (weight gradients); a may be scipy CSR (its transpose converted, not cached)."""
+        """aᵀ b (weight gradients); a may be scipy CSR or torch sparse CSR (its transpose converted, not
+        cached)."""
+        if isinstance(a, torch.Tensor) and a.layout == torch.sparse_csr:
+            at = a.t().to_sparse_csr()
+            return self._sparse_product(at, (at.shape[0], at.shape[1]), at._nnz(), b)
         if sp.issparse(a):
             at = sp.csr_matrix(a.T)
             return self._sparse_product(self._sparse(at), at.shape, at.nnz, b)
-        return torch.matmul(self._t(a).T, self._t(b))
+        return torch.matmul(self._f32(a).T, self._f32(b))
 
     # --------------------------------------------------------- arrays
     def asarray(self, x: Any) -> Any:
-        """A host array as a float32 tensor on the device; CSR features stay scipy CSR (gemm takes them)."""
-        return x if sp.issparse(x) else self._t(x)
+        """A host array as a tensor on the device: float32, or float16 where the host array is (features
+        stored as float16 keep half the device memory); CSR features stay scipy CSR (gemm takes them)."""
+        if sp.issparse(x):
+            return x
+        if isinstance(x, np.ndarray) and x.dtype == np.float16:
+            return dv.upload(x if x.flags.writeable else x.copy(), self.device)
+        return self._t(x)
 
     def empty(self, shape: tuple[int, ...]) -> torch.Tensor:
         return torch.empty(shape, dtype=_F32, device=self.device)
@@ -138,106 +176,190 @@ class TorchBackend:
         return torch.zeros(shape, dtype=_F32, device=self.device)
 
     def concat(self, arrays: list[Any], axis: int) -> torch.Tensor:
-        return torch.cat([self._t(a) for a in arrays], dim=axis)
+        return torch.cat([self._f32(a) for a in arrays], dim=axis)
 
     def relu(self, x: Any) -> torch.Tensor:
-        return torch.relu(self._t(x))
+        return torch.relu(self._f32(x))
 
     def colsum(self, x: Any) -> torch.Tensor:
-        return self._t(x).sum(0)
+        return self._f32(x).sum(0)
 
     def vdot(self, a: Any, b: Any) -> torch.Tensor:
-        return torch.dot(self._t(a).reshape(-1), self._t(b).reshape(-1)).reshape(1)
+        return torch.dot(self._f32(a).reshape(-1), self._f32(b).reshape(-1)).reshape(1)
 
     def dense(self, h: Any) -> Any:
         """A dense float32 tensor of h (CSR first-layer inputs)."""
-        return self._t(h.toarray()) if sp.issparse(h) else h
+        if sp.issparse(h):
+            return self._t(h.toarray())
+        if isinstance(h, torch.Tensor) and h.layout == torch.sparse_csr:
+            return h.to_dense()
+        return h
 
     # --------------------------------------------------------- elementwise
-    def _mask(self, shape: tuple[int, int], gids: np.ndarray, noise: Noise, layer: int, rate: float) -> torch.Tensor:
-        """(n, d) float32 on the device, 0 or the scale: the numpy backend's mask (its kernel, on the host)."""
-        ones = np.ones(shape, np.float32)
-        kernels.dropout_dense(ones, np.asarray(gids, np.int64), noise.key(), noise.ctr(layer, kernels.NODE),
-                              np.uint64(noise.threshold(rate)), noise.scale(rate), 0, ones, np.zeros((0, 0), np.uint8))
-        return self.from_host(ones)
+    def _keys(self, noise: Noise, layer: int, stream: int) -> tuple[torch.Tensor, torch.Tensor]:
+        k, c = noise.key(), noise.ctr(layer, stream)
+        return dv.int_pair(int(k[0]), int(k[1]), self.device), dv.int_pair(int(c[0]), int(c[1]), self.device)
 
+    @dv.timed("elementwise")
     def act_dropout(self, h: Any, act: str, noise: Noise | None, layer: int, gids: np.ndarray,
                     keep: bool = False) -> tuple[Any, Any]:
-        """``dropout(act(h))`` and the keep mask (uint8) when ``keep``; the masks are the numpy backend's
-        (made by its kernel on the host). A CSR ``h`` keeps its pattern (the numpy backend's kernel: it stays
-        scipy CSR); a :class:`Dropped` input is returned as it is."""
+        """``dropout(act(h))`` and the keep mask (uint8) when ``keep``; the masks are the numpy backend's bits,
+        drawn on the device. A CSR ``h`` keeps its pattern (a torch sparse CSR tensor on the device); a
+        :class:`Dropped` input is returned as it is."""
         if isinstance(h, Dropped):
             return h.x, None
         rate = noise.rate if noise is not None else 0.0
-        if sp.issparse(h):
-            return self._kernels.act_dropout(h, act, noise, layer, gids)
-        h = self._t(h)
-        if act == "elu":
-            h = torch.where(h > 0, h, torch.expm1(h))
-        elif act == "relu":
-            h = torch.relu(h)
+        if self._host is not None and (sp.issparse(h) or noise is not None and rate > 0):
+            if sp.issparse(h):  # the numba kernel keeps the CSR pattern (it stays scipy CSR)
+                return self._host.act_dropout(h, act, noise, layer, gids)
+            out, mask = self._host.act_dropout(self.to_host(h), act, noise, layer, gids, keep=keep)
+            return self._t(out), (self._t(mask) if mask is not None else None)
+        if sp.issparse(h) or (isinstance(h, torch.Tensor) and h.layout == torch.sparse_csr):
+            return self._sparse_dropout(h, noise, layer, gids), None
         if noise is None or rate == 0:
-            return h, None
-        mask = self._mask((h.shape[0], h.shape[1]), gids, noise, layer, rate)
-        return h * mask, ((mask != 0).to(torch.uint8) if keep else None)
+            h = self._f32(h)
+            if act == "elu":
+                return torch.where(h > 0, h, torch.expm1(h)), None
+            return (torch.relu(h) if act == "relu" else h), None
+        h = self._t(h)
+        key, ctr = self._keys(noise, layer, tk.NODE)
+        words = self._k(tk.dense_words)(self._ids(gids), (h.shape[1] + 7) // 8, key, ctr)
+        return self._k(tk.dropout_words)(h, words, noise.threshold(rate), noise.scale(rate), _ACTS[act], keep)
 
+    def _sparse_dropout(self, h: Any, noise: Noise | None, layer: int, gids: np.ndarray) -> Any:
+        """Dropout of a CSR input's stored values (:func:`.torchkernels.sparse_mask`): a torch sparse CSR tensor
+        on the device (scipy CSR as it is without dropout)."""
+        rate = noise.rate if noise is not None else 0.0
+        if noise is None or rate == 0:
+            return h
+        t = h if isinstance(h, torch.Tensor) else self._operator(h)
+        crow, col, val = t.crow_indices(), t.col_indices(), t.values()
+        rows = torch.repeat_interleave(torch.arange(t.shape[0], device=self.device), crow.diff())
+        key, ctr = self._keys(noise, layer, tk.NODE)
+        mask = self._k(tk.sparse_mask)(rows, col, self._ids(gids), key, ctr, threshold=noise.threshold(rate),
+                                       scale=noise.scale(rate))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+            return torch.sparse_csr_tensor(crow, col, val.to(_F32) * mask, size=t.shape, device=self.device,
+                                           check_invariants=False)
+
+    @dv.timed("elementwise")
     def act_dropout_grad(self, g: Any, hd: Any, act: str, noise: Noise | None, keep: Any) -> torch.Tensor:
         """The gradient through :meth:`act_dropout` (``hd`` its output): the numpy kernels' float32 steps."""
         # the float32 value of the scale: products with it round as the kernels' float32 ones do
+        if self._host is not None and act in ("relu", "elu"):  # the numba kernels, in place on host views
+            return self._t(self._host.act_dropout_grad(self.to_host(self._f32(g)), self.to_host(self._f32(hd)), act,
+                                                       noise, self.to_host(keep) if keep is not None else None))
         sc = float(np.float32(noise.scale(noise.rate) if noise is not None else 1.0))
-        g, hd = self._t(g), self._t(hd)
-        zero = torch.zeros((), dtype=_F32, device=self.device)
+        g, hd = self._f32(g), self._f32(hd)
         if act == "relu":
-            return torch.where(hd > 0, g * sc, zero)
+            return torch.where(hd > 0, g * sc, 0.0)
         if act == "elu":
             v = hd / sc
-            out = g * sc * torch.where(v > 0, torch.ones((), dtype=_F32, device=self.device), v + 1)
-            return torch.where(self._t(keep) != 0, out, zero) if keep is not None else out
+            out = g * sc * torch.where(v > 0, 1.0, v + 1)
+            return torch.where(self._t(keep) != 0, out, 0.0) if keep is not None else out
         if keep is not None:
             return g * self._t(keep) * sc
         return g * sc if sc != 1.0 else g
 
     # --------------------------------------------------------- attention
-    def _host(self, x: Any) -> np.ndarray:
-        """A host array of x: on the CPU a view of the tensor (the kernels write through it), on CUDA a copy."""
-        return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    def _edges(self, csr: sp.csr_matrix, rows: np.ndarray | None) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """:func:`.torchdevice.csr_edges` of ``rows`` (None: all), once per matrix and row array."""
+        every = rows is None or (rows.size == csr.shape[0] and rows.size > 0 and rows[0] == 0
+                                 and rows[-1] == rows.size - 1)
+        return self._derived.get((csr,) if every else (csr, rows), "edges",
+                                 lambda: dv.csr_edges(csr, None if every else rows, self.device))
 
-    def _write_back(self, dst: Any, host: np.ndarray) -> None:
-        """After a kernel wrote ``host``: copy it into ``dst`` when ``dst`` is a device tensor (not a view)."""
-        if isinstance(dst, torch.Tensor) and dst.device.type != "cpu":
-            dst.copy_(torch.from_numpy(host))
-
+    @dv.timed("attention")
     def gat_forward(self, rows: np.ndarray, att: Attention) -> None:
-        """GAT's aggregation of ``rows`` into ``att.out``: the numba kernel on host views (CUDA: copies)."""
-        host = replace(att, z=self._host(att.z), s_src=self._host(att.s_src), s_dst=self._host(att.s_dst),
-                       alpha=self._host(att.alpha), alpha_d=self._host(att.alpha_d), out=self._host(att.out))
-        self._kernels.gat_forward(rows, host)
-        for name in ("alpha", "alpha_d", "out"):
-            self._write_back(getattr(att, name), getattr(host, name))
+        """GAT's aggregation of ``rows`` into ``att.out`` (scores, softmax, attention dropout, the weighted sum),
+        as torch operations on the device."""
+        if len(rows) == 0:
+            return
+        if self._host is not None:  # the numba kernel writes through host views of the CPU tensors
+            self._host.gat_forward(rows, self._host_att(att))
+            return
+        pos, erow, ecol = self._edges(att.csr, rows)
+        n = att.s_dst.shape[0]
+        alpha = tk.gat_scores(att.s_dst, att.s_src, erow, ecol, n, float(att.slope))
+        noise = att.noise
+        rate = noise.attn_rate if noise is not None else 0.0
+        if noise is not None and rate > 0:
+            key, ctr = self._keys(noise, att.layer, tk.ATTENTION)
+            gi, gj = self._ids(att.rgid)[erow], self._ids(att.cgid)[ecol]
+            words = self._k(tk.edge_words)(gi, gj, (alpha.shape[1] + 7) // 8, key, ctr)
+            alpha_d = alpha * self._k(tk.mask_of_words)(words, alpha.shape[1], noise.threshold(rate),
+                                                        noise.scale(rate))
+        else:
+            alpha_d = alpha
+        att.alpha[pos] = alpha
+        att.alpha_d[pos] = alpha_d
+        out = tk.gat_aggregate(alpha_d, att.z, erow, ecol, n)
+        if isinstance(pos, slice):
+            att.out[:] = out
+        else:
+            r = self._derived.get((rows,), "rows", lambda: dv.upload(np.asarray(rows, np.int64), self.device))
+            att.out[r] = out[r]
 
+    @dv.timed("attention")
     def gat_backward(self, att: Attention, g: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(dz (m, H*d), ds_src (m, H), ds_dst (n, H)) of :meth:`gat_forward` (the numba kernel, host views)."""
-        host = replace(att, z=self._host(att.z), s_src=self._host(att.s_src), s_dst=self._host(att.s_dst),
-                       alpha=self._host(att.alpha), alpha_d=self._host(att.alpha_d))
-        dz, ds_src, ds_dst = self._kernels.gat_backward(host, self._host(g))
-        return self.from_host(dz), self.from_host(ds_src), self.from_host(ds_dst)
+        """(dz (m, H*d), ds_src (m, H), ds_dst (n, H)) of :meth:`gat_forward` over every row."""
+        if self._host is not None:
+            return tuple(map(self._t, self._host.gat_backward(self._host_att(att), self.to_host(g))))  # type: ignore
+        _, erow, ecol = self._edges(att.csr, None)
+        return tk.gat_backward(att.z, self._f32(g), (att.s_src, att.s_dst), (att.alpha, att.alpha_d),
+                                        (erow, ecol), float(att.slope))
+
+    def _host_att(self, att: Attention) -> Attention:  # host views of its CPU tensors: the numba kernels write through
+        return replace(att, z=self.to_host(att.z), s_src=self.to_host(att.s_src), s_dst=self.to_host(att.s_dst),
+                       alpha=self.to_host(att.alpha), alpha_d=self.to_host(att.alpha_d),
+                       out=self.to_host(att.out) if att.out is not None else None)
 
     # --------------------------------------------------------- losses
-    def softmax_xent(self, logits: Any, labels: Any, idx: np.ndarray, w: np.ndarray, total: int
-                     ) -> tuple[float, torch.Tensor, int]:
-        """Masked softmax cross-entropy (the numba kernel on the host): loss sum, gradient, correct rows."""
-        loss, g, correct = self._kernels.softmax_xent(self._host(logits), labels, idx, w, total)
-        return loss, self.from_host(g), correct
+    def _loss_inputs(self, labels: Any, idx: np.ndarray, w: np.ndarray, dtype: torch.dtype
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The labels (once per array), the rows and their weights (new arrays each step, the same values: the
+        last copy is reused) on the device."""
+        if isinstance(labels, torch.Tensor):
+            return labels.to(self.device, dtype), self._same.get("idx", idx, np.int64), self._same.get("w", w, np.float64)
+        lab = self._derived.get((labels,), "labels", lambda: dv.upload(np.ascontiguousarray(labels), self.device).to(dtype))
+        return lab, self._same.get("idx", idx, np.int64), self._same.get("w", w, np.float64)
 
+    @dv.timed("loss")
+    def softmax_xent(self, logits: Any, labels: Any, idx: np.ndarray, w: np.ndarray, total: int
+                     ) -> tuple[Any, torch.Tensor, Any]:
+        """Masked softmax cross-entropy on the device: loss sum (0-d float64 tensor), gradient, correct rows
+        (0-d int64 tensor); :meth:`host_values` reads the two."""
+        if self._host is not None:
+            loss, g, correct = self._host.softmax_xent(self.to_host(logits), labels, idx, w, total)
+            return loss, self._t(g), correct
+        lab, i, wt = self._loss_inputs(labels, idx, w, torch.int64)
+        return tk.softmax_xent(self._f32(logits), lab, i, wt, 1.0 / total)
+
+    @dv.timed("loss")
     def sigmoid_bce(self, logits: Any, labels: Any, idx: np.ndarray, w: np.ndarray, total: int
-                    ) -> tuple[float, torch.Tensor]:
-        """A sigmoid per class and binary cross-entropy (on the host, float64): loss sum and gradient."""
-        loss, g = self._kernels.sigmoid_bce(self._host(logits), labels, idx, w, total)
-        return loss, self.from_host(g)
+                    ) -> tuple[Any, torch.Tensor]:
+        """A sigmoid per class and binary cross-entropy (float64) on the device: loss sum (0-d), gradient."""
+        if self._host is not None:
+            loss, g = self._host.sigmoid_bce(self.to_host(logits), labels, idx, w, total)
+            return loss, self._t(g)
+        lab, i, wt = self._loss_inputs(labels, idx, w, torch.float64)
+        return tk.sigmoid_bce(self._f32(logits), lab, i, wt, 1.0 / max(total, 1))
+
+    def host_values(self, values: list[Any]) -> np.ndarray:
+        """(k,) float64: numbers and 0-d tensors (the losses' sums and counts) read to the host in one copy."""
+        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        if not tensors:
+            return np.asarray(values, np.float64)
+        read = iter(torch.stack([t.reshape(()).to(torch.float64) for t in tensors]).cpu().tolist())
+        return np.array([next(read) if isinstance(v, torch.Tensor) else float(v) for v in values], np.float64)
 
     # --------------------------------------------------------- optimizer
+    @dv.timed("optimizer")
     def adam_step(self, state: AdamState, grads: list[Any]) -> None:
-        """One Adam step on ``state.params``, in place (the numpy backend's float32 expressions)."""
+        """One Adam step on ``state.params``, in place: the numpy backend's float32 expressions, in the same
+        order, as torch's multi-tensor (``_foreach``) operations: a handful of kernels for every parameter
+        together on a GPU, not a dozen for each."""
         if not state.m:
             state.m = [torch.zeros_like(p) for p in state.params]
             state.v = [torch.zeros_like(p) for p in state.params]
@@ -245,21 +367,34 @@ class TorchBackend:
         c1 = 1 - state.b1 ** state.t
         c2 = 1 - state.b2 ** state.t
         with torch.no_grad():
-            for p, g, m, v in zip(state.params, grads, state.m, state.v):
-                g = self._t(g)
-                m *= state.b1
-                m += (1 - state.b1) * g
-                v *= state.b2
-                v += (1 - state.b2) * g * g
-                p -= state.lr * (m / c1) / (torch.sqrt(v / c2) + state.eps)
+            g = [self._f32(x) for x in grads]
+            m, v, p = state.m, state.v, state.params
+            torch._foreach_mul_(m, state.b1)
+            torch._foreach_add_(m, torch._foreach_mul(g, 1 - state.b1))  # m += (1 - b1) g
+            torch._foreach_mul_(v, state.b2)
+            gg = torch._foreach_mul(g, 1 - state.b2)
+            torch._foreach_mul_(gg, g)
+            torch._foreach_add_(v, gg)  # v += (1 - b2) g g
+            den = torch._foreach_div(v, c2)
+            torch._foreach_sqrt_(den)
+            torch._foreach_add_(den, state.eps)
+            step = torch._foreach_div(m, c1)
+            torch._foreach_mul_(step, state.lr)
+            torch._foreach_div_(step, den)
+            torch._foreach_sub_(p, step)  # p -= lr (m / c1) / (sqrt(v / c2) + eps)
 
     # --------------------------------------------------------- host transfers
     def to_host(self, x: Any) -> np.ndarray:
-        """A float32 host array of x (on the CPU it shares the tensor's memory, as the numpy backend's is x)."""
-        if isinstance(x, torch.Tensor):
-            return x.detach().cpu().numpy()
-        return np.asarray(x)
+        """A host array of x (float32 for float tensors): on the CPU sharing the tensor's memory, as the numpy
+        backend's is x; on a GPU a copy in pinned memory (what MPI sends from)."""
+        return dv.download(x) if isinstance(x, torch.Tensor) else np.asarray(x)
+
+    def host_rows(self, x: Any) -> Any:
+        """Own rows for the exchange: on the CPU the host array (shared memory); on a GPU a
+        :class:`.torchdevice.DeviceRows`, which copies to the host only the rows an exchange selects."""
+        return dv.DeviceRows(self._f32(x)) if self.cuda else self.to_host(x)
 
     def from_host(self, x: np.ndarray) -> torch.Tensor:
-        """Received rows as a tensor on the device (on the CPU sharing the host array's memory)."""
+        """Received rows as a tensor on the device (on the CPU sharing the host array's memory; on a GPU copied
+        through pinned memory without blocking the host)."""
         return self._t(x)

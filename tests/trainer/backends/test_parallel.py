@@ -1,8 +1,14 @@
 """The parallel kernels (trainer/backends/parallel.py): the SpMM against scipy's (allclose; and bit for bit, which
 makes the losses of every ``--threads`` the same) and between chunk counts (exact), on random, skewed (one hub
-row) and empty-row matrices; the row chunks; the elementwise and GAT attention kernels against the serial ones."""
+row) and empty-row matrices; the row chunks; the elementwise and GAT attention kernels against the serial ones;
+the backend's dense products in fixed blocks: the same bits for every T (also under OpenBLAS's Haswell kernels)."""
 
 import gc
+import os
+import platform
+import subprocess
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -230,22 +236,104 @@ def test_losses_are_the_same_for_every_thread_count(mpi_stores, tmp_path, ranks,
     assert seen[1] == seen[2] == seen[4]
 
 
-def test_dense_products_split_by_rows_equal_the_whole_product():
-    """With threads, X W and Xᵀ G run as T row ranges of the result, each one single-threaded BLAS call (the
-    trainer's BLAS runs one thread): the same bits as the whole call, for skinny results too (the shapes
-    whose inner dimension a multi-threaded OpenBLAS splits), and for any T."""
+# (n, k, d): a (n, k) @ (k, d) and a (n, k)ᵀ @ (n, d): rows a multiple of gemm's 512-row blocks and not, fewer than
+# one block (still >= _SPLIT_MIN multiply-adds: blocked, one block), gemm_tn's 1024-row blocks a multiple and not,
+# fewer than one, and more than 64 of them (blocks of 2048 rows)
+DENSE_SHAPES = [(30011, 64, 16), (4096, 64, 16), (400, 256, 16), (1000, 32, 256), (8192, 16, 16), (70001, 16, 8)]
+
+
+def _dense_products(threads: int, x: np.ndarray, w: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
+    be = NumpyBackend(threads=threads)
+    return [be.gemm(x, w), be.gemm(g, w.T), be.gemm_tn(x, g), be.gemm_tn(g, x)]
+
+
+@pytest.mark.parametrize("n,k,d", DENSE_SHAPES)
+def test_dense_products_have_the_same_bits_for_every_thread_count(n, k, d):
+    """X W, G Wᵀ (W transposed: not contiguous) and Xᵀ G both ways run as the same fixed blocks at every T, each
+    one single-threaded BLAS call (the trainer's BLAS runs one thread): the same bits for T = 1, 2, 3, 4, whichever
+    kernel BLAS picks for a block's shape (OPENBLAS_CORETYPE=Haswell's differ by a row's place in the block:
+    :func:`test_dense_products_have_the_same_bits_under_the_haswell_kernels`), and the products numpy's."""
     from threadpoolctl import threadpool_limits  # the test extra's: pins BLAS to one thread here
 
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal((30011, 64)).astype(np.float32)
-    w = rng.standard_normal((64, 16)).astype(np.float32)
-    g = rng.standard_normal((30011, 16)).astype(np.float32)
+    rng = np.random.default_rng(n + k + d)
+    x, g = rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal((n, d)).astype(np.float32)
+    w = rng.standard_normal((k, d)).astype(np.float32)
     with threadpool_limits(1, user_api="blas"):
-        whole = NumpyBackend(threads=1)
+        one = _dense_products(1, x, w, g)
+        for ref, got, inner in zip((x @ w, g @ w.T, x.T @ g, g.T @ x), one, (k, d, n, n)):
+            assert got.dtype == np.float32 and got.shape == ref.shape
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=2e-5 * np.sqrt(inner))  # sums of `inner` N(0, 1)s
         for t in (2, 3, 4):
-            be = NumpyBackend(threads=t)
-            np.testing.assert_array_equal(be.gemm(x, w), whole.gemm(x, w))
-            np.testing.assert_array_equal(be.gemm_tn(x, g), whole.gemm_tn(x, g))
-            np.testing.assert_array_equal(be.gemm_tn(g, x), whole.gemm_tn(g, x))
+            for a, b in zip(one, _dense_products(t, x, w, g)):
+                np.testing.assert_array_equal(a, b)
         csr = sp.csr_matrix(np.where(x > 1, x, 0))  # sparse features: the first layer's product is an SpMM
-        np.testing.assert_array_equal(NumpyBackend(threads=2).gemm(csr, w), whole.gemm(csr, w))
+        np.testing.assert_array_equal(NumpyBackend(threads=2).gemm(csr, w), NumpyBackend(threads=1).gemm(csr, w))
+
+
+def test_the_dense_blocks_depend_on_the_shape_only(monkeypatch):
+    """gemm cuts a's rows into blocks of 512, gemm_tn the inner dimension into blocks of 1024 (more where that
+    would make more than 64): bounds from the shape alone; every T runs each block once (T = 1 on its own thread,
+    without a pool)."""
+    from shgcn.trainer.backends import numpy as backend_module
+
+    blocks = backend_module.dense_blocks
+    assert blocks(1100, 512) == [(0, 512), (512, 1024), (1024, 1100)] and blocks(1024, 512) == [(0, 512), (512, 1024)]
+    assert blocks(300, 512) == [(0, 300)] and blocks(0, 512) == []
+    assert [backend_module.tn_rows(n) for n in (1, 40000, 65536, 65537, 131073)] == [1024, 1024, 1024, 2048, 3072]
+    made: list[tuple[int, int]] = []
+    monkeypatch.setattr(backend_module, "dense_blocks", lambda rows, size: made.append((rows, size)) or blocks(rows, size))
+    real_run = NumpyBackend._run_blocks
+    ran: list[tuple[int, int, str]] = []
+
+    def run_blocks(self, count, block):
+        def spy(i):
+            ran.append((count, i, threading.current_thread().name))  # list.append: atomic under the GIL
+            block(i)
+        real_run(self, count, spy)
+
+    monkeypatch.setattr(NumpyBackend, "_run_blocks", run_blocks)
+    x, w, g = np.ones((3000, 64), np.float32), np.ones((64, 16), np.float32), np.ones((3000, 16), np.float32)
+    seen = {}
+    for t in (1, 2, 3, 4):
+        made.clear()
+        ran.clear()
+        be = NumpyBackend(threads=t)
+        be.gemm(x, w)  # 6 blocks of rows: 5 x 512, 440
+        be.gemm_tn(x, g)  # 3 blocks of the inner dimension: 2 x 1024, 952
+        assert sorted((c, i) for c, i, _ in ran) == sorted([(6, i) for i in range(6)] + [(3, i) for i in range(3)])
+        main = threading.main_thread().name
+        threads = {name for *_, name in ran}
+        assert threads == {main} if t == 1 else main not in threads
+        assert hasattr(be, "_pool") == (t > 1)
+        seen[t] = list(made)
+    assert seen[1] == seen[2] == seen[3] == seen[4] == [(3000, 512), (3000, 1024)]
+
+
+_HASWELL = """
+import numpy as np
+from threadpoolctl import threadpool_info
+from shgcn.trainer.backends.numpy import NumpyBackend
+if threadpool_info()[0].get("architecture") != "Haswell":
+    print("not Haswell")
+    raise SystemExit
+rng = np.random.default_rng(5)
+x, g = rng.standard_normal((30011, 64)).astype(np.float32), rng.standard_normal((30011, 16)).astype(np.float32)
+w = rng.standard_normal((64, 16)).astype(np.float32)
+whole = (x @ w)[5:517]
+assert not np.array_equal(whole, x[5:517] @ w), "the Haswell kernels' rows no longer depend on the block"
+out = [[be.gemm(x, w), be.gemm(g, w.T), be.gemm_tn(x, g), be.gemm_tn(g, x)] for be in map(NumpyBackend, (1, 2, 3, 4))]
+print(all(np.array_equal(a, b) for r in out[1:] for a, b in zip(out[0], r)))
+"""
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="OpenBLAS's x86 kernels")
+def test_dense_products_have_the_same_bits_under_the_haswell_kernels():
+    """Under OPENBLAS_CORETYPE=Haswell (some machines set it) a row of a product depends on its place in the
+    block BLAS computes (checked here, so the test still tests something): the fixed blocks give every T the
+    same bits (issue 50; the old split into T row ranges differed from the whole call in a third of them)."""
+    env = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    res = subprocess.run([sys.executable, "-c", _HASWELL], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    if res.stdout.strip() == "not Haswell":
+        pytest.skip("this numpy's OpenBLAS does not take OPENBLAS_CORETYPE=Haswell (not DYNAMIC_ARCH, or no AVX2)")
+    assert res.stdout.strip() == "True", res.stdout

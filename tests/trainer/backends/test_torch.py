@@ -2,6 +2,8 @@
 cache, the numpy backend's masks, and (MPI) training with it: the numpy backend's losses, any P."""
 
 import gc
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -16,6 +18,19 @@ torch = pytest.importorskip("torch")
 
 class TestTorchBackend(BackendTests):
     backend = "torch"
+
+
+class TestTorchKernels(BackendTests):
+    """The torch backend with its torch kernels (what a GPU runs: masks, attention, losses as torch operations),
+    here on the CPU, eagerly."""
+
+    backend = "torch"
+
+    @pytest.fixture
+    def be(self):
+        from shgcn.trainer.backends.torch import TorchBackend
+
+        return TorchBackend("cpu", 1, compile="off", kernels="torch")
 
 
 def test_arrays_are_float32_tensors_on_the_device_and_host_arrays_share_memory():
@@ -60,7 +75,10 @@ def test_dropout_equals_the_numpy_backends_bit_for_bit(act):
     h = rng.standard_normal((500, 19)).astype(np.float32)
     noise = Noise(0.4, seed=11, epoch=5)
     want, keep = backend("numpy").act_dropout(h.copy(), act, noise, 2, gids, keep=True)
-    got, got_keep = backend("torch").act_dropout(torch.from_numpy(h.copy()), act, noise, 2, gids, keep=True)
+    from shgcn.trainer.backends.torch import TorchBackend
+
+    be = TorchBackend("cpu", 1, compile="off", kernels="torch")  # the torch kernels (the CPU default is numba's)
+    got, got_keep = be.act_dropout(torch.from_numpy(h.copy()), act, noise, 2, gids, keep=True)
     if act == "elu":  # numpy's and torch's expm1 may differ in the last bit
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-7)
     else:
@@ -68,7 +86,7 @@ def test_dropout_equals_the_numpy_backends_bit_for_bit(act):
     np.testing.assert_array_equal(got_keep.numpy(), keep)
     g = rng.standard_normal(h.shape).astype(np.float32)
     want_g = backend("numpy").act_dropout_grad(g.copy(), want, act, noise, keep)
-    got_g = backend("torch").act_dropout_grad(torch.from_numpy(g.copy()), got, act, noise, got_keep)
+    got_g = be.act_dropout_grad(torch.from_numpy(g.copy()), got, act, noise, got_keep)
     np.testing.assert_allclose(got_g.numpy(), want_g, rtol=1e-6, atol=1e-7)
 
 
@@ -106,3 +124,113 @@ def test_torch_losses_equal_numpys_and_do_not_depend_on_ranks(mpi_stores, tmp_pa
     assert len(torch2) == 12 and torch2[-1] < torch2[0]
     np.testing.assert_allclose(torch2, numpy2, rtol=1e-4)
     np.testing.assert_allclose(torch2, torch1, rtol=1e-4)
+
+
+def _numba_kernels():
+    """Every numba-compiled function of the numpy backend's kernel modules: (module, name)."""
+    import numba
+
+    from shgcn.trainer.backends import kernels, parallel
+
+    return [(mod, name) for mod in (kernels, parallel) for name, f in vars(mod).items()
+            if isinstance(f, numba.core.registry.CPUDispatcher)]
+
+
+@pytest.mark.parametrize("arch", ["gcn", "sage", "gin", "gat"])
+def test_a_training_step_calls_no_host_kernel(monkeypatch, arch):
+    """Forward with dropout (and attention dropout), the loss, backward and Adam of every architecture on the
+    torch backend (the CPU here) run with every numba kernel patched to fail: every step is torch's."""
+    from helpers.parts import ARCHS, CommPlan, Graph, LocalMatrix, RowOperators, archs, hand_matrix, make
+    from mpi4py import MPI
+
+    from shgcn.trainer.backends import AdamState
+    from shgcn.trainer.targets import SingleLabel
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a numba (host) kernel ran in a torch backend step")
+
+    found = _numba_kernels()
+    assert len(found) >= 10  # the patch below reaches the kernels (a test that could not fail otherwise)
+    for mod, name in found:
+        monkeypatch.setattr(mod, name, refuse)
+    from shgcn.trainer.backends.torch import TorchBackend
+
+    be = TorchBackend("cpu", 1, compile="off", kernels="torch")  # what a GPU runs, on the CPU
+    assert be.kernels == "torch" and backend("torch").kernels == "numba"  # the CPU's default: numba, zero-copy
+    a = hand_matrix(True)
+    n = a.shape[0]
+    cp = CommPlan(0, 1, np.array([0, n]), [], [], np.zeros(2, np.int64), np.zeros(0, np.int64))
+    ops = RowOperators(LocalMatrix(own=sp.csr_matrix(a), halo={}), make("p2p", MPI.COMM_SELF, cp, None), False, be)
+    graph = Graph(ops, np.arange(n, dtype=np.int64) * 7 + 3)
+    spec = ARCHS[arch]
+    model = archs.build(spec, [5, 4, 3], 0, spec.layer_heads(2, 2, 2), be)
+    x = be.asarray(np.random.default_rng(0).standard_normal((n, 5)).astype(np.float16))  # float16 stays
+    assert x.dtype == torch.float16
+    noise = Noise(0.5, 1, 2, attn_rate=0.3)
+    logits, cache = model.forward(x, graph, noise)
+    loss, g, counts = SingleLabel(be=be).loss(logits, np.array([0, 1, 2, 0, 1, 2]), np.ones(n, bool), n)
+    grads = model.backward(cache, g, graph)
+    be.adam_step(AdamState(model.params, 0.01), grads)
+    values = be.host_values([loss, *counts])
+    assert np.isfinite(values).all() and values[1] == n
+    assert all(isinstance(p, torch.Tensor) and p.dtype == torch.float32 for p in model.params)
+    assert set(be.take_kernel_time()) >= {"gemm", "elementwise", "loss", "optimizer"}
+
+
+def test_attention_equals_the_numba_kernels_with_attention_dropout():
+    """GAT's attention forward (alpha, the dropped alpha, out) and backward on the torch backend against the
+    numpy backend's kernels, attention dropout on: the same masks, the same values to float32 rounding; and the
+    forward of two row sets (interior, boundary) equals the forward of all rows."""
+    from helpers.parts import Attention
+
+    rng = np.random.default_rng(9)
+    n, m, heads, d = 40, 55, 3, 4
+    csr = (sp.random(n, m, density=0.15, random_state=rng, format="csr") + sp.eye(n, m, format="csr")).tocsr()
+    csr.sort_indices()
+    z = rng.standard_normal((m, heads * d)).astype(np.float32)
+    s_src = rng.standard_normal((m, heads)).astype(np.float32)
+    s_dst = rng.standard_normal((n, heads)).astype(np.float32)
+    rgid, cgid = np.arange(n, dtype=np.int64) * 3 + 1, np.arange(m, dtype=np.int64) * 3 + 1
+    noise = Noise(0.0, 5, 1, attn_rate=0.4)
+    g = rng.standard_normal((n, heads * d)).astype(np.float32)
+    from shgcn.trainer.backends.torch import TorchBackend
+
+    out = {}
+    for name in ("numpy", "torch"):
+        be = backend(name) if name == "numpy" else TorchBackend("cpu", 1, compile="off", kernels="torch")
+        att = Attention(csr, be.from_host(z.copy()), be.from_host(s_src.copy()), be.from_host(s_dst.copy()), 0.2,
+                        rgid, cgid, noise, 1, be.zeros((csr.nnz, heads)), be.zeros((csr.nnz, heads)),
+                        be.zeros((n, heads * d)))
+        rows = np.arange(n, dtype=np.int64)
+        be.gat_forward(rows[::2], att)
+        be.gat_forward(rows[1::2], att)
+        out[name] = [be.to_host(a).copy() for a in (att.alpha, att.alpha_d, att.out,
+                                                     *be.gat_backward(att, be.from_host(g)))]
+    np.testing.assert_array_equal(out["torch"][1] == 0, out["numpy"][1] == 0)  # the same edges dropped
+    assert 0.2 < (out["numpy"][1] == 0).mean() < 0.6
+    for got, want in zip(out["torch"], out["numpy"]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("arch", ["gcn", pytest.param("sage", marks=pytest.mark.slow),
+                                  pytest.param("gin", marks=pytest.mark.slow), pytest.param("gat", marks=pytest.mark.slow)])
+def test_the_torch_kernels_train_the_numpy_backends_model_at_p2(mpi_stores, tmp_path, arch):
+    """What a GPU runs (the torch kernels: masks, losses, attention as torch operations), here on the CPU at P = 2,
+    dropout and attention dropout on: the numpy backend's losses (rel 1e-6) and its bytes, every epoch."""
+    from helpers import REPO
+    from helpers.mpi import mpirun
+
+    args = ["--arch", arch, *(["--heads", "2"] if arch == "gat" else []), "--epochs", "6", "--eval-every", "6",
+            "--quiet"]
+    store = mpi_stores["directed", 2]
+    script = REPO / "tests" / "helpers" / "torch_kernels_train.py"
+    res = subprocess.run([mpirun(), "-n", "2", sys.executable, str(script), str(store), "--backend", "torch", *args,
+                          "--log", str(tmp_path / "t.jsonl")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    _, torch_epochs = read_log(tmp_path / "t.jsonl")
+    res = train(2, store, "--backend", "numpy", *args[:-1], log=tmp_path / "n.jsonl", timeout=300)
+    assert res.returncode == 0, res.stderr
+    _, numpy_epochs = read_log(tmp_path / "n.jsonl")
+    np.testing.assert_allclose([e.loss for e in torch_epochs], [e.loss for e in numpy_epochs], rtol=1e-6)
+    assert [e.bytes_sent for e in torch_epochs] == [e.bytes_sent for e in numpy_epochs]
