@@ -124,6 +124,8 @@ QUESTIONS = (
     Question("torch", "PyTorch: does a torch model on the store train what one process trains, at the predicted bytes?",
              ("PyTorch on the store: the torch backend and torchdist against one process (issue 35)",),
              (_T + "torch_bench",)),
+    Question("gpu", "GPUs: does the trainer run at the GPU's speed, against PyG on the same card?",
+             ("The trainer on one GPU against PyG (issue 48)",), (_T + "gpu_bench",)),
     Question("interop", "Interop: does DGL's own loader read the DistDGL export?",
              ("DistDGL round trip with DGL's own loader",),
              ("benchmarks.interop.dgl_roundtrip",)),
