@@ -279,14 +279,32 @@ def fig_training(runs: list[runlog.RunLog]):
     return fig
 
 
+def shared_cores(header: runlog.Header) -> tuple[int, int, int] | None:
+    """(ranks, threads a rank, cores) of a run whose ranks on rank 0's machine asked for more threads than it
+    has cores (the trainer records the cores and the launcher's ranks there in its config), else None (or a
+    log from before it recorded them)."""
+    cores, ranks = header.config.get("cores"), header.config.get("local_ranks")
+    threads = header.threads or header.config.get("threads") or 1
+    if not cores or not ranks or ranks * threads <= cores:
+        return None
+    return int(ranks), int(threads), int(cores)
+
+
+SHARED_NOTE = "the ranks shared the cores: a rank waiting for a core shows as communication wait"
+
+
 def fig_time_split(runs: list[runlog.RunLog]):
     """Mean epoch time per rank, split into computation and communication
     wait, measured on the machine that trained; the first epoch is left out
-    (:func:`steady_epochs`: its JIT compilation takes seconds)."""
+    (:func:`steady_epochs`: its JIT compilation takes seconds). A run whose ranks
+    shared the machine's cores (:func:`shared_cores`) says so under its title, and
+    the figure's title says what that does to the wait. The legend sits below the
+    charts, clear of the titles."""
     if not runs:
         return None
-    fig, axes = _figure(len(runs), width=3.8 * len(runs) + 1.6, height=3.6)
-    for ax, r, label in zip(axes[0], runs, run_labels(runs)):
+    fig, axes = _figure(len(runs), width=3.8 * len(runs) + 1.6, height=3.8)
+    shared = [shared_cores(r.header) for r in runs]
+    for ax, r, label, sh in zip(axes[0], runs, run_labels(runs), shared):
         steady = steady_epochs(r.epochs)
         comp = np.mean([e.compute_time for e in steady], axis=0)
         comm = np.mean([e.comm_time for e in steady], axis=0)
@@ -297,9 +315,11 @@ def fig_time_split(runs: list[runlog.RunLog]):
         ax.set_xlabel("rank")
         ax.set_ylabel("ms per epoch, measured")
         left_out = "first epoch (warm-up) left out" if len(steady) < len(r.epochs) else "one epoch: no warm-up left out"
-        ax.set_title(f"{textwrap.fill(label, 34)}\nmean of {len(steady)} epochs; {left_out}", fontsize=8)
-    fig.suptitle("measured on the machine that trained", fontsize=9)
-    _legend(fig)
+        on = f"\n{sh[0]} ranks x {sh[1]} thread{'s' if sh[1] != 1 else ''} on {sh[2]} cores" if sh else ""
+        ax.set_title(f"{textwrap.fill(label, 34)}\nmean of {len(steady)} epochs; {left_out}{on}", fontsize=8)
+    note = f"\n{textwrap.fill(SHARED_NOTE, 44 + 40 * (len(runs) - 1))}" if any(shared) else ""
+    fig.suptitle(f"measured on the machine that trained{note}", fontsize=9)
+    _legend(fig, where="lower center", ncols=2)
     return fig
 
 

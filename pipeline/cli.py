@@ -134,7 +134,8 @@ def _build_parser(sub, common) -> None:
     _memory_argument(b)
     b.add_argument("--plan", "--dry-run", dest="plan", action="store_true",
                    help="print the plan - per stage the peak memory of every process, the disk of the store and its "
-                        "temporary area, the time - from the input's counts, and exit without building")
+                        "temporary area, the time - from the input's counts, ending in its verdict, and exit without building: "
+                        "0 when the build fits --memory-limit and the free disk, 2 when it does not")
     b.add_argument("--no-plan-check", action="store_true",
                    help="build even when the plan exceeds --memory-limit or the free disk (the plan is a model)")
     _dask_arguments(b)

@@ -67,9 +67,13 @@ def cmd_build(args) -> int:
                          processes=args.processes, memory_limit=args.memory_limit)
     show = getattr(args, "plan", False)
     if show or not getattr(args, "no_plan_check", False):  # the plan first: nothing is read, downloaded or created before it
-        from .plan import plan_step
+        from .plan import PlanDoesNotFit, plan_step
 
-        text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None)
+        try:
+            text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None)
+        except PlanDoesNotFit as e:  # the table and its verdict, then the one line (exit 2)
+            print(e.table, flush=True)
+            raise
         if show:
             print(text)
             return 0
@@ -207,7 +211,7 @@ def cmd_report(args) -> int:
 def cmd_simulate(args) -> int:
     from shgcn.core import epoch
 
-    from .simulate import model_partitioner, predict_algorithms, predict_ranks, simulation_jobs, simulation_machine
+    from .simulate import fastest_line, model_partitioner, predict_algorithms, predict_ranks, simulation_jobs, simulation_machine
 
     s = store.open_store(args.store)
     machine = simulation_machine(args.machine, args.alpha, args.beta)
@@ -230,9 +234,7 @@ def cmd_simulate(args) -> int:
     print(tables.format_epochs(rows))
     _print_splits(s, args, jobs[0], exchanges)
     for r in epoch.recommend([{**r, "ranks": r["parts"]} for r in rows]):
-        print(f"P={r['parts']}: fastest {r['model']} with {r['exchange']} at {r['ranks_per_node']} ranks per node "
-              f"x {r['threads']} threads: {r['epoch'] * 1e3:.3f} ms per epoch ({r['vs_rp']:.2f}x rp's speed with "
-              f"{r['exchange']})")
+        print(fastest_line(r))
     return 0
 
 

@@ -260,8 +260,9 @@ def _fmt_row(stage: str, process: str, mem: str, disk: str, seconds: str) -> str
     return f"{stage:10s} {process:44s} {mem:>11s} {disk:>11s} {seconds:>9s}"
 
 
-def format_plan(plan: Plan, limit: int, limit_from: str, free: int, where: str) -> str:
-    """The table ``--plan`` prints: a row per stage and process, then the totals and the limits."""
+def format_plan(plan: Plan, limit: int, limit_from: str, free: int, where: str, remote: bool = False) -> str:
+    """The table ``--plan`` prints: a row per stage and process, then the totals and the limits, and last the
+    :func:`verdict` (``remote``: an external Dask cluster, whose memory is not this machine's)."""
     c = plan.counts
     kind = "directed" if c.directed else "undirected"
     lines = [f"plan       {c.n:,} vertices, {c.nnz:,} nonzeros of Â ({kind}), {c.features} features, {c.classes} "
@@ -282,7 +283,24 @@ def format_plan(plan: Plan, limit: int, limit_from: str, free: int, where: str) 
     if c.estimated:
         lines.append("note       the counts are an estimate: a build does not stop on this plan (the readers check the "
                      "memory limit as they read)")
-    return "\n".join(lines)
+    if remote:
+        lines.append("note       an external Dask cluster: its workers' memory is not this machine's; only the disk is "
+                     "checked before a build")
+    return "\n".join([*lines, verdict(plan, limit, limit_from, free, where, remote)[0]])
+
+
+def verdict(plan: Plan, limit: int, limit_from: str, free: int, where: str, remote: bool = False) -> tuple[str, bool]:
+    """The plan's last line, and whether the build fits: the memory held at once against the limit (not with
+    ``remote``: another cluster's workers), and the disk of the store and its temporary area against the free
+    disk where it is written."""
+    total = plan.at_once()[0]
+    memory_fits, disk_fits = remote or total <= limit, plan.disk <= free
+    memory = "memory not checked (an external Dask cluster's workers)" if remote else \
+        f"memory {gib(total)} at once {'within' if memory_fits else 'over'} the limit of {gib(limit)} ({limit_from})"
+    disk = f"disk {gib(plan.disk)} {'within' if disk_fits else 'over'} the {gib(free)} free on {where}"
+    fits = memory_fits and disk_fits
+    estimate = " (by estimated counts)" if plan.counts.estimated else ""
+    return f"verdict    {'fits' if fits else 'does not fit'}{estimate}: {memory}; {disk}", fits
 
 
 def refusal(plan: Plan, limit: int, free: int, where: str, limit_given: bool, *, features: str = "") -> str | None:
@@ -335,13 +353,12 @@ def free_disk(out: str) -> tuple[int, str]:
 
 
 def plan_step(cfg, show: bool, remote: bool = False) -> tuple[str, bool]:
-    """``pipeline build``'s plan: the table (``show``: ``--plan``), or, before
-    a build, its check - a :class:`UserError` (one line) when the plan
-    exceeds the memory limit or the free disk. ``remote``: an external
-    cluster, whose memory this machine cannot see (the memory is then shown,
-    not checked). Returns the table (empty unless ``show``) and whether the
-    memory was checked from exact counts (not a file size's estimate, not
-    an external cluster's)."""
+    """``pipeline build``'s plan: the table ending in its verdict (``show``: ``--plan``; a :class:`UserError`,
+    one line, after it when the build does not fit: :class:`PlanDoesNotFit`), or, before a build, its check - a
+    :class:`UserError` (one line) when the plan exceeds the memory limit or the free disk. ``remote``: an external
+    cluster, whose memory this machine cannot see (the memory is then shown, not checked). Returns the table
+    (empty unless ``show``) and whether the memory was checked from exact counts (not a file size's estimate,
+    not an external cluster's)."""
     from .nodes import parse_generated
     from .sources.counts import input_counts
 
@@ -349,15 +366,26 @@ def plan_step(cfg, show: bool, remote: bool = False) -> tuple[str, bool]:
     counts = input_counts(cfg.source, cfg.fmt, cfg.data_dir, cfg.directed, width, parse_generated(cfg.labels, "labels"))
     plan = make_plan(counts, cfg.models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4)
     free, where = free_disk(cfg.out)
-    limit_from = "--memory-limit" if cfg.memory_limit else "this machine's memory"
-    if show:
-        text = format_plan(plan, cfg.limit, limit_from, free, where)
-        return text + ("\nnote       an external Dask cluster: its workers' memory is not this machine's; only the disk "
-                       "is checked before a build" if remote else ""), False
-    if counts.estimated:  # a guess from a file's size must not stop a build: the readers count as they read
-        return "", False
     message = refusal(plan, cfg.limit if not remote else 2**62, free, where, cfg.memory_limit is not None,
                       features=cfg.features if cfg.features != "auto" else "")
+    if show:
+        text = format_plan(plan, cfg.limit, "--memory-limit" if cfg.memory_limit else "this machine's memory", free,
+                           where, remote)
+        if message is not None:
+            raise PlanDoesNotFit(message + (" (the counts are estimated: a build is not stopped by them)"
+                                            if counts.estimated else ""), text)
+        return text, False
+    if counts.estimated:  # a guess from a file's size must not stop a build: the readers count as they read
+        return "", False
     if message is not None:
         raise UserError(message)
     return "", not remote
+
+
+class PlanDoesNotFit(UserError):
+    """``--plan`` of a build that does not fit: the one line, and the ``table`` (ending in its verdict) that
+    the command prints before it."""
+
+    def __init__(self, message: str, table: str):
+        super().__init__(message)
+        self.table = table

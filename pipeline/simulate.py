@@ -53,6 +53,18 @@ def predict_ranks(store, ranks: Iterable[int] | None, job: Job, machine: str | M
     return rows
 
 
+def fastest_line(r: dict) -> str:
+    """``pipeline simulate``'s line for the fastest of a rank count (an :func:`shgcn.core.epoch.recommend` row):
+    its speed against rp's with the same exchange, or, for a store without an rp partition (``vs_rp`` NaN),
+    that there is none to compare with."""
+    import math
+
+    than = f"{r['vs_rp']:.2f}x rp's speed with {r['exchange']}" if math.isfinite(r["vs_rp"]) else \
+        "no rp partition in the store to compare with"
+    return (f"P={r['parts']}: fastest {r['model']} with {r['exchange']} at {r['ranks_per_node']} ranks per node x "
+            f"{r['threads']} threads: {r['epoch'] * 1e3:.3f} ms per epoch ({than})")
+
+
 def placed(costs: list[PartitionCost], k: int, s: Store | None = None, how: str = "hypergraph") -> list[PartitionCost]:
     """``costs`` with their parts placed on nodes of ``k`` ranks (:mod:`.models.placement`), as a build with
     ``--ranks-per-node k`` places them; a store already placed for k, or k of 1, is left as it is."""

@@ -23,12 +23,16 @@ BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 THREAD_VARS = (*BLAS_VARS, "NUMBA_NUM_THREADS")
 
 
+def local_ranks() -> int:
+    """The ranks the launcher started on this machine (its local size; 1 without a launcher)."""
+    return next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                              "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
+
+
 def cores_share() -> int:
     """This rank's share of the machine's cores: cores / ranks on this machine (the launcher's local size),
     at least 1."""
-    local = next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                                                "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
-    return max(1, (os.cpu_count() or 1) // max(local, 1))
+    return max(1, (os.cpu_count() or 1) // max(local_ranks(), 1))
 
 
 def share_cores(threads: int | None = None) -> int:
@@ -172,9 +176,18 @@ def _minibatch_options(p: argparse.ArgumentParser) -> None:
     mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in its help, but a flag's: ``--no-verify``'s default is its variable's (True,
+    checksums verified), which "(default: True)" beside "skip the block checksum" would say backwards."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.nargs == 0 and isinstance(action.const, bool):  # store_true / store_false
+            return action.help
+        return super()._get_help_string(action)
+
+
 def parser() -> argparse.ArgumentParser:
-    fmt = argparse.ArgumentDefaultsHelpFormatter
-    p = argparse.ArgumentParser(prog="shgcn-train", formatter_class=fmt,
+    p = argparse.ArgumentParser(prog="shgcn-train", formatter_class=_HelpFormatter,
                                 description="Distributed GCN training (full-batch or mini-batch) on a shgcn store. "
                                             "Run with 'mpirun -n P' where P is the store's number of parts (times --replication "
                                             "with --algorithm 1.5d; its square with --algorithm 2d).")
@@ -193,7 +206,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue from DIR/checkpoint.npz (it must exist)")
     p.add_argument("--eval-every", type=int, default=1, help="evaluate val/test every N epochs")
     p.add_argument("--no-verify", dest="verify", action="store_false",
-                   help="skip the block checksum (bounds are still checked)")
+                   help="skip the block checksum (bounds are still checked; without it the checksum is verified)")
     p.add_argument("--debug-every", type=int, default=0, help="check every N epochs that weights agree on all ranks")
     p.add_argument("--quiet", action="store_true", help="no banner, progress lines or final summary")
     p.add_argument("--overwrite", "--overwrite-log", dest="overwrite", action="store_true",
@@ -213,17 +226,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.threads is None:  # the default; a bad --threads (0) stays for the options' check to report
         args.threads = threads
-    from mpi4py import MPI
+    from . import mpicheck
 
+    try:  # mpi4py's MPI against the launcher's: a mismatch is named here, not as a wrong rank count later
+        comm = mpicheck.start()
+    except mpicheck.MPIMismatch as e:
+        from .watchdog import say
+
+        if e.speaks:
+            say(f"shgcn-train: error: {e}")
+        return 2
     from . import watchdog
     from .config import TrainConfig
 
-    comm = MPI.COMM_WORLD
     if comm.rank != 0:
         # Ctrl-C reaches every rank (the launcher forwards it); rank 0 alone turns it into the job's one line
         # and its end (exit 130), so a rank that sees it first cannot end the job before rank 0 has said so
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    cfg = TrainConfig(**vars(args))
+    cfg = TrainConfig(**vars(args), cores=os.cpu_count(), local_ranks=local_ranks())
     dog = watchdog.start(comm, cfg.timeout if math.isfinite(cfg.timeout) else 0)
     try:
         return _run(cfg, comm)
@@ -276,7 +296,7 @@ def _run(cfg, comm) -> int:
 
         mode = mode_text(cfg.mode, cfg.sampler, ctx.batches.sampler.cfg.size if ctx.batches is not None else None)
         print(banner(cfg.algorithm, mode, ctx.shape.rows, ctx.shape.cols,
-                     (gib(max(ctx.memory_all)), gib(sum(ctx.memory_all)))), flush=True)
+                     (gib(max(ctx.memory_all)), gib(sum(ctx.memory_all))), cfg.threads), flush=True)
     try:
         train(ctx, comm)
     except Diverged as e:  # the same on every rank: no abort needed

@@ -69,6 +69,10 @@ class TrainConfig:
     backend: str = "numpy"  # the compute backend (shgcn.trainer.backends.BACKENDS)
     device: str = "cpu"  # where it computes (shgcn.trainer.backends.DEVICES): cpu, or cuda (torch)
     threads: int = 1  # threads in each rank (BLAS, numba's kernels, torch); the command line's default: the cores' share
+    # the machine rank 0 runs on, as the command line found it (recorded in the run log's config: the report notes
+    # ranks that shared its cores): its cores, and the ranks the launcher started there (1 without one)
+    cores: int | None = None
+    local_ranks: int | None = None
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""

@@ -19,11 +19,13 @@ def mode_text(mode: str, sampler: str | None = None, batch_size: int | None = No
     return "mini-batch" + (f" ({', '.join(details)})" if details else "")
 
 
-def banner(algorithm: str, mode: str, rows: int, cols: int, memory: tuple[str, str]) -> str:
+def banner(algorithm: str, mode: str, rows: int, cols: int, memory: tuple[str, str], threads: int | None = None) -> str:
     """The start line: ``1d, mini-batch (node sampler, batch size 40) on 2 x 1
-    ranks; memory (modelled): ...``; ``mode`` as :func:`mode_text` gives it,
-    ``memory`` (a rank's maximum, the total) already formatted."""
-    return (f"{algorithm}, {mode} on {rows} x {cols} ranks; memory (modelled): up to {memory[0]} a rank, "
+    ranks of 4 threads; memory (modelled): ...``; ``mode`` as :func:`mode_text` gives it,
+    ``memory`` (a rank's maximum, the total) already formatted, ``threads`` each rank's (``--threads``, or the
+    cores' share it defaults to)."""
+    each = f" of {threads} thread{'s' if threads != 1 else ''}" if threads else ""
+    return (f"{algorithm}, {mode} on {rows} x {cols} ranks{each}; memory (modelled): up to {memory[0]} a rank, "
             f"{memory[1]} in all")
 
 
@@ -60,13 +62,20 @@ def summary(records: list[runlog.Epoch], *, epochs: int, metric: str = "accuracy
     return "summary: " + "; ".join(parts)
 
 
+MODELLED = "the matrix, features, activations and exchanged rows"  # what shgcn.core.memory.rank_bytes counts
+
+
 def memory_part(peak: list[int], modelled: tuple[int, ...]) -> str:
-    """``peak memory 1.2 GiB at rank 1 (modelled 0.9 GiB, 0.3 GiB beyond it)``: the busiest rank's
-    measured peak against its own modelled bytes, when they are known (the model leaves out the
-    interpreter and the libraries: :mod:`shgcn.core.memory`)."""
+    """``peak memory 226.9 MiB at rank 1 (modelled 8.0 MiB for the matrix, ..., 218.9 MiB beyond it: the model
+    leaves out the interpreter and its libraries)``: the busiest rank's measured peak against its own modelled
+    bytes, when they are known, and what the model covers (:data:`MODELLED`; not the interpreter and the
+    libraries, some 200 MiB a rank: :mod:`shgcn.core.memory`), so that a small model beside a large peak reads
+    as what it is."""
     rank = max(range(len(peak)), key=lambda r: peak[r])
     text = f"peak memory {gib(peak[rank])} at rank {rank}"
     if len(modelled) == len(peak):
         over = peak[rank] - modelled[rank]
-        text += f" (modelled {gib(modelled[rank])}, {gib(abs(over))} {'beyond' if over >= 0 else 'below'} it)"
+        why = ": the model leaves out the interpreter and its libraries" if over >= 0 else ""
+        text += (f" (modelled {gib(modelled[rank])} for {MODELLED}, {gib(abs(over))} "
+                 f"{'beyond' if over >= 0 else 'below'} it{why})")
     return text

@@ -48,7 +48,7 @@ def make_venv(venv: Path, reuse: bool) -> Path:
     pip = [str(py), "-m", "pip", "install", "-q"]
     t0 = time.perf_counter()
     subprocess.run([*pip, *PINS], check=True)
-    subprocess.run([*pip, "-c", str(pins), "-e", f"{REPO}[test]"], check=True)
+    subprocess.run([*pip, "-c", str(pins), "-e", f"{REPO}[test,mpich]"], check=True)
     print(f"environment ready in {time.perf_counter() - t0:.0f} s: {venv}", flush=True)
     return py
 

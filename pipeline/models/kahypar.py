@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,10 @@ PRESETS = ("deterministic", "default", "quality", "deterministic_quality", "high
 
 
 _INIT: list = []
+# Mt-KaHyPar's library is set up once per process (a second initialize() prints "[WARNING] Mt-KaHyPar is already
+# initialized" into the build's log) and its seed is the process's: the place stage runs one placement per model in
+# the worker's threads at once, so the set-up and each seeded partition are taken one at a time
+KAHYPAR_LOCK = threading.RLock()
 
 
 def _kahypar(threads: int):
@@ -27,9 +32,10 @@ def _kahypar(threads: int):
     caller's thread count stays (the deterministic preset gives the same partition for any)."""
     import mtkahypar
 
-    if not _INIT:
-        _INIT.append(mtkahypar.initialize(threads))
-    return _INIT[0]
+    with KAHYPAR_LOCK:
+        if not _INIT:
+            _INIT.append(mtkahypar.initialize(threads))
+        return _INIT[0]
 
 
 def kahypar_partition(hg: Hypergraph, parts: int, eps: float, seed: int, threads: int = 0,
@@ -51,14 +57,15 @@ def kahypar_partition(hg: Hypergraph, parts: int, eps: float, seed: int, threads
     ctx = init.context_from_preset(getattr(mtkahypar.PresetType, preset.upper()))
     ctx.set_partitioning_parameters(parts, eps, mtkahypar.Objective.KM1)
     ctx.logging = False
-    mtkahypar.set_seed(seed)
     nets = np.split(hg.pins, hg.net_ptr[1:-1]) if hg.n_nets else []
-    h = init.create_hypergraph(ctx, hg.n_vertices, hg.n_nets, nets, hg.vertex_weights, hg.net_weights)
-    if initial is None:
-        return np.asarray(h.partition(ctx).get_partition(), dtype=np.int32)
-    ph = h.create_partitioned_hypergraph(ctx, parts, initial.astype(np.int64))  # (context, k): the binding's order
-    ph.improve_partition(ctx, vcycles)
-    return np.asarray(ph.get_partition(), dtype=np.int32)
+    with KAHYPAR_LOCK:  # the seed is the process's
+        mtkahypar.set_seed(seed)
+        h = init.create_hypergraph(ctx, hg.n_vertices, hg.n_nets, nets, hg.vertex_weights, hg.net_weights)
+        if initial is None:
+            return np.asarray(h.partition(ctx).get_partition(), dtype=np.int32)
+        ph = h.create_partitioned_hypergraph(ctx, parts, initial.astype(np.int64))  # (context, k): the binding's order
+        ph.improve_partition(ctx, vcycles)
+        return np.asarray(ph.get_partition(), dtype=np.int32)
 
 
 _ARRAYS = ("net_ptr", "pins", "vertex_weights", "net_weights")

@@ -65,7 +65,7 @@ def _kahypar_nodes(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, parts
     deterministic preset, one thread)."""
     import mtkahypar
 
-    from .kahypar import _kahypar
+    from .kahypar import KAHYPAR_LOCK, _kahypar
 
     nodes = -(-parts // k)
     sizes = [k] * (nodes - 1) + [parts - k * (nodes - 1)]
@@ -74,10 +74,11 @@ def _kahypar_nodes(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, parts
     ctx.set_partitioning_parameters(nodes, 0.0, mtkahypar.Objective.KM1)
     ctx.set_individual_target_block_weights(sizes)
     ctx.logging = False
-    mtkahypar.set_seed(seed)
     nets = np.split(pins, ptr[1:-1]) if weights.size else []
-    h = init.create_hypergraph(ctx, parts, len(nets), nets, np.ones(parts, np.int64), weights.astype(np.int64))
-    node = np.asarray(h.partition(ctx).get_partition(), np.int64)
+    with KAHYPAR_LOCK:  # the seed is the process's, and the place stage places every model at once
+        mtkahypar.set_seed(seed)
+        h = init.create_hypergraph(ctx, parts, len(nets), nets, np.ones(parts, np.int64), weights.astype(np.int64))
+        node = np.asarray(h.partition(ctx).get_partition(), np.int64)
     if not np.array_equal(np.bincount(node, minlength=nodes), sizes):  # never trust a balance we did not check
         raise RuntimeError(f"Mt-KaHyPar placed {np.bincount(node, minlength=nodes).tolist()} parts on the nodes, "
                            f"not {sizes}")

@@ -100,6 +100,8 @@ def test_legends_sit_outside_every_axes(opened):
             box = leg.get_window_extent()
             for ax in fig.axes:
                 assert not box.overlaps(ax.get_window_extent()), (fig.axes[0].get_title(), leg)
+            for text in titles(fig):  # nor a title (the time split's legend ran into the figure's)
+                assert not box.overlaps(text.get_window_extent()), (text.get_text(), leg)
     assert legends >= 8  # every figure but the degree plot and the heat map has one
 
 
@@ -267,6 +269,47 @@ def test_time_split_by_hand(small, hand_log):
     assert heights(figures.fig_time_split([one]).axes[0])[:3] == pytest.approx([100] * 3)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2"]
     assert figures.fig_time_split([]) is None
+
+
+def titles(fig) -> list:
+    """The figure's title and every axes' title that has text."""
+    texts = [fig._suptitle] if fig._suptitle is not None else []
+    return texts + [ax.title for ax in fig.axes if ax.get_title()]
+
+
+def test_the_time_split_notes_ranks_that_shared_the_cores(small, hand_log):
+    """4 ranks of 1 thread on 2 cores (the trainer records the cores and the launcher's ranks in its config): the
+    wait includes waiting for a core, and the figure says so; 2 ranks on 8 cores, or a log without the figures,
+    say nothing."""
+    two_epochs = epochs([[0.1] * 3] * 2, [[0.2] * 3] * 2, tests=(None,) * 2)
+    crowded = hand_log("a.jsonl", header(small, threads=1, config={"cores": 2, "local_ranks": 4}), two_epochs)
+    roomy = hand_log("b.jsonl", header(small, threads=2, config={"cores": 8, "local_ranks": 2}), two_epochs)
+    assert figures.shared_cores(crowded.header) == (4, 1, 2) and figures.shared_cores(roomy.header) is None
+    fig = figures.fig_time_split([crowded])
+    assert fig.get_suptitle() == ("measured on the machine that trained\nthe ranks shared the cores: a rank waiting\n"
+                                  "for a core shows as communication wait")
+    assert fig.axes[0].get_title().endswith("first epoch (warm-up) left out\n4 ranks x 1 thread on 2 cores")
+    both = figures.fig_time_split([crowded, roomy])
+    assert [ax.get_title().endswith("on 2 cores") for ax in both.axes] == [True, False]
+    assert figures.fig_time_split([roomy]).get_suptitle() == "measured on the machine that trained"
+    old = hand_log("c.jsonl", header(small, threads=None), two_epochs)  # a log from before the trainer recorded them
+    assert figures.shared_cores(old.header) is None
+
+
+def test_the_time_splits_legend_is_clear_of_every_title(small, hand_log):
+    """One run: a narrow figure, whose legend at the upper right ran into the figure's title."""
+    run = hand_log("a.jsonl", header(small, threads=1, config={"cores": 2, "local_ranks": 4}),
+                   epochs([[0.1] * 3] * 2, [[0.2] * 3] * 2, tests=(None,) * 2))
+    for runs in ([run], [run, run]):
+        fig = figures.fig_time_split(runs)
+        fig.canvas.draw()
+        (legend,) = fig.legends
+        assert legend_texts(fig) == ["compute", "communication wait"]
+        box = legend.get_window_extent()
+        for text in titles(fig):
+            assert not box.overlaps(text.get_window_extent()), text.get_text()
+        for ax in fig.axes:
+            assert not box.overlaps(ax.get_window_extent())
 
 
 def test_measured_bytes_against_the_prediction(small, hand_log):

@@ -203,7 +203,7 @@ def browser() -> str | None:
 def test_report_loads_in_a_headless_browser_with_every_figure_drawn(full_report):
     exe = browser()
     if exe is None:
-        pytest.skip("no chromium installed (apt-get install chromium; .ci/run installs it)")
+        pytest.skip("no chromium installed (apt-get install chromium, or SHGCN_CHROMIUM=/path/to/chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
     out = full_report
     problems: list[str] = []

@@ -168,10 +168,53 @@ def test_an_estimate_from_a_file_size_never_refuses(tmp_path):
 
 def test_plan_prints_and_writes_nothing(tmp_path):
     out = tmp_path / "deep" / "s.zarr"
-    res = build_cli("rmat:scale=28", "--parts", "64", "--model", "gp", "--out", str(out), "--plan", timeout=60)
-    assert res.returncode == 0, res.stderr
+    res = build_cli("rmat:scale=28", "--parts", "64", "--model", "gp", "--out", str(out), "--plan",
+                    "--memory-limit", "64G", timeout=60)
+    one_line(res, "rmat:scale=28: the plan needs", "--memory-limit is 64.0 GiB", "--no-plan-check")
     for text in ("expected counts of the generator", "child gp (KaMinPar)", "at once", "free on", "64-bit edge ids"):
         assert text in res.stdout
+    # R-MAT 28's plan needs hundreds of GiB at once: the table ends with its verdict, and the command exits 2
+    assert res.stdout.splitlines()[-1].startswith("verdict    does not fit: memory ")
+    assert " at once over the limit of 64.0 GiB (--memory-limit); disk " in res.stdout.splitlines()[-1]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_verdict_by_hand():
+    """Memory held at once (250 MiB + 320 MB) against the limit, disk (the store 8.1 MB and the temporary area
+    32.1 MB) against the free disk: fits, does not fit on either, not checked on an external cluster, estimated counts."""
+    p = plan.make_plan(C, ("gp",), coef=small_coefficients())
+    assert (plan.gib(p.at_once()[0]), plan.gib(p.disk)) == ("555.2 MiB", "38.3 MiB")
+    assert plan.verdict(p, GIB, "--memory-limit", GIB, "/x") == (
+        "verdict    fits: memory 555.2 MiB at once within the limit of 1.0 GiB (--memory-limit); "
+        "disk 38.3 MiB within the 1.0 GiB free on /x", True)
+    assert plan.verdict(p, 500 * MIB, "this machine's memory", 30 * MIB, "/x") == (
+        "verdict    does not fit: memory 555.2 MiB at once over the limit of 500.0 MiB (this machine's memory); "
+        "disk 38.3 MiB over the 30.0 MiB free on /x", False)
+    assert plan.verdict(p, GIB, "--memory-limit", 30 * MIB, "/x")[1] is False  # the disk alone
+    assert plan.verdict(p, MIB, "--memory-limit", GIB, "/x", remote=True) == (
+        "verdict    fits: memory not checked (an external Dask cluster's workers); disk 38.3 MiB within the 1.0 GiB "
+        "free on /x", True)
+    guess = plan.make_plan(replace(C, how="estimated from the file's size", estimated=True), ("gp",),
+                           coef=small_coefficients())
+    assert plan.verdict(guess, MIB, "--memory-limit", GIB, "/x")[0].startswith(
+        "verdict    does not fit (by estimated counts): memory 555.2 MiB at once over the limit of 1.0 MiB")
+    table = plan.format_plan(p, GIB, "--memory-limit", GIB, "/x", remote=True).splitlines()
+    assert table[-2].startswith("note       an external Dask cluster") and table[-1] == plan.verdict(
+        p, GIB, "--memory-limit", GIB, "/x", remote=True)[0]
+
+
+def test_plan_of_a_build_that_fits_exits_0_and_one_that_does_not_exits_2(tmp_path):
+    out = str(tmp_path / "s.zarr")
+    fits = build_cli("rmat:scale=10", "--parts", "2", "--model", "gp", "--memory-limit", "64G", "--out", out, "--plan",
+                     timeout=60)
+    assert fits.returncode == 0 and fits.stderr == "", fits.stderr
+    assert fits.stdout.splitlines()[-1].startswith("verdict    fits: memory ")
+    assert " at once within the limit of 64.0 GiB (--memory-limit); disk " in fits.stdout
+    over = build_cli("rmat:scale=16", "--parts", "4", "--model", "gp", "--memory-limit", "100M", "--out", out, "--plan",
+                     timeout=60)
+    one_line(over, "rmat:scale=16: the plan needs", "--memory-limit is 100.0 MiB")
+    assert over.stdout.splitlines()[-1].startswith("verdict    does not fit: memory ")
+    assert " at once over the limit of 100.0 MiB (--memory-limit); disk " in over.stdout
     assert list(tmp_path.iterdir()) == []
 
 

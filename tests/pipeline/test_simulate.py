@@ -146,3 +146,24 @@ def test_the_command_predicts_threads_and_names_the_fastest_split(store4):
     assert lines[-1].startswith("P=4: fastest ") and "threads" in lines[-1]
     bad = run_cli("simulate", str(store4), "--threads", "0")
     assert bad.returncode == 2 and "argument --threads: expected positive integers" in bad.stderr
+
+
+def test_the_fastest_line_against_rp_or_without_it():
+    row = {"parts": 4, "model": "hp", "exchange": "p2p", "ranks_per_node": 2, "threads": 1, "epoch": 0.0125,
+           "vs_rp": 1.5}
+    assert simulate.fastest_line(row) == ("P=4: fastest hp with p2p at 2 ranks per node x 1 threads: 12.500 ms per "
+                                          "epoch (1.50x rp's speed with p2p)")
+    assert simulate.fastest_line({**row, "vs_rp": float("nan")}) == (
+        "P=4: fastest hp with p2p at 2 ranks per node x 1 threads: 12.500 ms per epoch (no rp partition in the store "
+        "to compare with)")
+
+
+def test_a_store_without_rp_says_so_instead_of_nan(tmp_path):
+    path = tmp_path / "hp.zarr"
+    res = run_cli("--quiet", "build", "sbm:n=200,classes=2,degree=4,features=8,seed=1", "--parts", "2", "--model", "hp",
+                  "--out", str(path))
+    assert res.returncode == 0, res.stderr
+    out = run_cli("simulate", str(path), "--machine", "shm", "--exchange", "p2p")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1].endswith(" ms per epoch (no rp partition in the store to compare with)")
+    assert "nan" not in out.stdout.splitlines()[-1]

@@ -2,6 +2,7 @@
 the stores it must refuse before any work."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -28,6 +29,8 @@ def test_runs_without_mpirun_and_log_keys(stores, tmp_path):
                 "bytes_sent", "msgs_sent"):
         assert key in epochs[0]
     assert epochs[0]["bytes_sent"] == [0] and len(epochs) == 3
+    # the machine the run started on, for the report's note on ranks that shared its cores
+    assert (header["config"]["cores"], header["config"]["local_ranks"]) == (os.cpu_count(), 1)
 
 
 def test_wrong_rank_count(stores):
@@ -80,6 +83,17 @@ def test_the_batch_size_option_is_auto_by_default():
     assert "auto: 10% of the vertices" in " ".join(parser().format_help().split())
 
 
+def test_help_shows_no_flags_default_backwards():
+    """``--no-verify`` stores False in ``verify``: "(default: True)" beside "skip the block checksum" read as
+    skipping by default. A flag's help says what it does; every other option keeps its default."""
+    from shgcn.trainer.cli import parser
+
+    text = " ".join(parser().format_help().split())
+    assert "(default: True)" not in text and "(default: False)" not in text
+    assert "--no-verify skip the block checksum (bounds are still checked; without it the checksum is verified) " in text
+    assert "--lr LR Adam learning rate (default: 0.01)" in text
+
+
 @pytest.mark.parametrize("args", [["--help"], ["--version"]])
 def test_help_and_version_import_nothing_heavy(args):
     """--help and --version answer without loading MPI, zarr, Dask, numba or torch."""
@@ -99,11 +113,11 @@ def test_banner_names_the_mode_and_the_run_ends_with_a_summary(stores, tmp_path)
 
     log = tmp_path / "run.jsonl"
     res = subprocess.run([sys.executable, str(TRAIN), str(stores["undirected", 1]), "--epochs", "3", "--mode",
-                          "minibatch", "--batch-size", "40", "--log", str(log)], capture_output=True, text=True,
-                         timeout=300)
+                          "minibatch", "--batch-size", "40", "--threads", "1", "--log", str(log)], capture_output=True,
+                         text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.strip().splitlines()
-    assert lines[0].startswith("1d, mini-batch (node sampler, batch size 40) on 1 x 1 ranks"), lines
+    assert lines[0].startswith("1d, mini-batch (node sampler, batch size 40) on 1 x 1 ranks of 1 thread; memory "), lines
     assert lines[-1].startswith("summary: best validation accuracy ") and " (test accuracy there " in lines[-1]
     assert lines[-1].endswith(f"; run log: {log}") and "final loss " in lines[-1]
     # the busiest rank's measured peak beside its modelled bytes; the run log has every rank's peak per epoch

@@ -9,9 +9,13 @@ def _epoch(e, loss, val=None, test=None):
     return runlog.Epoch(epoch=e, loss=loss, train_acc=0.5, val_acc=val, test_acc=test)
 
 
-def test_banner_names_the_mode():
+def test_banner_names_the_mode_and_the_threads():
     full = summary.banner("1d", summary.mode_text("full"), 4, 1, ("1 GiB", "4 GiB"))
-    assert full.startswith("1d, full-batch on 4 x 1 ranks; memory (modelled): up to 1 GiB a rank")
+    assert full == "1d, full-batch on 4 x 1 ranks; memory (modelled): up to 1 GiB a rank, 4 GiB in all"
+    assert summary.banner("1d", "full-batch", 4, 1, ("1 GiB", "4 GiB"), 1) == \
+        "1d, full-batch on 4 x 1 ranks of 1 thread; memory (modelled): up to 1 GiB a rank, 4 GiB in all"
+    assert summary.banner("2d", "full-batch", 2, 2, ("1 GiB", "4 GiB"), 3).startswith("2d, full-batch on 2 x 2 ranks of 3 "
+                                                                                      "threads; memory")
     mini = summary.mode_text("minibatch", "node", 1024)
     assert mini == "mini-batch (node sampler, batch size 1,024)"
     assert summary.banner("1d", mini, 2, 1, ("1", "2")).startswith("1d, mini-batch (node sampler, batch size 1,024) on 2")
@@ -37,6 +41,10 @@ def test_summary_shows_the_busiest_ranks_peak_against_its_model():
     rec = _epoch(0, 1.0)
     rec.peak_memory = [300 * 2**20, 512 * 2**20]
     line = summary.summary([rec], epochs=1, modelled=(100 * 2**20, 384 * 2**20))
-    assert line == "summary: final loss 1.0000; peak memory 512.0 MiB at rank 1 (modelled 384.0 MiB, 128.0 MiB beyond it)"
-    assert summary.memory_part([2**30], (3 * 2**30,)) == "peak memory 1.0 GiB at rank 0 (modelled 3.0 GiB, 2.0 GiB below it)"
+    assert line == ("summary: final loss 1.0000; peak memory 512.0 MiB at rank 1 (modelled 384.0 MiB for the matrix, "
+                    "features, activations and exchanged rows, 128.0 MiB beyond it: the model leaves out the interpreter and "
+                    "its libraries)")
+    assert summary.memory_part([2**30], (3 * 2**30,)) == (
+        "peak memory 1.0 GiB at rank 0 (modelled 3.0 GiB for the matrix, features, activations and exchanged rows, 2.0 GiB "
+        "below it)")
     assert summary.memory_part([2**30, 2**29], ()) == "peak memory 1.0 GiB at rank 0"

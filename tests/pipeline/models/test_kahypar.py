@@ -58,3 +58,61 @@ def test_in_a_child_with_a_deadline_the_same_partition_or_none():
     assert there is not None and there.dtype == np.int32 and np.array_equal(there, here)
     assert np.array_equal(kahypar_within(hg, 2, 0.0, 3, threads=1), kahypar_partition(hg, 2, 0.0, seed=3, threads=1))
     assert kahypar_within(hg, 2, 0.0, 1, threads=1, initial=start, deadline=time.monotonic()) is None
+
+
+def test_the_library_is_initialized_once_whatever_the_threads(monkeypatch):
+    """The place stage places every model in the worker's threads at once: each asked for the library, and two
+    set it up ("[WARNING] Mt-KaHyPar is already initialized" in the build's log). A slow set-up widens the race."""
+    import threading
+    import time
+
+    import mtkahypar
+
+    from shgcn.pipeline.models import kahypar
+
+    calls = []
+
+    def initialize(threads):
+        calls.append(threads)
+        time.sleep(0.05)
+        return object()
+
+    monkeypatch.setattr(kahypar, "_INIT", [])
+    monkeypatch.setattr(mtkahypar, "initialize", initialize)
+    start = threading.Barrier(4)
+    got = []
+
+    def ask():
+        start.wait(timeout=10)
+        got.append(kahypar._kahypar(1))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert calls == [1] and len(got) == 4 and all(g is got[0] for g in got)
+
+
+def test_a_build_process_placing_several_models_at_once_says_nothing(tmp_path):
+    """The real library, four placements in threads of one process (as the place stage's worker runs them):
+    no warning on either stream."""
+    import subprocess
+    import sys
+
+    code = """
+import threading
+import numpy as np
+from shgcn.pipeline.models.placement import _kahypar_nodes
+ptr, pins, weights = np.array([0, 2, 4, 6]), np.array([0, 1, 1, 2, 2, 3]), np.array([5, 1, 5])
+out = []
+def place():
+    out.append(_kahypar_nodes(ptr, pins, weights, 4, 2, 0).tolist())
+ts = [threading.Thread(target=place) for _ in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print(out)
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == "" and res.stdout.strip() == str([[0, 0, 1, 1]] * 4)
