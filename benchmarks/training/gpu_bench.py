@@ -253,7 +253,10 @@ class Bench:
                 recs = [json.loads(line) for line in log.read_text().splitlines()[1:] if line.endswith("}")]
                 sec, run.epochs_timed = epoch_median(recs, self.args.skip)
                 run.ms = 1e3 * sec
-                run.extra["first_epoch"] = next(r["epoch_time"] for r in recs if r.get("type") == "epoch")
+                epochs = [r for r in recs if r.get("type", "epoch") == "epoch"]
+                run.extra["first_epoch"] = epochs[0]["epoch_time"]
+                run.extra["losses"] = [r["loss"] for r in epochs]
+                run.extra["bytes"] = [r.get("bytes_sent") for r in epochs]
                 if run.error:
                     run.error = f"{run.error}: timed on the {run.epochs_timed} epochs it logged"
             except (OSError, ValueError) as e:
@@ -336,13 +339,13 @@ def compare(b: Bench, store: Path, npz: Path, cuda: bool) -> None:
     GCN."""
     args, t = b.args, cores()
     b.pyg(npz, list(args.archs), "cuda" if cuda else "cpu")
+    for arch in args.archs if cuda else ():  # the GPU's rows first: a budget that runs out cuts the CPU's
+        gpu, _, _ = arch_opts(args, arch, epochs_of(args, arch, True))
+        b.trainer(f"{arch} torch cuda", store, 1, [*gpu, "--backend", "torch", "--device", "cuda"])
     for arch in args.archs:
         cpu, _, _ = arch_opts(args, arch, epochs_of(args, arch, False))
-        gpu, _, _ = arch_opts(args, arch, epochs_of(args, arch, True))
         b.trainer(f"{arch} numpy cpu", store, 1, [*cpu, "--backend", "numpy", "--threads", t])
         b.trainer(f"{arch} torch cpu", store, 1, [*cpu, "--backend", "torch", "--device", "cpu", "--threads", t])
-        if cuda:
-            b.trainer(f"{arch} torch cuda", store, 1, [*gpu, "--backend", "torch", "--device", "cuda"])
 
 
 def thread_sweep(b: Bench, store: Path) -> None:
@@ -370,6 +373,30 @@ def ranks_check(b: Bench, store: Path, cuda: bool) -> int:
 
 
 # ------------------------------------------------------------------ the tables
+
+def agreement(a: Run | None, b: Run | None) -> str:
+    """The largest relative difference of two runs' losses over the epochs both logged, and whether their bytes
+    per epoch were the same there ("-" when either has no losses)."""
+    la, lb = (a.extra.get("losses") if a else None), (b.extra.get("losses") if b else None)
+    if not la or not lb:
+        return "-"
+    k = min(len(la), len(lb))
+    x, y = np.asarray(la[:k], np.float64), np.asarray(lb[:k], np.float64)
+    rel = float(np.max(np.abs(x - y) / np.maximum(np.abs(y), 1e-30)))
+    same = a.extra.get("bytes", [])[:k] == b.extra.get("bytes", [])[:k]  # type: ignore[union-attr]
+    return f"{rel:.1e} over {k} epochs, bytes {'equal' if same else 'DIFFER'}"
+
+
+def agreement_table(runs: dict[str, Run], archs: list[str], p: int | None) -> str:
+    """The torch backend's losses (and bytes) against the numpy backend's, CPU and GPU, P = 1 and P = ``p``."""
+    rows = [{"run": f"{a}: torch {dev} vs numpy", "v": agreement(runs.get(f"{a} torch {dev}"), runs.get(f"{a} numpy cpu"))}
+            for a in archs for dev in ("cpu", "cuda") if f"{a} torch {dev}" in runs]
+    if p:
+        rows += [{"run": f"gcn, P = {p}: torch {dev} vs numpy",
+                  "v": agreement(runs.get(f"P={p} torch {dev}"), runs.get(f"P={p} numpy cpu"))}
+                 for dev in ("cpu", "cuda") if f"P={p} torch {dev}" in runs]
+    return table(rows, [("run", "run"), ("v", "largest relative loss difference; bytes sent")])
+
 
 def epoch_table(runs: dict[str, Run], archs: list[str], dev: str) -> str:
     def at(key: str) -> str:
@@ -469,6 +496,8 @@ def render(b: Bench, facts: dict, graph: dict, p: int | None) -> str:
     if p:
         out += [f"\n### {p} ranks on one machine{' and one GPU' if cuda else ''}: `{args.ranks_store}`\n",
                 ranks_table(runs, p, dev)]
+    out += ["\n### The torch backend's losses against the numpy backend's (the same seed and masks)\n",
+            agreement_table(runs, archs, p)]
     heads = args.gat_heads
     out.append(
         f"\nshgcn-train: hidden {args.hidden}, dropout {args.dropout}, {args.epochs} epochs on the GPU and "
@@ -483,7 +512,8 @@ def render(b: Bench, facts: dict, graph: dict, p: int | None) -> str:
         "Â's pattern without self loops, the same widths and dropout, Adam lr 0.01; the CSR GCN: `Â @ lin(H)` per "
         f"layer with torch's sparse CSR product. Thread sweep: GCN, hidden {args.hidden}, {args.sweep_epochs} epochs, "
         "mini-batch: the node sampler at the trainer's default batch (10% of n). Every run once (a ratio is of two "
-        "single runs), in this order: PyG, then per architecture numpy, torch cpu, torch cuda, then the sweep; "
+        "single runs), in this order: PyG, torch cuda for every architecture, then per architecture numpy and torch "
+        "cpu, then the sweep; "
         f"{time.perf_counter() - b.t0:.0f} s in all.\n")
     failed = [f"- {r.key}: {r.error}" for r in runs.values() if r.error]
     if failed:

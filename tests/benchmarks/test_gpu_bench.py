@@ -65,3 +65,14 @@ def test_the_tables_give_every_ratio_and_mark_missing_runs():
     ratios = gb.ratio_table(runs, ["gcn", "sage"], "cuda")
     assert "| gcn | 2.00 | 0.10 | 0.05 | 2.00 | 20.00 | ours 2.50, PyG 1.25 |" in ratios
     assert "| sage | - | - | - | - | - |  |" in ratios
+
+
+def test_agreement_compares_the_common_epochs_and_the_bytes():
+    from benchmarks.training.gpu_bench import Run, agreement
+
+    a = Run("a", [], extra={"losses": [2.0, 1.0, 0.5], "bytes": [8, 8, 8]})
+    b = Run("b", [], extra={"losses": [2.0, 1.001], "bytes": [8, 8]})
+    assert agreement(a, b) == "1.0e-03 over 2 epochs, bytes equal"
+    c = Run("c", [], extra={"losses": [2.0, 1.0], "bytes": [8, 9]})
+    assert agreement(a, c) == "0.0e+00 over 2 epochs, bytes DIFFER"
+    assert agreement(a, None) == "-" and agreement(Run("d", []), a) == "-"
