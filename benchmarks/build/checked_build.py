@@ -22,46 +22,17 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
-from benchmarks.build.plan_check import RMAT, _du, _sample, compare, report
-from benchmarks.common import REPO, store_info
-
-TIMEOUT = 7200  # seconds: R-MAT scale 25 took 38 minutes on 2 cores
+from benchmarks.build import plan_check
+from benchmarks.build.plan_check import RMAT, compare, report
+from benchmarks.common import REPO
 
 
 def measure(tag: str, scale: int, model: str, out: Path, extra: tuple[str, ...] = (), parts: int = 64) -> dict:
     """Build once with the plan check on; the record (plan_check's, ``plan_checked`` true), saved as
     out/TAG.json."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{tag}.zarr"
-    source = RMAT.format(scale)
-    cmd = [sys.executable, "-m", "shgcn.pipeline", "build", source, "--model", model, "--parts", str(parts),
-           "--out", str(path), "--overwrite", *extra]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    state, stop = {"tree": 0, "disk": 0}, threading.Event()
-    sampler = threading.Thread(target=_sample, args=(proc, out, path.name, stop, state), daemon=True)
-    sampler.start()
-    try:
-        log = proc.communicate(timeout=TIMEOUT)[0]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        log = proc.communicate()[0]
-    finally:
-        stop.set()
-        sampler.join()
-    if proc.returncode:
-        raise SystemExit(f"{tag}: the build failed (exit {proc.returncode}):\n{log[-3000:]}")
-    rec = {"tag": tag, "source": source, "model": model, "parts": parts, "extra": list(extra),
-           "wall": time.perf_counter() - t0, "tree_peak_bytes": state["tree"], "partial_peak_bytes": state["disk"],
-           "store_bytes": _du(path), "info": store_info(path), "pieces_spilled": True, "plan_checked": True}
-    (out / f"{tag}.json").write_text(json.dumps(rec, indent=1, default=float))
-    return rec
+    return plan_check.measure(tag, RMAT.format(scale), model, out, extra, parts, plan_checked=True)
 
 
 def summary(rec: dict) -> str:

@@ -72,7 +72,7 @@ def tn_rows(n: int) -> int:
     return _TN_ROWS * max(1, -(-n // (_TN_ROWS * _TN_MAX_BLOCKS)))
 
 
-def _timed(kernel: str) -> Callable[[_F], _F]:
+def timed_on_host(kernel: str) -> Callable[[_F], _F]:
     """Add a method's seconds to ``self.kernel_time[kernel]`` (the run log's time per kernel; ~1 µs a call)."""
     def wrap(f: _F) -> _F:
         @functools.wraps(f)
@@ -138,7 +138,7 @@ class NumpyBackend:
         return self._par.even_rows(n, self.threads)
 
     # --------------------------------------------------------- products
-    @_timed("spmm")
+    @timed_on_host("spmm")
     def spmm(self, m: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
         """(n, k) sparse times (k, d) dense: (n, d) float32. With threads, the parallel kernel (the same sums
         in the same order as scipy's, so the same bits) on float32 CSR operands; scipy's otherwise."""
@@ -149,7 +149,7 @@ class NumpyBackend:
             return self._par.spmm(m.indptr, m.indices, m.data, np.ascontiguousarray(x), self._row_bounds(m), out)
         return np.asarray(m @ x, dtype=np.float32)
 
-    @_timed("gemm")
+    @timed_on_host("gemm")
     def gemm(self, a: Any, b: np.ndarray) -> np.ndarray:
         """Dense (or CSR, first layer) times dense: float32. Dense float32 operands: in fixed blocks of
         ``_GEMM_ROWS`` rows of a, each one BLAS call (:meth:`_run_blocks`), at every T. CSR: scipy's product,
@@ -168,7 +168,7 @@ class NumpyBackend:
             return out
         return np.asarray(a @ b, dtype=np.float32)
 
-    @_timed("gemm")
+    @timed_on_host("gemm")
     def gemm_tn(self, a: Any, b: np.ndarray) -> np.ndarray:
         """aᵀ b (weight gradients), float32. Dense float32 operands: in fixed blocks of :func:`tn_rows` rows of
         a and b (the inner dimension), each block's product one BLAS call (:meth:`_run_blocks`), the products
@@ -235,7 +235,7 @@ class NumpyBackend:
         return h.toarray() if sp.issparse(h) else h
 
     # --------------------------------------------------------- elementwise
-    @_timed("elementwise")
+    @timed_on_host("elementwise")
     def act_dropout(self, h: Any, act: str, noise: Noise | None, layer: int, gids: np.ndarray,
                     keep: bool = False) -> tuple[Any, np.ndarray | None]:
         """``dropout(act(h))`` in one pass, and the keep mask (uint8) when
@@ -266,7 +266,7 @@ class NumpyBackend:
         out = self._par.dropout_dense(*args, self._rows(h.shape[0])) if self._wide(h) else kernels.dropout_dense(*args)
         return out, (mask if mask.size else None)
 
-    @_timed("elementwise")
+    @timed_on_host("elementwise")
     def act_dropout_grad(self, g: np.ndarray, hd: np.ndarray, act: str, noise: Noise | None,
                          keep: np.ndarray | None) -> np.ndarray:
         """The gradient through :meth:`act_dropout` (``hd`` its output), in place."""
@@ -286,7 +286,7 @@ class NumpyBackend:
         return g * np.float32(scale) if scale != 1.0 else g
 
     # --------------------------------------------------------- attention
-    @_timed("attention")
+    @timed_on_host("attention")
     def gat_forward(self, rows: np.ndarray, att: Attention) -> None:
         """GAT's aggregation of ``rows`` into ``att.out`` (see :func:`.kernels.gat_forward`); with threads, over
         chunks of ``rows`` of about equal edges (the same results)."""
@@ -304,7 +304,7 @@ class NumpyBackend:
         else:
             kernels.gat_forward(*args)
 
-    @_timed("attention")
+    @timed_on_host("attention")
     def gat_backward(self, att: Attention, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dz (m, H*d), ds_src (m, H), ds_dst (n, H)) of :meth:`gat_forward`; with threads, rows then columns
         (:func:`.parallel.gat_backward`, the same results)."""
@@ -328,7 +328,7 @@ class NumpyBackend:
         return self.threads > 1 and att.csr.nnz * att.z.shape[1] >= _PARALLEL_MIN
 
     # --------------------------------------------------------- losses
-    @_timed("loss")
+    @timed_on_host("loss")
     def softmax_xent(self, logits: np.ndarray, labels: np.ndarray, idx: np.ndarray, w: np.ndarray, total: int
                      ) -> tuple[float, np.ndarray, int]:
         """Masked softmax cross-entropy of rows ``idx`` (weights ``w``): the
@@ -338,7 +338,7 @@ class NumpyBackend:
                                              idx, w, 1.0 / total, g)
         return float(loss), g, int(correct)
 
-    @_timed("loss")
+    @timed_on_host("loss")
     def sigmoid_bce(self, logits: np.ndarray, labels: np.ndarray, idx: np.ndarray, w: np.ndarray, total: int
                     ) -> tuple[float, np.ndarray]:
         """A sigmoid per class and binary cross-entropy summed over the classes, of rows ``idx`` (weights ``w``):
@@ -356,7 +356,7 @@ class NumpyBackend:
         return np.asarray(values, np.float64)
 
     # --------------------------------------------------------- optimizer
-    @_timed("optimizer")
+    @timed_on_host("optimizer")
     def adam_step(self, state: AdamState, grads: list[np.ndarray]) -> None:
         """One Adam step on ``state.params``, in place."""
         if not state.m:

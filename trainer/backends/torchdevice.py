@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 import warnings
 import weakref
 from collections.abc import Callable
@@ -17,6 +16,8 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import scipy.sparse as sp
 import torch
+
+from .numpy import timed_on_host
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -31,24 +32,23 @@ def threads_of_rank() -> int:
 
 def timed(kernel: str) -> Callable[[_F], _F]:
     """Add a method's time to ``kernel``'s (:meth:`.torch.TorchBackend.take_kernel_time`): its object has
-    ``_events`` (time with CUDA events, read later from ``_pending``) and ``kernel_time``."""
+    ``_events`` (time with CUDA events, read later from ``_pending``), else the host's clock
+    (:func:`.numpy.timed_on_host`) into ``kernel_time``."""
     def wrap(f: _F) -> _F:
+        on_host = timed_on_host(kernel)(f)
+
         @functools.wraps(f)
         def timed(self, *args, **kwargs):
-            if self._events:
-                start = torch.cuda.Event(enable_timing=True)
-                start.record()
-                try:
-                    return f(self, *args, **kwargs)
-                finally:
-                    end = torch.cuda.Event(enable_timing=True)
-                    end.record()
-                    self._pending.append((kernel, start, end))
-            t0 = time.perf_counter()
+            if not self._events:
+                return on_host(self, *args, **kwargs)
+            start = torch.cuda.Event(enable_timing=True)
+            start.record()
             try:
                 return f(self, *args, **kwargs)
             finally:
-                self.kernel_time[kernel] = self.kernel_time.get(kernel, 0.0) + time.perf_counter() - t0
+                end = torch.cuda.Event(enable_timing=True)
+                end.record()
+                self._pending.append((kernel, start, end))
         return cast(_F, timed)
     return wrap
 
