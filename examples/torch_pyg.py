@@ -2,15 +2,33 @@
 partitioned store with the store's halo exchange (shgcn.trainer.torchdist).
 
     pipeline build cora --parts 2 --out stores/cora-p2.zarr
-    mpirun -n 2 python examples/torch_pyg.py stores/cora-p2.zarr --arch gcn
-    torchrun --nproc-per-node 2 examples/torch_pyg.py stores/cora-p2.zarr --arch sage
+    mpirun -n 2 python examples/torch_pyg.py stores/cora-p2.zarr --arch gcn --eval-whole
+    torchrun --nproc-per-node 2 examples/torch_pyg.py stores/cora-p2.zarr --arch sage --device cuda
 
 Every rank holds its rows; each layer's input rows that other ranks own
-arrive through ``Halo`` (forward) and their gradients go back (backward).
-The loss is the global mean, so P processes train what one process trains
-(same seed, dropout off). At the end each rank's counted bytes are checked
-against the store's own prediction (its quality table's volume) and the run
-is written as JSON lines (``--log``).
+arrive through the graph's exchange (forward) and their gradients go back
+(backward). The model is not bound to a rank: its layers take the graph,
+``forward(x, graph)`` (PyG's convention), so the same object runs on any
+rank's block or on the whole graph (``--eval-whole``: rank 0 evaluates it on
+the whole graph in one process, beside the distributed evaluation).
+
+The loss is the global mean and dropout (``--dropout``, ``td.dropout``:
+each vertex's mask keyed by its id, the layer, the epoch and the seed, drawn
+on its own rows before the exchange) is the same at every P, so P processes
+train what one process trains. At the end each rank's counted bytes are
+checked against the store's own prediction (its quality table's volume) and
+the run is written as JSON lines (``--log-file``; ``--log`` is the same, but
+not under torchrun, whose own options it abbreviates).
+
+``--checkpoint PATH``: rank 0 writes the model and optimizer there (every
+``--checkpoint-every`` epochs and at the end); with ``--resume`` the run
+starts from it (at any P: the model is not bound to a partition) and runs to
+``--epochs``, with the losses of a run that was not stopped.
+
+``--device cuda``: each rank computes on GPU ``local rank % GPUs`` of its
+node, over NCCL when every rank of the node has a GPU of its own, else over
+gloo (the halo rows then go through pinned host memory). No GPU: one line,
+exit code 2.
 """
 
 from __future__ import annotations
@@ -22,44 +40,45 @@ import time
 
 import torch
 
+from shgcn.core.errors import UserError
 from shgcn.trainer import torchdist as td
 
 
 class OwnGCN(torch.nn.Module):
-    """A user's own model in ten lines: Â (the block's rows) times the halo-extended input, times W."""
+    """A user's own model in a dozen lines: dropout on own rows, Â times the exchanged rows, times W."""
 
-    def __init__(self, block: td.TorchBlock, dims: list[int]):
+    def __init__(self, dims: list[int], dropout: float = 0.0, seed: int = 0):
         super().__init__()
-        self.a, self.halo = block.adjacency(), td.Halo(block.plan)
         self.lins = torch.nn.ModuleList(torch.nn.Linear(i, o) for i, o in zip(dims[:-1], dims[1:]))
+        self.drops = torch.nn.ModuleList(td.Dropout(dropout, k, seed) for k in range(len(self.lins)))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for k, lin in enumerate(self.lins):
-            x = lin(self.a @ self.halo(x))  # Â H W: aggregate own + received rows, then transform
+    def forward(self, x: torch.Tensor, graph: td.Graph) -> torch.Tensor:
+        for k, (drop, lin) in enumerate(zip(self.drops, self.lins)):
+            x = drop(x, graph)  # own rows, before the exchange: received rows carry their owner's mask
+            x = lin(graph.adjacency() @ graph.exchange(x))  # Â H W: aggregate own + received rows, then transform
             x = x.relu() if k < len(self.lins) - 1 else x
         return x
 
 
 class PygNet(torch.nn.Module):
-    """PyG layers on the rank's rows, ReLU between them; ``halo`` shared by every layer."""
+    """PyG layers that take the graph (``td.GCNConv``, ``td.SAGEConv``, ``td.GATConv``), ELU between them,
+    dropout before each."""
 
-    def __init__(self, block: td.TorchBlock, arch: str, dims: list[int], heads: int):
+    def __init__(self, arch: str, dims: list[int], heads: int, dropout: float = 0.0, seed: int = 0):
         super().__init__()
-        self.halo = td.Halo(block.plan)
         convs = []
         for k, (d_in, d_out) in enumerate(zip(dims[:-1], dims[1:])):
             if arch == "gat":
                 last = k == len(dims) - 2
-                convs.append(td.gat_conv(block, self.halo, d_in * (1 if k == 0 else heads), d_out,
-                                         heads=1 if last else heads))
+                convs.append(td.GATConv(d_in * (1 if k == 0 else heads), d_out, heads=1 if last else heads))
             else:
-                make = td.gcn_conv if arch == "gcn" else td.sage_conv
-                convs.append(make(block, self.halo, d_in, d_out))
+                convs.append((td.GCNConv if arch == "gcn" else td.SAGEConv)(d_in, d_out))
         self.convs = torch.nn.ModuleList(convs)
+        self.drops = torch.nn.ModuleList(td.Dropout(dropout, k, seed) for k in range(len(convs)))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for k, conv in enumerate(self.convs):
-            x = conv(x)
+    def forward(self, x: torch.Tensor, graph: td.Graph) -> torch.Tensor:
+        for k, (drop, conv) in enumerate(zip(self.drops, self.convs)):
+            x = conv(drop(x, graph), graph)
             x = torch.nn.functional.elu(x) if k < len(self.convs) - 1 else x
         return x
 
@@ -69,55 +88,108 @@ def widths(arch: str, dims: list[int], heads: int) -> list[int]:
     return [d * (heads if arch == "gat" and k > 0 else 1) for k, d in enumerate(dims[:-1])]
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("store")
     p.add_argument("--arch", choices=("gcn", "sage", "gat", "own"), default="gcn")
     p.add_argument("--hidden", type=int, nargs="*", default=[16])
     p.add_argument("--heads", type=int, default=2, help="GAT's heads in its hidden layers")
-    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--epochs", type=int, default=100, help="the epochs of the whole run (a resumed one too)")
     p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--log", help="JSON lines: one per epoch (loss, accuracy, bytes), then the traffic check")
+    p.add_argument("--dropout", type=float, default=0.5,
+                   help="rate before every layer (td.dropout: the same masks at every P; 0: none)")
+    p.add_argument("--seed", type=int, default=0, help="initial weights and dropout masks")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: each rank on GPU local rank %% GPUs (NCCL when every rank has its own, else gloo)")
+    p.add_argument("--log-file", "--log", dest="log",
+                   help="JSON lines: one per epoch (loss, accuracy, bytes), then the summary")
+    p.add_argument("--eval-whole", action="store_true",
+                   help="rank 0 also evaluates the trained model on the whole graph in one process")
+    p.add_argument("--checkpoint", metavar="PATH", help="write the model and optimizer here (rank 0, atomically)")
+    p.add_argument("--checkpoint-every", type=int, default=0, metavar="N", help="also every N epochs")
+    p.add_argument("--resume", action="store_true", help="start from --checkpoint (its epoch, weights, optimizer)")
     args = p.parse_args(argv)
+    if args.resume and not args.checkpoint:
+        p.error("--resume needs --checkpoint PATH")
+    return args
 
-    torch.set_num_threads(1)  # one core per rank, like shgcn-train
-    rank, size = td.init_from_env()
-    block = td.open_block(args.store)
-    dims = [int(block.x.shape[1]), *args.hidden, block.classes]
-    torch.manual_seed(args.seed)  # the same initial weights on every rank
-    model = OwnGCN(block, dims) if args.arch == "own" else PygNet(block, args.arch, dims, args.heads)
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    records = []
-    for epoch in range(args.epochs):
-        start = time.perf_counter()
-        model.train()
-        opt.zero_grad()
-        out = model(block.x)
-        loss = td.masked_loss(out, block, block.train_mask)
-        loss.backward()
-        td.sync_gradients(model.parameters())
-        opt.step()
-        seconds = time.perf_counter() - start
-        traffic = model.halo.traffic.reset()
-        records.append({"epoch": epoch, "seconds": seconds, "loss": float(td.global_sum(loss.reshape(1))[0]),
-                        "train_acc": td.accuracy(out, block, block.train_mask), "bytes_sent": traffic["bytes_sent"],
-                        "msgs_sent": traffic["msgs_sent"]})
+
+def epoch_step(model: torch.nn.Module, opt: torch.optim.Optimizer, graph: td.Graph, epoch: int) -> dict:
+    """One full-batch epoch: the record of its loss (the global mean), train accuracy and bytes."""
+    block = graph.block
+    start = time.perf_counter()
+    model.train()
+    td.set_epoch(model, epoch)  # the epoch keys the dropout masks
+    opt.zero_grad()
+    out = model(block.x, graph)
+    loss = td.masked_loss(out, block, block.train_mask)
+    loss.backward()
+    td.sync_gradients(model.parameters())
+    opt.step()
+    if block.device.type == "cuda":
+        torch.cuda.synchronize(block.device)  # the epoch's kernels are done before it is timed
+    seconds = time.perf_counter() - start
+    traffic = graph.halo.traffic.reset()
+    return {"epoch": epoch, "seconds": seconds, "loss": float(td.global_sum(loss.reshape(1))[0]),
+            "train_acc": td.accuracy(out, block, block.train_mask), "bytes_sent": traffic["bytes_sent"],
+            "msgs_sent": traffic["msgs_sent"]}
+
+
+def evaluate(model: torch.nn.Module, graph: td.Graph) -> dict:
+    """The distributed evaluation: the training rows' loss, validation and test accuracy over every rank."""
+    block = graph.block
     model.eval()
     with torch.no_grad():
-        out = model(block.x)
-    model.halo.traffic.reset()
+        out = model(block.x, graph)
+    graph.halo.traffic.reset()
+    loss = td.masked_loss(out, block, block.train_mask)
+    return {"eval_loss": float(td.global_sum(loss.reshape(1))[0]), "val_acc": td.accuracy(out, block, block.val_mask),
+            "test_acc": td.accuracy(out, block, block.test_mask)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    torch.set_num_threads(1)  # one core per rank, like shgcn-train
+    device = td.local_device(args.device)  # checked before anything starts: no GPU, one line
+    backend = td.choose_backend(device)
+    rank, size = td.init_from_env(backend, device=device)
+    graph = td.Graph(td.open_block(args.store, device=device))
+    block = graph.block
+    dims = [int(block.x.shape[1]), *args.hidden, block.classes]
+    torch.manual_seed(args.seed)  # the same initial weights on every rank (made on the CPU: the same on any device)
+    model = OwnGCN(dims, args.dropout, args.seed) if args.arch == "own" else \
+        PygNet(args.arch, dims, args.heads, args.dropout, args.seed)
+    model.to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    first = td.load_checkpoint(args.checkpoint, model, opt, store_path=args.store)["epoch"] if args.resume else 0
+    if first >= args.epochs:
+        raise UserError(f"{args.checkpoint}: already at epoch {first}, nothing left of --epochs {args.epochs}")
+    records = []
+    for epoch in range(first, args.epochs):
+        records.append(epoch_step(model, opt, graph, epoch))
+        done = epoch + 1
+        if args.checkpoint and (done == args.epochs or args.checkpoint_every and done % args.checkpoint_every == 0):
+            td.save_checkpoint(args.checkpoint, model, opt, done, store_path=args.store)
     check = traffic_check(args, block, dims, records[-1]["bytes_sent"])
-    summary = {"summary": True, "val_acc": td.accuracy(out, block, block.val_mask),
-               "test_acc": td.accuracy(out, block, block.test_mask), **check}
-    if rank == 0:
-        print(f"{args.arch} on {size} ranks: loss {records[-1]['loss']:.4f}, val {summary['val_acc']:.3f}, "
-              f"test {summary['test_acc']:.3f}; bytes per epoch {check['bytes']} (predicted {check['predicted']})")
-    if rank == 0 and args.log:
-        with open(args.log, "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in [*records, summary])
+    summary = {"summary": True, **evaluate(model, graph), "device": str(device), "backend": backend, **check}
+    if args.eval_whole and rank == 0:  # the same model object on the whole graph, in this process alone
+        summary.update({f"whole_{k}": v for k, v in td.evaluate_whole(model, args.store).items()})
+    report(args, rank, size, records, summary)
     td.finish()  # every rank got here: they leave torch.distributed in turn
     return 0 if check["bytes"] == check["predicted"] else 1
+
+
+def report(args: argparse.Namespace, rank: int, size: int, records: list[dict], summary: dict) -> None:
+    """Rank 0 prints the run's last line and writes the log."""
+    if rank != 0:
+        return
+    whole = f"; whole graph: test {summary['whole_test_acc']:.3f}" if "whole_test_acc" in summary else ""
+    print(f"{args.arch} on {size} ranks ({summary['device']}, {summary['backend']}): loss {records[-1]['loss']:.4f}, "
+          f"val {summary['val_acc']:.3f}, test {summary['test_acc']:.3f}{whole}; "
+          f"bytes per epoch {summary['bytes']} (predicted {summary['predicted']})")
+    if args.log:
+        with open(args.log, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in [*records, summary])
 
 
 def traffic_check(args: argparse.Namespace, block: td.TorchBlock, dims: list[int], counted: int) -> dict:
@@ -134,4 +206,8 @@ def traffic_check(args: argparse.Namespace, block: td.TorchBlock, dims: list[int
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except UserError as e:  # the user's input (no GPU, a store for other ranks...): one line, exit code 2
+        print(f"torch_pyg: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)

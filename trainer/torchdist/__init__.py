@@ -14,6 +14,22 @@ sparsity-aware halo exchange as a differentiable torch.distributed function
     loss.backward(); td.sync_gradients(model.parameters()); opt.step()
     td.finish()                                # when every rank is done: the ranks leave in turn
 
+A model not bound to a rank (PyG's convention, ``forward(x, graph)``): layers
+``td.GCNConv(d_in, d_out)`` (also ``SAGEConv``, ``GATConv``) called
+``conv(x, graph)`` with ``graph = td.Graph(block)``; ``td.dropout(x, graph,
+p, layer, epoch=e, seed=s)`` (or ``td.Dropout``) draws the numpy trainer's
+masks, keyed by vertex id, so P ranks train what one process trains with
+dropout on; ``td.evaluate_whole(model, path)`` runs the same model object on
+the whole graph in one process; ``td.save_checkpoint`` /
+``td.load_checkpoint`` resume a run (at any P, for such a model).
+
+On GPUs: ``device = td.local_device("cuda")`` (the rank's GPU: its rank on the
+node modulo the node's GPUs), ``td.init_from_env(td.choose_backend(device),
+device=device)`` (NCCL when every rank has a GPU of its own, else gloo) and
+``td.open_block(path, device=device)`` (or ``block.to(device)``); the helpers
+run on the block's and their input's device (with gloo, a GPU's halo rows go
+through pinned host buffers).
+
 ``halo.traffic`` counts the bytes sent per exchange; :func:`predicted_rows`
 gives what the store's quality table predicts (rows per exchange and rank).
 Named ``torchdist`` (not ``torch``): a folder called ``torch`` beside
@@ -29,16 +45,22 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .block import EDGE_KINDS, HaloPlan, TorchBlock, open_block, predicted_rows
+    from .checkpoint import CheckpointError, graph_identity, load_checkpoint, save_checkpoint
+    from .graph import Graph, evaluate_whole, whole_block
     from .halo import Halo, Traffic
-    from .launch import finish, init_from_env
-    from .layers import HaloConv, gat_conv, gcn_conv, sage_conv
+    from .launch import choose_backend, finish, init_from_env, local_device
+    from .layers import GATConv, GCNConv, HaloConv, SAGEConv, gat_conv, gcn_conv, sage_conv
+    from .masks import Dropout, dropout, set_epoch
     from .objective import accuracy, global_sum, masked_loss, sync_gradients
 
 _WHERE = {
     **dict.fromkeys(("EDGE_KINDS", "HaloPlan", "TorchBlock", "open_block", "predicted_rows"), ".block"),
+    **dict.fromkeys(("CheckpointError", "graph_identity", "load_checkpoint", "save_checkpoint"), ".checkpoint"),
+    **dict.fromkeys(("Dropout", "dropout", "set_epoch"), ".masks"),
+    **dict.fromkeys(("Graph", "evaluate_whole", "whole_block"), ".graph"),
     **dict.fromkeys(("Halo", "Traffic"), ".halo"),
-    **dict.fromkeys(("finish", "init_from_env"), ".launch"),
-    **dict.fromkeys(("HaloConv", "gat_conv", "gcn_conv", "sage_conv"), ".layers"),
+    **dict.fromkeys(("choose_backend", "finish", "init_from_env", "local_device"), ".launch"),
+    **dict.fromkeys(("GATConv", "GCNConv", "HaloConv", "SAGEConv", "gat_conv", "gcn_conv", "sage_conv"), ".layers"),
     **dict.fromkeys(("accuracy", "global_sum", "masked_loss", "sync_gradients"), ".objective"),
 }
 
@@ -53,6 +75,8 @@ def __dir__() -> list[str]:
     return sorted(_WHERE)
 
 
-__all__ = ["EDGE_KINDS", "Halo", "HaloConv", "HaloPlan", "TorchBlock", "Traffic", "accuracy", "finish", "gat_conv",
-           "gcn_conv", "global_sum", "init_from_env", "masked_loss", "open_block", "predicted_rows", "sage_conv",
-           "sync_gradients"]
+__all__ = ["EDGE_KINDS", "CheckpointError", "Dropout", "GATConv", "GCNConv", "Graph", "Halo", "HaloConv", "HaloPlan",
+           "SAGEConv", "TorchBlock", "Traffic", "accuracy", "choose_backend", "dropout", "evaluate_whole", "finish",
+           "gat_conv", "gcn_conv", "global_sum", "graph_identity", "init_from_env", "load_checkpoint",
+           "local_device", "masked_loss", "open_block", "predicted_rows", "sage_conv", "save_checkpoint",
+           "set_epoch", "sync_gradients", "whole_block"]

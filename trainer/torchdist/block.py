@@ -8,12 +8,17 @@ the node order of ``store.to_pyg(s, rank)``). A layer that aggregates over
 Â's rows therefore needs ``n_own + R`` input rows (own, then received: what
 :class:`~shgcn.trainer.torchdist.halo.Halo` returns) and gives ``n_own``
 output rows.
+
+Every tensor of a block (the plan's row indices too) is on one device:
+``open_block(..., device="cuda:0")`` or ``block.to(device)``; the helpers
+(the halo exchange, the layers, the loss) work on the device of the block and
+of their input.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,11 @@ class HaloPlan:
     @property
     def send_rows(self) -> int:
         return sum(int(r.numel()) for _, r in self.send)
+
+    def to(self, device: Any) -> HaloPlan:
+        """The plan with its send rows on ``device`` (a new plan; this one is left as it is)."""
+        device = as_device(device)
+        return replace(self, send=[(q, rows.to(device)) for q, rows in self.send])
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,19 @@ class TorchBlock:
         return self.plan.n_own
 
     @property
+    def device(self) -> Any:
+        """The torch.device every tensor of the block is on."""
+        return self.x.device
+
+    def to(self, device: Any) -> TorchBlock:
+        """The block with every tensor (the plan's too) on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a
+        torch.device): a new block, this one is left as it is (a tensor already there is not copied).
+        ``cuda`` when torch sees no GPU is a :class:`~shgcn.core.errors.UserError` (one line)."""
+        device = as_device(device)
+        moved = {name: getattr(self, name).to(device) for name in TENSORS}
+        return replace(self, plan=self.plan.to(device), **moved)
+
+    @property
     def n_local(self) -> int:
         """Own rows plus received rows: the input rows of a layer."""
         return self.plan.n_own + self.plan.n_halo
@@ -116,12 +139,37 @@ class TorchBlock:
         """(n_own, n_own + R) torch sparse CSR tensor of the block's rows of Â."""
         import torch
 
-        ptr = torch.zeros(self.n_own + 1, dtype=torch.int64)
+        ptr = torch.zeros(self.n_own + 1, dtype=torch.int64, device=self.rows.device)
         ptr[1:] = torch.cumsum(torch.bincount(self.rows, minlength=self.n_own), 0)
         with warnings.catch_warnings():  # "sparse CSR support is in beta": the product and its gradient are not
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
             return torch.sparse_csr_tensor(ptr, self.cols, self.values, size=(self.n_own, self.n_local),
                                            check_invariants=True)
+
+
+# the tensor fields of a TorchBlock (besides its plan's send rows)
+TENSORS = ("rows", "cols", "values", "x", "y", "train_mask", "val_mask", "test_mask", "node_ids")
+
+
+def as_device(device: Any) -> Any:
+    """``device`` (a str or a torch.device) as a torch.device, checked: a CUDA device needs a GPU that torch
+    sees (else a one-line :class:`~shgcn.core.errors.UserError`, exit code 2); ``cuda`` alone is the current
+    GPU."""
+    import torch
+
+    try:
+        dev = device if isinstance(device, torch.device) else torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise UserError(f"device {device!r}: not a torch device (cpu, cuda, cuda:N)") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UserError(f"device {device}: torch sees no CUDA GPU here (torch.cuda.is_available() is False; "
+                            f"torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'})")
+        count = torch.cuda.device_count()
+        if dev.index is not None and not 0 <= dev.index < count:
+            raise UserError(f"device {device}: torch sees {count} CUDA GPU{'s' if count > 1 else ''} "
+                            f"(cuda:0..cuda:{count - 1})")
+    return dev
 
 
 def _world(rank: int | None, size: int | None) -> tuple[int, int]:
@@ -136,15 +184,18 @@ def _world(rank: int | None, size: int | None) -> tuple[int, int]:
 
 
 def open_block(path: str | Path | store.Store, rank: int | None = None, size: int | None = None,
-               verify: bool = True) -> TorchBlock:
-    """Rank ``rank``'s block of the store at ``path`` as torch tensors (the store memory-mapped, then copied
-    once into tensors).
+               verify: bool = True, device: Any = "cpu") -> TorchBlock:
+    """Rank ``rank``'s block of the store at ``path`` as torch tensors on ``device`` (the store memory-mapped,
+    then copied once into tensors, and those once to the device).
 
     ``rank`` and ``size`` default to torch.distributed's (one process when it is not initialized); a store built
-    for a different number of ranks is refused (:class:`~shgcn.core.errors.UserError`, one line)."""
+    for a different number of ranks is refused (:class:`~shgcn.core.errors.UserError`, one line). ``device``:
+    ``"cpu"``, ``"cuda"`` (the current GPU), ``"cuda:N"`` or a torch.device; a GPU when torch sees none is
+    refused the same way (before the store is read)."""
     from shgcn.store.interop import require
 
     torch = require("torch", "pyg", "shgcn.trainer.torchdist")
+    dev = as_device(device)
     s = path if isinstance(path, store.Store) else store.open_store(path)
     rank, size = _world(rank, size)
     if size != s.parts:
@@ -163,7 +214,7 @@ def open_block(path: str | Path | store.Store, rank: int | None = None, size: in
     def mask(m: np.ndarray) -> Any:
         return torch.from_numpy(np.asarray(m, bool) & known)
 
-    return TorchBlock(
+    block = TorchBlock(
         plan=plan, rows=torch.from_numpy(rows), cols=torch.from_numpy(np.asarray(b.plan.indices, np.int64)),
         values=torch.from_numpy(np.array(b.plan.data, np.float32)),
         x=torch.from_numpy(np.array(b.features, np.float32)),
@@ -171,6 +222,7 @@ def open_block(path: str | Path | store.Store, rank: int | None = None, size: in
         train_mask=mask(b.train_mask), val_mask=mask(b.val_mask), test_mask=mask(b.test_mask),
         node_ids=torch.from_numpy(ids), n=int(s.attrs["n"]), classes=int(s.attrs["classes"]),
         directed=bool(s.attrs["directed"]), multilabel=multi)
+    return block if dev.type == "cpu" else block.to(dev)
 
 
 def _halo_plan(torch: Any, plan: store.Plan, rank: int, offsets: np.ndarray) -> HaloPlan:

@@ -3,7 +3,12 @@
 ``MASTER_ADDR``/``MASTER_PORT``), ``mpirun`` (MPICH's ``PMI_*`` or Open MPI's
 ``OMPI_COMM_WORLD_*``: rank 0 opens torch's key-value store on a port the
 system picks and MPI broadcasts where it listens, so no other job can take
-the port between choosing and binding it), or a single process."""
+the port between choosing and binding it), or a single process.
+
+On GPUs: :func:`local_device` gives each rank its GPU (its rank on the node
+modulo the node's GPUs) and :func:`choose_backend` the backend (NCCL when
+every rank of the node has a GPU of its own, else gloo, whose exchanges go
+through host memory)."""
 
 from __future__ import annotations
 
@@ -11,10 +16,19 @@ import atexit
 import os
 import socket
 from datetime import timedelta
+from typing import Any
 
+import torch
 import torch.distributed as dist
 
 MPI_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
+# (rank on the node, ranks on the node) as each launcher sets them: torchrun, Open MPI, MPICH (Hydra)
+LOCAL_VARS = (("LOCAL_RANK", "LOCAL_WORLD_SIZE"), ("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+              ("MPI_LOCALRANKID", "MPI_LOCALNRANKS"))
+# (rank, ranks) of the whole job, where no launcher says what is on the node: as if every rank ran on this node
+WORLD_VARS = (("RANK", "WORLD_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"))
+# backends that move device tensors themselves; with any other (gloo, MPI) they go through host buffers
+DEVICE_BACKENDS = ("nccl",)
 
 
 def launched_by_mpi() -> bool:
@@ -38,25 +52,96 @@ def _mpi_rendezvous(timeout: timedelta) -> tuple[dist.Store, int, int]:
     return store, comm.rank, comm.size
 
 
-def init_from_env(backend: str = "gloo", timeout_s: float = 300.0) -> tuple[int, int]:
+def local_world() -> tuple[int, int]:
+    """(this process's rank on its node, the ranks on its node) from the launcher's environment (torchrun,
+    Open MPI, MPICH); where none says, the job's rank and size, as if every rank ran on this node; (0, 1) for
+    one process."""
+    for rank_var, size_var in (*LOCAL_VARS, *WORLD_VARS):
+        if rank_var in os.environ and size_var in os.environ:
+            return int(os.environ[rank_var]), int(os.environ[size_var])
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def local_device(device: Any = "cpu") -> torch.device:
+    """This rank's device: ``cpu``; for ``cuda``, GPU ``local rank % GPUs on the node`` (ranks share GPUs
+    when the node has fewer); ``cuda:N`` as given. A GPU when torch sees none is a one-line
+    :class:`~shgcn.core.errors.UserError` (exit code 2)."""
+    from .block import as_device
+
+    dev = as_device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", local_world()[0] % torch.cuda.device_count())
+    return dev
+
+
+def choose_backend(device: Any = "cpu", local_size: int | None = None, device_count: int | None = None) -> str:
+    """The process group's backend for ranks computing on ``device``: ``nccl`` for a CUDA device when every
+    rank on the node has a GPU of its own (``local_size`` ranks on the node, :func:`local_world`'s by default,
+    at most ``device_count`` GPUs, torch's count by default) and torch has NCCL; else ``gloo`` (the CPU, or
+    ranks sharing a GPU, which NCCL refuses: the exchanges then go through pinned host buffers)."""
+    if torch.device(device).type != "cuda":
+        return "gloo"
+    local = local_world()[1] if local_size is None else local_size
+    gpus = torch.cuda.device_count() if device_count is None else device_count
+    return "nccl" if dist.is_nccl_available() and 0 < local <= gpus else "gloo"
+
+
+def device_backend(device: Any, group: Any = None) -> str | None:
+    """The name of the backend that ``group`` (None: the default one) uses for tensors on ``device`` (from
+    its ``cpu:gloo,cuda:nccl`` configuration); None when it has none for that kind of device."""
+    kind = torch.device(device).type
+    config = getattr(dist, "get_backend_config", dist.get_backend)(group)  # get_backend_config: torch >= 2.2
+    for entry in str(config).split(","):
+        on, _, name = entry.strip().partition(":")
+        if not name:  # one backend for every device
+            return on
+        if on == kind:
+            return name
+    return None
+
+
+def stages_through_host(device: Any, group: Any = None) -> bool:
+    """Whether tensors on ``device`` cross ``group`` through host buffers: a GPU's tensors over gloo or MPI
+    (NCCL sends them from the device)."""
+    return torch.device(device).type not in ("cpu", "meta") and device_backend(device, group) not in DEVICE_BACKENDS
+
+
+def init_from_env(backend: str = "gloo", timeout_s: float = 300.0, device: Any = None) -> tuple[int, int]:
     """Initialize torch.distributed's default group (once) and return (rank, world size).
 
     Parameters
     ----------
-    backend : ``gloo`` (CPU), ``nccl`` (GPU) or ``mpi`` (a torch built with MPI)
+    backend : ``gloo`` (CPU), ``nccl`` (GPU) or ``mpi`` (a torch built with MPI); :func:`choose_backend` picks
+        one for a device. ``nccl`` makes a group with gloo beside it for CPU tensors (``cpu:gloo,cuda:nccl``)
     timeout_s : how long a collective waits for a missing rank before failing
+    device : this rank's GPU (:func:`local_device`), made the current one; with ``nccl`` its communicator is
+        set up at once (so the first halo exchange, which not every rank takes part in, finds it). None or
+        the CPU: nothing
     """
     if dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
+    kw: dict[str, Any] = {"timeout": timedelta(seconds=timeout_s)}
+    if device is not None and torch.device(device).type == "cuda":
+        from .block import as_device
+
+        dev = as_device(device)
+        if dev.index is None:
+            dev = torch.device("cuda", torch.cuda.current_device())
+        torch.cuda.set_device(dev)
+        if backend == "nccl":
+            kw["device_id"] = dev
+    if backend == "nccl":
+        backend = "cpu:gloo,cuda:nccl"
     atexit.register(_shutdown)
-    timeout = timedelta(seconds=timeout_s)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun, or a user's own launcher
-        dist.init_process_group(backend, init_method="env://", timeout=timeout)
+        dist.init_process_group(backend, init_method="env://", **kw)
     elif launched_by_mpi():
-        store, rank, size = _mpi_rendezvous(timeout)
-        dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timeout)
+        store, rank, size = _mpi_rendezvous(kw["timeout"])
+        dist.init_process_group(backend, store=store, rank=rank, world_size=size, **kw)
     else:  # one process: an in-memory store, no port at all
-        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+        dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, **kw)
     return dist.get_rank(), dist.get_world_size()
 
 

@@ -1,5 +1,6 @@
 """Starting torch.distributed (trainer/torchdist/launch.py): the launcher is recognized from its
-environment; one process, torchrun and mpirun each give the right rank and size."""
+environment; one process, torchrun and mpirun each give the right rank and size; each rank's GPU and the
+backend for a device (NCCL only when every rank of the node has a GPU of its own)."""
 
 import json
 import os
@@ -9,11 +10,22 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 from helpers.mpi import mpirun  # noqa: E402
 
-from shgcn.trainer.torchdist.launch import launched_by_mpi  # noqa: E402
+from shgcn.core.errors import UserError  # noqa: E402
+from shgcn.trainer.torchdist import launch  # noqa: E402
+from shgcn.trainer.torchdist.launch import (  # noqa: E402
+    choose_backend,
+    device_backend,
+    launched_by_mpi,
+    local_device,
+    local_world,
+    stages_through_host,
+)
+
+LAUNCH_VARS = [v for pair in (*launch.LOCAL_VARS, *launch.WORLD_VARS) for v in pair]
 
 PROBE = "from shgcn.trainer.torchdist import init_from_env; import json; print(json.dumps(init_from_env()))"
 
@@ -65,3 +77,106 @@ def test_finish_lets_every_rank_leave_in_turn():
 
     assert run([mpirun(), "-n", "3"]) == [[0, 3, False], [1, 3, False], [2, 3, False]]
     assert run([]) == [[0, 1, False]]
+
+
+@pytest.fixture
+def no_launcher(monkeypatch):
+    for var in LAUNCH_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_the_rank_on_the_node_comes_from_the_launcher(no_launcher):
+    assert local_world() == (0, 1)  # one process
+    no_launcher.setenv("RANK", "5")
+    no_launcher.setenv("WORLD_SIZE", "8")
+    assert local_world() == (5, 8)  # a launcher that says nothing of nodes: as if all ran here
+    no_launcher.setenv("MPI_LOCALRANKID", "2")
+    no_launcher.setenv("MPI_LOCALNRANKS", "3")
+    assert local_world() == (2, 3)  # MPICH
+    no_launcher.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1")
+    no_launcher.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4")
+    assert local_world() == (1, 4)  # Open MPI
+    no_launcher.setenv("LOCAL_RANK", "3")
+    no_launcher.setenv("LOCAL_WORLD_SIZE", "4")
+    assert local_world() == (3, 4)  # torchrun
+
+
+def gpus(monkeypatch, count, nccl=True):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: count > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.setattr(launch.dist, "is_nccl_available", lambda: nccl)
+
+
+def test_each_rank_gets_the_gpu_of_its_rank_on_the_node(no_launcher):
+    gpus(no_launcher, 2)
+    assert local_device("cpu") == torch.device("cpu") and local_device() == torch.device("cpu")
+    assert local_device("cuda") == torch.device("cuda", 0)
+    no_launcher.setenv("LOCAL_RANK", "3")
+    no_launcher.setenv("LOCAL_WORLD_SIZE", "4")
+    assert local_device("cuda") == torch.device("cuda", 1)  # 3 % 2: two ranks per GPU
+    assert local_device("cuda:0") == torch.device("cuda", 0)  # a GPU named is kept
+    gpus(no_launcher, 0)
+    with pytest.raises(UserError, match="torch sees no CUDA GPU here"):
+        local_device("cuda")
+
+
+@pytest.mark.parametrize("device,local,count,nccl,want", [
+    ("cpu", 1, 0, False, "gloo"),
+    ("cpu", 2, 4, True, "gloo"),           # the CPU: gloo whatever GPUs there are
+    ("cuda", 1, 1, True, "nccl"),
+    ("cuda", 4, 4, True, "nccl"),          # a GPU per rank
+    ("cuda:1", 2, 8, True, "nccl"),
+    ("cuda", 3, 2, True, "gloo"),          # ranks sharing a GPU: NCCL refuses them
+    ("cuda", 2, 2, False, "gloo"),         # a torch without NCCL
+    ("cuda", 1, 0, True, "gloo"),
+])
+def test_the_backend_for_a_device(monkeypatch, device, local, count, nccl, want):
+    gpus(monkeypatch, count, nccl)
+    assert choose_backend(device, local, count) == want
+    assert choose_backend(torch.device(device), local, count) == want
+
+
+def test_the_backend_defaults_to_the_node_and_its_gpus(no_launcher):
+    gpus(no_launcher, 2)
+    no_launcher.setenv("LOCAL_RANK", "0")
+    no_launcher.setenv("LOCAL_WORLD_SIZE", "2")
+    assert choose_backend("cuda") == "nccl"
+    no_launcher.setenv("LOCAL_WORLD_SIZE", "3")
+    assert choose_backend("cuda") == "gloo"
+
+
+@pytest.mark.parametrize("config,cpu,cuda,staged", [
+    ("cpu:gloo,cuda:gloo", "gloo", "gloo", True),  # init_from_env("gloo")
+    ("cpu:gloo,cuda:nccl", "gloo", "nccl", False),  # init_from_env("nccl")
+    ("cuda:nccl", None, "nccl", False),  # a user's own NCCL-only group
+    ("mpi", "mpi", "mpi", True),
+])
+def test_what_crosses_through_host_memory(monkeypatch, config, cpu, cuda, staged):
+    monkeypatch.setattr(launch.dist, "get_backend_config", lambda group=None: config)
+    assert device_backend("cpu") == cpu and device_backend(torch.device("cuda", 1)) == cuda
+    assert stages_through_host("cuda:0") is staged and stages_through_host(torch.device("cuda")) is staged
+    assert not stages_through_host("cpu") and not stages_through_host("meta")
+
+
+def test_a_gpu_rank_starts_on_its_gpu(no_launcher):
+    """init_from_env with a GPU makes it the current one; with NCCL the group has gloo beside it (for CPU
+    tensors) and NCCL's communicator is made at once (device_id)."""
+    gpus(no_launcher, 2)
+    calls = []
+    no_launcher.setattr(launch.dist, "is_initialized", lambda: False)
+    no_launcher.setattr(launch.dist, "init_process_group", lambda backend, **kw: calls.append((backend, kw)))
+    no_launcher.setattr(launch.dist, "get_rank", lambda: 0)
+    no_launcher.setattr(launch.dist, "get_world_size", lambda: 1)
+    no_launcher.setattr(launch.atexit, "register", lambda f: None)
+    no_launcher.setattr(torch.cuda, "set_device", lambda d: calls.append(("set_device", d)))
+    assert launch.init_from_env("nccl", device=torch.device("cuda", 1)) == (0, 1)
+    assert calls[0] == ("set_device", torch.device("cuda", 1))
+    assert calls[1][0] == "cpu:gloo,cuda:nccl" and calls[1][1]["device_id"] == torch.device("cuda", 1)
+    calls.clear()
+    launch.init_from_env("gloo", device="cuda:0")
+    assert calls[0] == ("set_device", torch.device("cuda", 0))
+    assert calls[1][0] == "gloo" and "device_id" not in calls[1][1]
+    calls.clear()
+    launch.init_from_env("gloo", device="cpu")
+    assert len(calls) == 1 and calls[0][0] == "gloo" and "device_id" not in calls[0][1]

@@ -1,10 +1,14 @@
 """PyG's layers on a rank's rows (trainer/torchdist/layers.py): in one process each equals the same PyG layer
 on the whole graph's export; under mpirun, the example (examples/torch_pyg.py) trains GCNConv, SAGEConv,
-GATConv and a user's own module at P = 2 and 4 with one process's losses and the predicted bytes."""
+GATConv and a user's own module at P = 2 and 4, dropout 0.5 on, with one process's losses and the predicted
+bytes; under torchrun its --log-file option is its own; the edges move with a layer; the example's --device
+cuda without a GPU is one line, exit code 2."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +20,7 @@ from helpers import REPO  # noqa: E402
 from helpers.mpi import mpirun  # noqa: E402
 
 from shgcn import store  # noqa: E402
-from shgcn.trainer.torchdist import Halo, gat_conv, gcn_conv, open_block, sage_conv  # noqa: E402
+from shgcn.trainer.torchdist import Halo, HaloPlan, gat_conv, gcn_conv, open_block, sage_conv  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "torch_pyg.py"
 
@@ -42,8 +46,31 @@ def test_one_rank_equals_the_layer_on_the_whole_graph(tmp_path, client, make, re
     torch.testing.assert_close(got[order], want, rtol=1e-5, atol=1e-5)
 
 
+def test_the_edges_move_with_the_layer(built):
+    """A layer's edges are its buffers: on the block's device, and moved by ``model.to`` (``meta`` standing for
+    a GPU), weights and all."""
+    b = open_block(built.path, rank=1, size=3)
+    plan = HaloPlan(0, 1, b.plan.n_own, b.plan.n_halo, [], [])  # one process: no exchange to set up
+    for make in (gcn_conv, sage_conv):
+        layer = make(b, Halo(plan), 8, 3)
+        moved = layer.to("meta")
+        assert moved.edge_index.device.type == "meta"
+        assert make is sage_conv or moved.edge_weight.device.type == "meta"
+        assert {p.device.type for p in moved.parameters()} == {"meta"}
+    on_meta = gcn_conv(b.to("meta"), Halo(plan), 8, 3)
+    assert on_meta.edge_index.device.type == on_meta.edge_weight.device.type == "meta"
+
+
+def test_no_gpu_is_one_line_and_exit_code_2(built):
+    res = subprocess.run([sys.executable, str(EXAMPLE), str(built.path), "--device", "cuda"], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines() == [res.stderr.strip()] and "torch sees no CUDA GPU here" in res.stderr
+
+
 def losses(ranks, path, arch, log):
-    cmd = [sys.executable, str(EXAMPLE), str(path), "--arch", arch, "--epochs", "12", "--log", str(log)]
+    cmd = [sys.executable, str(EXAMPLE), str(path), "--arch", arch, "--epochs", "12", "--dropout", "0.5",
+           "--log-file", str(log)]
     res = subprocess.run([mpirun(), "-n", str(ranks), *cmd] if ranks > 1 else cmd, capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -62,3 +89,24 @@ def test_the_example_trains_what_one_process_trains(mpi_stores, tmp_path, arch, 
     np.testing.assert_allclose(many, one, rtol=1e-5)
     assert one[-1] < one[0]  # it trains
     assert summary["ranks_equal"] == ranks and summary["all_bytes"] == summary["all_predicted"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_torchrun_leaves_the_log_file_option_to_the_example(mpi_stores, tmp_path):
+    """torchrun's own parser takes ``--log`` as an abbreviation of its options (and stops); ``--log-file`` goes
+    to the example."""
+    torchrun = Path(sys.executable).parent / "torchrun"
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed beside this Python")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
+    base = [str(torchrun), "--standalone", "--nproc-per-node", "2", str(EXAMPLE), str(mpi_stores["undirected", 2]),
+            "--epochs", "3"]
+    res = subprocess.run([*base, "--log-file", str(tmp_path / "log.jsonl")], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in lines[:-1]] == [0, 1, 2] and lines[-1]["ranks_equal"] == 2
+    res = subprocess.run([*base, "--log", str(tmp_path / "other.jsonl")], capture_output=True, text=True, timeout=300,
+                         env=env)
+    assert res.returncode == 2 and "ambiguous option: --log could match" in res.stderr

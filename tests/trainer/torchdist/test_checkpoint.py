@@ -1,0 +1,168 @@
+"""Checkpoints (trainer/torchdist/checkpoint.py): a resumed model and optimizer take the steps of the run that
+was not stopped; the write is atomic; a checkpoint of another graph, a missing or foreign file are one line;
+the graph's identity is the same at every P; the example's --checkpoint/--resume gives the uninterrupted run's
+losses, in one process and (mpirun) resumed at another P."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from helpers import REPO  # noqa: E402
+from helpers.mpi import mpirun  # noqa: E402
+
+from shgcn.trainer.torchdist import CheckpointError, graph_identity, load_checkpoint, save_checkpoint  # noqa: E402
+
+EXAMPLE = REPO / "examples" / "torch_pyg.py"
+
+
+def setup(seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    return model, torch.optim.Adam(model.parameters(), lr=0.05)
+
+
+def steps(model, opt, count):
+    x = torch.linspace(-1, 1, 40).reshape(10, 4)
+    y = torch.tensor([0, 1] * 5)
+    out = []
+    for _ in range(count):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+def test_a_resumed_run_takes_the_same_steps(tmp_path):
+    model, opt = setup(0)
+    first = steps(model, opt, 3)
+    save_checkpoint(tmp_path / "ck.pt", model, opt, 3, extra={"note": "three"})
+    straight = steps(model, opt, 4)
+    other, other_opt = setup(1)  # other weights, a fresh optimizer
+    assert load_checkpoint(tmp_path / "ck.pt", other, other_opt) == {"epoch": 3, "extra": {"note": "three"}}
+    assert steps(other, other_opt, 4) == straight
+    assert first[-1] > straight[-1]  # it trains
+    assert sorted(os.listdir(tmp_path)) == ["ck.pt"]  # no temporary file left
+
+
+def test_a_failed_write_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    model, opt = setup(0)
+    save_checkpoint(tmp_path / "ck.pt", model, opt, 1)
+
+    def full(*a, **k):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(OSError, match="No space left"):
+        save_checkpoint(tmp_path / "ck.pt", model, opt, 2)
+    assert sorted(os.listdir(tmp_path)) == ["ck.pt"]
+    assert load_checkpoint(tmp_path / "ck.pt", model, opt)["epoch"] == 1
+
+
+def test_unusable_checkpoints_are_one_line(tmp_path):
+    model, opt = setup(0)
+    cases = []
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(tmp_path / "none.pt", model)
+    cases.append(str(e.value))
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    torch.save({"weights": 1}, tmp_path / "foreign.pt")
+    save_checkpoint(tmp_path / "no-opt.pt", model)
+    small = torch.nn.Linear(4, 2)
+    for name, m, o in (("junk.pt", model, None), ("foreign.pt", model, None), ("no-opt.pt", model, opt),
+                       ("no-opt.pt", small, None)):
+        with pytest.raises(CheckpointError) as e:
+            load_checkpoint(tmp_path / name, m, o)
+        cases.append(str(e.value).replace(str(tmp_path), "T"))
+    assert cases[0] == f"{tmp_path}/none.pt: no checkpoint there"
+    assert cases[1:4] == ["T/junk.pt: not a readable checkpoint (UnpicklingError)",
+                          "T/foreign.pt: not a torchdist checkpoint (format shgcn-torchdist-checkpoint/1)",
+                          "T/no-opt.pt: holds no optimizer state to resume"]
+    assert cases[4].startswith("T/no-opt.pt: does not fit this model or optimizer (Error(s) in loading state_dict")
+    assert all("\n" not in c for c in cases)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, client):
+    """The small SBM at P = 1 and 2, and another graph."""
+    from helpers.stores import SBM, make_in
+
+    root = tmp_path_factory.mktemp("identity")
+    return {"p1": make_in(root, client, "p1.zarr", parts=1, models=("rp",)).path,
+            "p2": make_in(root, client, "p2.zarr", parts=2, models=("rp",)).path,
+            "other": make_in(root, client, "other.zarr", source=SBM, parts=1, models=("rp",)).path}
+
+
+def test_the_identity_is_the_graphs_not_the_partitions(stores, built, tmp_path):
+    ids = {k: graph_identity(v) for k, v in stores.items()}
+    assert ids["p1"] == ids["p2"] == graph_identity(built.path) != ids["other"]
+    assert len(ids["p1"]) == 64
+    model, opt = setup(0)
+    save_checkpoint(tmp_path / "ck.pt", model, opt, 2, store_path=stores["p2"])
+    assert load_checkpoint(tmp_path / "ck.pt", model, opt, store_path=built.path)["epoch"] == 2
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(tmp_path / "ck.pt", model, opt, store_path=stores["other"])
+    assert str(e.value) == f"{tmp_path}/ck.pt: saved for another graph than the store {stores['other']}'s"
+
+
+def run(store, log, *args, ranks=1):
+    cmd = [sys.executable, str(EXAMPLE), str(store), "--arch", "sage", "--log-file", str(log), *args]
+    res = subprocess.run([mpirun(), "-n", str(ranks), *cmd] if ranks > 1 else cmd, capture_output=True, text=True,
+                         timeout=300)
+    losses = [json.loads(line)["loss"] for line in log.read_text().splitlines() if '"loss"' in line] \
+        if res.returncode == 0 else None
+    return res, losses
+
+
+def test_resume_without_a_checkpoint_is_a_usage_error(capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("torch_pyg_example", EXAMPLE)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    with pytest.raises(SystemExit) as e:
+        example.parse(["s.zarr", "--resume"])
+    assert e.value.code == 2 and capsys.readouterr().err.strip().endswith("error: --resume needs --checkpoint PATH")
+    assert example.parse(["s.zarr", "--checkpoint", "c.pt", "--resume"]).resume
+
+
+@pytest.mark.slow
+def test_the_example_resumes_to_the_same_losses(stores, tmp_path):
+    ck = str(tmp_path / "ck.pt")
+    res, straight = run(stores["p1"], tmp_path / "a.jsonl", "--epochs", "10")
+    assert res.returncode == 0, res.stderr
+    res, first = run(stores["p1"], tmp_path / "b.jsonl", "--epochs", "5", "--checkpoint", ck)
+    assert res.returncode == 0, res.stderr
+    res, rest = run(stores["p1"], tmp_path / "c.jsonl", "--epochs", "10", "--checkpoint", ck, "--resume")
+    assert res.returncode == 0, res.stderr
+    assert len(straight) == 10 and first + rest == straight
+    res, _ = run(stores["p1"], tmp_path / "d.jsonl", "--epochs", "10", "--checkpoint", ck, "--resume")
+    assert (res.returncode, res.stderr) == (2, f"torch_pyg: {ck}: already at epoch 10, nothing left of --epochs 10\n")
+    res, _ = run(stores["other"], tmp_path / "e.jsonl", "--epochs", "12", "--checkpoint", ck, "--resume")
+    assert (res.returncode, res.stderr.count("\n")) == (2, 1) and "saved for another graph" in res.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_run_checkpointed_at_p4_resumes_at_p2(mpi_stores, tmp_path):
+    """Stopped at epoch 6 of 12 at P = 4 and resumed at P = 2 (the model is not bound to a partition): one
+    uninterrupted process's losses."""
+    ck = str(tmp_path / "ck.pt")
+    res, straight = run(mpi_stores["undirected", 1], tmp_path / "a.jsonl", "--epochs", "12")
+    assert res.returncode == 0, res.stderr
+    res, first = run(mpi_stores["undirected", 4], tmp_path / "b.jsonl", "--epochs", "6", "--checkpoint", ck,
+                     "--checkpoint-every", "3", ranks=4)
+    assert res.returncode == 0, res.stderr
+    res, rest = run(mpi_stores["undirected", 2], tmp_path / "c.jsonl", "--epochs", "12", "--checkpoint", ck,
+                    "--resume", ranks=2)
+    assert res.returncode == 0, res.stderr
+    assert len(first) == len(rest) == 6
+    np.testing.assert_allclose(first + rest, straight, rtol=1e-5)

@@ -1,0 +1,121 @@
+"""Checkpoints of a torchdist run (:func:`save_checkpoint`,
+:func:`load_checkpoint`): the model's and the optimizer's state, the epochs
+done and the graph's identity.
+
+Every rank holds the same weights and optimizer state (the gradients are
+summed before each step), so rank 0 alone writes: to a temporary file beside
+the checkpoint, then ``os.replace`` (a reader never sees half a file; a run
+killed while writing leaves the previous checkpoint). Every rank reads.
+
+The identity is the graph's, not the partition's (:func:`graph_identity`:
+the source, sizes and checksums of the graph and node arrays): with a model
+whose layers take the graph (:mod:`.graph`), a run checkpointed at P = 4
+resumes at P = 2 or in one process from another store of the same graph; a
+store of another graph is refused (one line, exit code 2). Dropout masks
+keyed by the epoch (:mod:`.masks`) need no random state: the resumed run
+draws what the uninterrupted one draws.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from shgcn import store
+from shgcn.core.errors import UserError
+
+FORMAT = "shgcn-torchdist-checkpoint/1"
+# the store's attributes that name its graph (a store of the same graph at any P has the same)
+GRAPH_ATTRS = ("n", "nnz", "directed", "classes", "feature_dim", "label_kind", "feature_norm", "split")
+
+
+class CheckpointError(UserError):
+    """A checkpoint that cannot be resumed here (missing, not a checkpoint, another graph); exit code 2."""
+
+
+def graph_identity(path: str | Path | store.Store) -> str:
+    """A sha256 hex digest of the store's graph: :data:`GRAPH_ATTRS` and the checksums of its graph and node
+    arrays (the partition's own arrays excluded), the same for every store of one graph and split."""
+    s = path if isinstance(path, store.Store) else store.open_store(path)
+    sums = s.attrs.get("array_checksums", {})
+    if isinstance(sums, str):  # an older writer kept the mapping as its repr
+        sums = json.loads(sums.replace("'", '"'))
+    arrays = {k: v for k, v in sums.items() if k.startswith(("graph/", "nodes/")) and not k.startswith("nodes/part")}
+    doc = {"attrs": {k: s.attrs.get(k) for k in GRAPH_ATTRS}, "arrays": arrays}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _rank() -> int:
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def _barrier() -> None:
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
+def save_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    epoch: int = 0, *, store_path: str | Path | store.Store | None = None,
+                    extra: dict | None = None) -> None:
+    """Write a checkpoint at ``path`` (rank 0 writes atomically; every rank waits until it is in place).
+
+    Parameters
+    ----------
+    path : the checkpoint file (its folder must exist)
+    model, optimizer : whose ``state_dict()`` are saved (the optimizer may be None)
+    epoch : the epochs done: a resumed run starts at this epoch
+    store_path : the store trained on; its :func:`graph_identity` is saved and checked on loading
+    extra : anything else to keep (JSON-like: numbers, strings, lists, dicts), returned by :func:`load_checkpoint`
+    """
+    if _rank() == 0:
+        state = {"format": FORMAT, "epoch": int(epoch), "model": model.state_dict(),
+                 "optimizer": optimizer.state_dict() if optimizer is not None else None,
+                 "graph": graph_identity(store_path) if store_path is not None else None, "extra": extra or {}}
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # beside it: os.replace stays on one disk
+        try:
+            with open(tmp, "wb") as f:
+                torch.save(state, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    _barrier()
+
+
+def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                    *, store_path: str | Path | store.Store | None = None) -> dict[str, Any]:
+    """Load the checkpoint at ``path`` into ``model`` (and ``optimizer``), on their devices; every rank calls
+    it. Returns {"epoch": the epochs done, "extra": what was saved with it}.
+
+    A missing or unreadable file, or (with ``store_path``) a store of another graph than the checkpoint's, is a
+    :class:`CheckpointError` (one line, exit code 2)."""
+    target = Path(path)
+    if not target.is_file():
+        raise CheckpointError(f"{target}: no checkpoint there")
+    try:
+        state = torch.load(target, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - whatever torch.load raises, the file is not a checkpoint
+        raise CheckpointError(f"{target}: not a readable checkpoint ({type(e).__name__})") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise CheckpointError(f"{target}: not a torchdist checkpoint (format {FORMAT})")
+    if store_path is not None and state["graph"] is not None and state["graph"] != graph_identity(store_path):
+        raise CheckpointError(f"{target}: saved for another graph than the store {store_path}'s")
+    if optimizer is not None and state["optimizer"] is None:
+        raise CheckpointError(f"{target}: holds no optimizer state to resume")
+    try:
+        model.load_state_dict(state["model"])
+        if optimizer is not None:
+            optimizer.load_state_dict(state["optimizer"])
+    except (RuntimeError, ValueError, KeyError) as e:  # another model's or optimizer's state: one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"{target}: does not fit this model or optimizer ({first})") from None
+    return {"epoch": int(state["epoch"]), "extra": state["extra"]}
