@@ -1,7 +1,7 @@
 """MkDocs hooks (mkdocs.yml ``hooks:``) for the documentation.
 
 1. The API reference reads the sources as the installed package ``shgcn``. The folders ``core/``, ``store/``,
-   ``pipeline/``, ``trainer/`` and ``notebooks/`` install as ``shgcn.core``, ``shgcn.store``... (a package-dir
+   ``pipeline/``, ``trainer/``, ``notebooks/`` and ``testing/`` install as ``shgcn.core``, ``shgcn.store``... (a package-dir
    mapping in pyproject.toml), which mkdocstrings' static reader (griffe) cannot follow through the editable
    install. As .ci/typecheck and .ci/imports do, this hook lays a tree of links with the installed names,
    ``build/docs-api/shgcn/<package>``, which mkdocs.yml gives mkdocstrings as its search path: the reference
@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("core", "store", "pipeline", "trainer", "notebooks")
+PACKAGES = ("core", "store", "pipeline", "trainer", "notebooks", "testing")
 TREE = Path("build") / "docs-api"
 _ROLE = re.compile(r":(?:py:)?(?:mod|func|class|meth|data|attr|obj|exc):(?=<code>)")
 _INCLUDE = re.compile(r'^--8<--[ \t]+"([^"]+)"[ \t]*$', re.M)

@@ -1,7 +1,7 @@
 """The shgcn store: a Zarr v3 directory holding a partitioned graph.
 
 This package is the only code that knows the on-disk layout (see
-:mod:`store._layout`). Public API::
+:mod:`._layout`). Public API::
 
     s = store.open_store(path)     # validated, read-only
     s.attrs                        # dict: build parameters, n, nnz, parts, checksums...

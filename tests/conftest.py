@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 from helpers import SHARED
 
+# the quick suite's MPI cases of a conformance class (its ``quick``), and the stores its MPI tests train on
+from shgcn.testing.quick import pytest_collection_modifyitems  # noqa: F401
+from shgcn.testing.runs import mpi_stores  # noqa: F401
+
 
 def pytest_configure(config):
     """A test run started in the background of a non-interactive shell (``cmd &``) inherits SIGINT and
@@ -37,29 +41,8 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def mpi_stores(tmp_path_factory, client):
-    """One store per (graph kind, P in 1, 2, 4) for the MPI tests, laid out by hp, with rp beside it; built once
-    (tests/helpers/mpi.py)."""
-    from helpers.mpi import build_stores
-
-    return build_stores(tmp_path_factory.mktemp("mpi-stores"), client)
-
-
-@pytest.fixture(scope="session")
 def built(tmp_path_factory, client):
     """A small store (rp, gp, hp; 3 parts) that tests read and copy, never change."""
     from helpers.stores import make_in
 
     return make_in(tmp_path_factory.mktemp("store"), client)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """A conformance subclass names the MPI cases of the quick suite (``quick``: ``test_name[params]``);
-    its other MPI cases are slow (tests/helpers/parts.py). Runs before the marks select."""
-    for item in items:
-        quick = getattr(item.cls, "quick", None)
-        if quick is None or item.get_closest_marker("mpi") is None:
-            continue
-        if item.name not in quick:
-            item.add_marker(pytest.mark.slow)

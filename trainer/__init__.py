@@ -1,15 +1,23 @@
 """shgcn trainer: distributed GNN training (GCN, GraphSAGE, GIN, GAT) on a store with MPI.
 
 Entry points: ``shgcn-train`` (console script), ``python -m shgcn.trainer``,
-and ``trainer/train.py`` in a checkout; see :mod:`shgcn.trainer.cli`.
-Modules: ``config`` (options), ``context`` (a rank's setup), ``loop``
-(epochs, steps, evaluation, run log), ``checkpoint``, ``plan`` (MPI buffers
-from the stored plan), ``exchange`` (p2p / alltoallv / bcast) and ``wire``
-(the rows' type on the wire), ``spmm`` and ``graph`` (a step's operators),
-``model`` (the Model interface, loss, Adam), ``archs`` (``--arch``: ``gcn``,
-``sage``, ``gin``, ``gat``), ``backend`` and ``kernels`` (the local
-kernels), ``minibatch`` (per-batch plans), ``grid`` (``--algorithm``: the
-memory check and the grid's setup), ``spmm15`` and ``rowcomm`` (1.5D),
-``summa`` (2D). Depends on :mod:`shgcn.store`
-only, never on :mod:`shgcn.pipeline`.
+and ``trainer/train.py`` in a checkout; see :mod:`.cli`.
+
+- a run: :mod:`.config` (options), :mod:`.outputs` (what it writes, checked
+  first), :mod:`.context` (a rank's setup), :mod:`.loop` (epochs, steps,
+  evaluation, run log), :mod:`.checkpoint`, :mod:`.summary`, :mod:`.watchdog`,
+  :mod:`.mpicheck` (mpi4py's MPI against the launcher);
+- a step: :mod:`.plan` (MPI buffers from the stored plan), :mod:`.spmm` and
+  :mod:`.graph` (a step's operators), :mod:`.minibatch` (per-batch plans),
+  :mod:`.wire` (the rows' type on the wire), :mod:`.targets` (loss and score),
+  :mod:`.optim` (Adam), :mod:`.phases` (where a step's time goes);
+- the parts, one module each behind a registry of :mod:`shgcn.core`:
+  :mod:`.archs` (``--arch``), :mod:`.exchanges` (``--exchange``),
+  :mod:`.algorithms` (``--algorithm``: 1D, 1.5D, 2D), :mod:`.backends`
+  (``--backend``: the local kernels);
+- :mod:`.torchdist`: a store's blocks and halo exchange for your own PyTorch
+  model.
+
+Depends on :mod:`shgcn.store` and :mod:`shgcn.core`, never on
+:mod:`shgcn.pipeline`.
 """

@@ -4,7 +4,7 @@ each with its grid, exact bytes, modelled time and memory.
 A new algorithm is its cost module here (an :class:`AlgorithmCost`), its
 module in ``trainer/algorithms/`` (how a rank connects: its products and its
 finished context), one line in :data:`ALGORITHMS`, and its test class
-subclassing ``AlgorithmTests``.
+subclassing :class:`shgcn.testing.algorithms.AlgorithmTests`.
 """
 
 from __future__ import annotations

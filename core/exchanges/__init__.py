@@ -3,7 +3,8 @@ rows of H that other ranks need travel, each with its cost model.
 
 A new exchange is its cost module here (its messages per expand, and its time
 if not the generic one), its implementation in ``trainer/exchanges/``, one
-line in :data:`EXCHANGES`, and its test class subclassing ``ExchangeTests``.
+line in :data:`EXCHANGES`, and its test class subclassing
+:class:`shgcn.testing.exchanges.ExchangeTests`.
 """
 
 from __future__ import annotations

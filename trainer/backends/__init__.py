@@ -1,7 +1,7 @@
 """The compute backends of the trainer: the :class:`Backend` protocol and
 its implementations (a registry, ``--backend``). A new backend is one module
 here, one line in :data:`BACKENDS` (and its devices in :data:`DEVICES`), and
-a test class subclassing ``BackendTests``.
+a test class subclassing :class:`shgcn.testing.backends.BackendTests`.
 
 A backend whose library is optional (torch) is imported only when it is
 made: importing this package imports none of them."""

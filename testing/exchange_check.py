@@ -1,7 +1,7 @@
-"""Run under mpirun by the exchange conformance tests (tests/helpers/parts.py): one exchange on a random
+"""Run under mpirun by the exchange conformance tests (:mod:`.exchanges`): one exchange on a random
 matrix and row partition, on nodes of RANKS_PER_NODE consecutive ranks, checked against a dense reference.
 
-    mpirun -n P python tests/helpers/exchange_check.py EXCHANGE SEED RANKS_PER_NODE [isolated]
+    mpirun -n P python -m shgcn.testing.exchange_check EXCHANGE SEED RANKS_PER_NODE [isolated]
 
 Rank 0 prints a JSON list with one object per rank: whether expand and fold equal the dense reference,
 the counters of one expand and one fold, and the cost model's prediction of them
@@ -13,16 +13,31 @@ import sys
 
 import numpy as np
 import scipy.sparse as sp
-from exchange_model import predicted_exchange
 from mpi4py import MPI
 
-from shgcn.core.exchanges import EXCHANGES
+from shgcn.core.exchanges import EXCHANGES, Layout, traffic
+from shgcn.core.partition import PartitionCost
 from shgcn.pipeline.stages.layout import in_memory
 from shgcn.trainer.exchanges import Peers, make
 from shgcn.trainer.plan import comm_plan, full_local
 from shgcn.trainer.wire import Wire
 
 D = 5
+
+
+def predicted_exchange(name: str, m: sp.csr_matrix, owner: np.ndarray, size: int, per_node: int, width: int):
+    """The cost model's prediction of one exchange (in and out of mpirun): (expand, fold) traffic per rank
+    of exchange ``name`` on matrix ``m`` (rows i need column j) split over ``owner``: what
+    :func:`shgcn.core.exchanges.traffic` gives from the cost module's messages."""
+    from shgcn.pipeline.metrics.volume import volume_matrix
+
+    part = np.asarray(owner, np.int64)
+    cost = PartitionCost("x", volume_matrix(m, part, size), np.bincount(part, weights=np.diff(m.indptr),
+                         minlength=size).astype(np.int64), np.bincount(part, minlength=size).astype(np.int64),
+                         None, False, graph=m, part=part)
+    layout = Layout(size, per_node)
+    msgs = EXCHANGES[name].messages(cost, layout)
+    return traffic(msgs, 4 * width, layout), traffic(msgs.fold(), 4 * width, layout)
 
 
 def problem(seed: int, size: int, isolate: int = 0):
@@ -57,7 +72,7 @@ def main(name: str, seed: int, per_node: int, isolated: bool) -> None:
     ex = make(name, comm, cp, Wire(), peers, **options)
     lo, hi = int(offsets[rank]), int(offsets[rank + 1])
 
-    got = {}
+    got: dict[int, np.ndarray] = {}
     ex.expand(x[lo:hi], lambda: None, lambda q, rows: got.__setitem__(q, np.array(rows)))
     expand_ok = all(np.array_equal(got.get(q, np.zeros((0, D), np.float32)),
                                    x[cp.recv_ids[cp.recv_start[q]:cp.recv_start[q + 1]]])
