@@ -6,7 +6,7 @@ report share, none of which knows the store's layout.
   and the :class:`~.costs.Job` they describe together (:mod:`.costs`);
 - the models of cost and time: :mod:`.partition` (what a partition costs),
   :mod:`.machine` (nodes, paths, links, fitted compute; presets in
-  ``machines/*.json``), :mod:`.epoch` (the epoch model), :mod:`.memory`,
+  ``machines/*.json``; every figure checked by :mod:`.machine_check`), :mod:`.epoch` (the epoch model), :mod:`.memory`,
   :mod:`.work` (the partitioners' vertex weights);
 - :mod:`.sample` (the mini-batch samplers), :mod:`.runlog` (the run log's
   records), :mod:`.tables` (the quality tables as text), :mod:`.csr`,
@@ -21,8 +21,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["algorithms", "archs", "costs", "csr", "epoch", "errors", "exchanges", "machine", "memory", "partition",
-           "registry", "runlog", "sample", "tables", "work"]
+__all__ = ["algorithms", "archs", "costs", "csr", "epoch", "errors", "exchanges", "machine", "machine_check", "memory",
+           "partition", "registry", "runlog", "sample", "tables", "work"]
 
 
 def __dir__() -> list[str]:

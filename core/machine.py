@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UserError
+from .machine_check import MAX_PER_NODE, check_machine, whole
 
 
 @dataclass(frozen=True)
@@ -224,17 +225,23 @@ def _path_of(d: dict) -> Channel:
     return Channel(float(d["alpha"]), float(d["beta"]), d.get("source", ""))
 
 
-def machine_from_json(d: dict) -> Machine:
-    """A :class:`Machine` from its JSON description (the preset files' format)."""
+def machine_from_json(d: dict, where: str | None = None) -> Machine:
+    """A :class:`Machine` from its JSON description (the preset files' format), every figure checked
+    (:func:`check_machine`); ``where``: what the one-line errors name (default: the machine's name)."""
+    if not isinstance(d, dict):
+        raise UserError(f"{where or 'machine'}: not a machine description (a JSON {type(d).__name__}, not an "
+                        "object with name, ranks_per_node, intra, inter, cores_per_node and compute)")
+    where = where or f"machine {str(d.get('name', '?'))[:60]!r}"
     try:
-        return Machine(name=d["name"], ranks_per_node=int(d["ranks_per_node"]), intra=_path_of(d["intra"]),
-                       inter=_path_of(d["inter"]),
-                       link_rate=float(d["link"]["rate"]) if d.get("link") else None,
-                       cores_per_node=int(d["cores_per_node"]), compute=_compute_of(d["compute"]),
-                       description=d.get("description", ""), source=d.get("source", ""),
-                       oversubscribed_sync=float(d.get("oversubscribed_sync", {}).get("seconds", 0.0)))
-    except (KeyError, TypeError, ValueError) as e:
-        raise UserError(f"machine {d.get('name', '?')!r}: not a machine description ({type(e).__name__}: {e})") from None
+        m = Machine(name=str(d["name"]), ranks_per_node=whole(d["ranks_per_node"]), intra=_path_of(d["intra"]),
+                    inter=_path_of(d["inter"]),
+                    link_rate=float(d["link"]["rate"]) if d.get("link") else None,
+                    cores_per_node=whole(d["cores_per_node"]), compute=_compute_of(d["compute"]),
+                    description=str(d.get("description", "")), source=str(d.get("source", "")),
+                    oversubscribed_sync=float(d.get("oversubscribed_sync", {}).get("seconds", 0.0)))
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+        raise UserError(f"{where}: not a machine description ({type(e).__name__}: {e})") from None
+    return check_machine(m, where)
 
 
 def presets() -> dict[str, Machine]:
@@ -251,24 +258,72 @@ _UNIT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
-def _rate(text: str) -> float:
-    """``12GB/s`` -> bytes per second; ``100Gb/s`` -> bits / 8."""
-    m = re.fullmatch(r"([0-9.]+(?:e[+-]?[0-9]+)?)\s*([kKmMgGtT]?)([bB])/s", text.strip())
+_NUMBER = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+
+
+def _rate(text: str, item: str = "") -> float:
+    """``12GB/s`` -> bytes per second; ``100Gb/s`` -> bits / 8; finite and above 0."""
+    m = re.fullmatch(rf"({_NUMBER})\s*([kKmMgGtT]?)([bB])/s", text.strip())
     if m is None:
-        raise UserError(f"machine spec: {text!r} is not a rate like 12GB/s or 100Gb/s")
-    return float(m.group(1)) * _UNIT[m.group(2).lower()] / (8 if m.group(3) == "b" else 1)
+        raise UserError(f"machine spec: {item or text!r}: {text!r} is not a rate like 12GB/s or 100Gb/s")
+    rate = float(m.group(1)) * _UNIT[m.group(2).lower()] / (8 if m.group(3) == "b" else 1)
+    if not (math.isfinite(rate) and rate > 0):
+        none = " (no link: link=none)" if item.startswith("link") else ""
+        raise UserError(f"machine spec: {item or text!r}: the rate {text!r} must be finite and above 0{none}")
+    return rate
 
 
-def _time(text: str) -> float:
-    m = re.fullmatch(r"([0-9.]+(?:e[+-]?[0-9]+)?)\s*(s|ms|us|µs|ns)", text.strip())
+def _time(text: str, item: str = "") -> float:
+    """``1.5us`` -> seconds; finite and >= 0."""
+    m = re.fullmatch(rf"({_NUMBER})\s*(s|ms|us|µs|ns)", text.strip())
     if m is None:
-        raise UserError(f"machine spec: {text!r} is not a time like 1.5us")
-    return float(m.group(1)) * _TIME[m.group(2)]
+        raise UserError(f"machine spec: {item or text!r}: {text!r} is not a time like 1.5us")
+    t = float(m.group(1)) * _TIME[m.group(2)]
+    if not math.isfinite(t):
+        raise UserError(f"machine spec: {item or text!r}: the time {text!r} must be finite")
+    return t
 
 
-def _spec_path(text: str) -> Channel:
+def _count(value: str, item: str) -> int:
+    if re.fullmatch(r"[0-9]{1,8}", value.strip()) is None or not 1 <= int(value) <= MAX_PER_NODE:
+        raise UserError(f"machine spec: {item!r}: must be a whole number from 1 to {MAX_PER_NODE:,}")
+    return int(value)
+
+
+def _spec_path(text: str, item: str) -> Channel:
     lat, _, rate = text.partition(":")
-    return Channel(_time(lat), 1.0 / _rate(rate), "given on the command line")
+    return Channel(_time(lat, item), 1.0 / _rate(rate, item), "given on the command line")
+
+
+def _spec_compute(value: str, item: str) -> ComputeModel:
+    """``NAME*FACTOR``: a fitted compute model scaled by a finite factor above 0."""
+    name, star, factor = value.partition("*")
+    try:
+        f = float(factor) if star else 1.0
+    except ValueError:
+        raise UserError(f"machine spec: {item!r}: the factor {factor!r} is not a number (compute=this*1.5)") from None
+    if not (math.isfinite(f) and f > 0):
+        raise UserError(f"machine spec: {item!r}: the factor {factor!r} must be finite and above 0")
+    return load_compute(name).scaled(f, f"{name} scaled by {factor or 1}")
+
+
+def _spec_field(key: str, value: str, item: str) -> tuple[str, object]:
+    """The :class:`Machine` field and value of one ``key=value`` of a spec."""
+    if key in ("ranks", "cores"):
+        return ("ranks_per_node" if key == "ranks" else "cores_per_node"), _count(value, item)
+    if key in ("intra", "inter"):
+        return key, _spec_path(value, item)
+    if key == "link":
+        return "link_rate", None if value == "none" else _rate(value, item)
+    if key == "compute":
+        return "compute", _spec_compute(value, item)
+    if key == "sync":
+        return "oversubscribed_sync", _time(value, item)
+    if key == "name":
+        if not value.strip():
+            raise UserError(f"machine spec: {item!r}: name the machine")
+        return "name", value
+    raise UserError(f"machine spec: unknown key {key!r} (ranks, intra, inter, link, cores, compute, sync, name)")
 
 
 def machine_from_spec(text: str, base: Machine | None = None) -> Machine:
@@ -276,7 +331,8 @@ def machine_from_spec(text: str, base: Machine | None = None) -> Machine:
 
     Keys: ``ranks`` (ranks per node), ``intra`` and ``inter`` (``LATENCY:RATE``, e.g. ``1.5us:12GB/s``),
     ``link`` (a rate, or ``none``), ``cores``, ``compute`` (``NAME*FACTOR``: a fitted model scaled), ``sync``
-    (a time: one synchronization's cost per unit of oversubscription), ``name``.
+    (a time: one synchronization's cost per unit of oversubscription), ``name``. Every value is checked: a
+    malformed, zero, negative or infinite one is one line naming its ``key=value``.
     """
     m = base or presets()["this"]
     fields: dict = {"name": "custom", "source": f"spec {text!r} over the {m.name} preset"}
@@ -284,28 +340,30 @@ def machine_from_spec(text: str, base: Machine | None = None) -> Machine:
         key, sep, value = item.partition("=")
         if not sep:
             raise UserError(f"machine spec: {item!r} is not key=value")
-        if key == "ranks":
-            fields["ranks_per_node"] = int(value)
-        elif key in ("intra", "inter"):
-            fields[key] = _spec_path(value)
-        elif key == "link":
-            fields["link_rate"] = None if value == "none" else _rate(value)
-        elif key == "cores":
-            fields["cores_per_node"] = int(value)
-        elif key == "compute":
-            name, _, factor = value.partition("*")
-            fields["compute"] = load_compute(name).scaled(float(factor or 1), f"{name} scaled by {factor or 1}")
-        elif key == "sync":
-            fields["oversubscribed_sync"] = _time(value)
-        elif key == "name":
-            fields["name"] = value
-        else:
-            raise UserError(f"machine spec: unknown key {key!r} (ranks, intra, inter, link, cores, compute, sync, "
-                            "name)")
-    out = replace(m, **fields)
-    if out.ranks_per_node < 1 or out.cores_per_node < 1:
-        raise UserError(f"machine spec {text!r}: ranks and cores per node must be >= 1")
-    return out
+        field, v = _spec_field(key.strip(), value.strip(), item)
+        fields[field] = v
+    return check_machine(replace(m, **fields), f"machine spec {text!r}")
+
+
+MAX_FILE = 1 << 20  # bytes of a machine file: a description is a few hundred
+
+
+def _machine_file(path: str) -> Machine:
+    """A machine .json file, its type and size checked before it is read (a FIFO would block, /dev/zero never end)."""
+    import os
+    import stat
+
+    where = f"--machine {path}"
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{where}: not a regular file (a directory, FIFO or device): write the machine to a file")
+        if st.st_size > MAX_FILE:
+            raise UserError(f"{where}: {st.st_size:,} bytes; a machine description is at most {MAX_FILE:,}")
+        d = json.loads(Path(path).read_text())
+    except (OSError, ValueError, RecursionError) as e:
+        raise UserError(f"{where}: cannot read the machine file ({type(e).__name__}: {str(e)[:200]})") from None
+    return machine_from_json(d, where)
 
 
 def machine_of(machine: str | Machine) -> Machine:
@@ -316,10 +374,7 @@ def machine_of(machine: str | Machine) -> Machine:
     if machine in known:
         return known[machine]
     if machine.endswith(".json"):
-        try:
-            return machine_from_json(json.loads(Path(machine).read_text()))
-        except (OSError, ValueError) as e:
-            raise UserError(f"--machine {machine}: cannot read the machine file ({e})") from None
+        return _machine_file(machine)
     if "=" in machine:
         return machine_from_spec(machine)
     raise UserError(f"unknown machine {machine!r}; choose one of {', '.join(known)}, a .json file, or a spec "

@@ -4,6 +4,7 @@ every figure embedded (nbconvert), or the executed notebook."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -145,5 +146,12 @@ def _write(nb, out_path: Path, fmt: str) -> None:
         text = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", text)
         text = text.replace("<head>", f'<head>\n<meta name="generator" content="{MARK}">', 1)
     tmp_out = out_path.with_name(f".{out_path.name}.partial-{os.getpid()}")
-    tmp_out.write_text(text, encoding="utf-8")
-    os.replace(tmp_out, out_path)
+    try:
+        tmp_out.write_text(text, encoding="utf-8")
+        os.replace(tmp_out, out_path)
+    except BaseException as e:  # a full disk, Ctrl-C: nothing half-written stays behind
+        with contextlib.suppress(OSError):
+            tmp_out.unlink()
+        if isinstance(e, OSError):  # write()'s ENOSPC names no file: the report's is the user's
+            raise OSError(e.errno, e.strerror or str(e), str(out_path)) from None
+        raise

@@ -46,13 +46,19 @@ def _ints(text: str) -> tuple[int, ...]:
     return out
 
 
+MAX_BYTES = 2**63 - 1  # the most bytes a size may say (an int64): the options' check refuses more
+
+
 def _size(text: str) -> int:
     from .sources.budget import parse_size
 
     try:
-        return parse_size(text)
+        size = parse_size(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    except OverflowError:  # 1e400, an infinity: more than any size (the options' check says it in one line)
+        return MAX_BYTES + 1
+    return size
 
 
 def _memory_argument(b) -> None:
@@ -352,6 +358,12 @@ def main(argv: list[str] | None = None) -> int:
     # dependencies' deprecation notices are for their users, not ours (a command's stderr is for its own messages)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     args = parser().parse_args(argv)
+    from .threads import check_counts
+
+    try:
+        check_counts(args)  # before any command loads numba
+    except UserError as e:
+        return fail(args, str(e), 2)
     if threading.current_thread() is threading.main_thread():  # a kill (SIGTERM) cleans up like Ctrl-C
         signal.signal(signal.SIGTERM, _terminate)
     _logging(args)

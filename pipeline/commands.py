@@ -211,16 +211,27 @@ def cmd_report(args) -> int:
 def cmd_simulate(args) -> int:
     from shgcn.core import epoch
 
-    from .simulate import fastest_line, model_partitioner, predict_algorithms, predict_ranks, simulation_jobs, simulation_machine
+    from .simulate import (
+        fastest_line,
+        model_partitioner,
+        no_plans,
+        predict_algorithms,
+        predict_ranks,
+        simulation_jobs,
+        simulation_list,
+        simulation_machine,
+    )
 
     s = store.open_store(args.store)
     machine = simulation_machine(args.machine, args.alpha, args.beta)
-    exchanges = [x.strip() for x in args.exchange.split(",") if x.strip()]
+    exchanges = simulation_list(args.exchange, "--exchange")
     jobs = simulation_jobs(s, args.hidden, args.arch, machine, args.ranks_per_node, args.threads)
-    if args.algorithm:
-        algorithms = [x.strip() for x in args.algorithm.split(",") if x.strip()]
+    if args.algorithm is not None:
+        algorithms = simulation_list(args.algorithm, "--algorithm")
         rows = predict_algorithms(s, args.ranks, algorithms, args.replication, jobs[0], machine=machine,
                                   exchanges=exchanges, partitioner=model_partitioner(s))
+        if not rows:  # no grid on these ranks, or no exchange it runs with: said, not an empty table
+            raise UserError(no_plans(args.ranks or [s.parts], algorithms, args.replication, jobs[0], exchanges))
         print(tables.format_grid(rows))
         for r in epoch.recommend(rows):
             c = f" c={r['replication']}" if r["replication"] > 1 else ""

@@ -21,6 +21,7 @@ from .sources.base import HEADERS
 from .sources.parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES
 
 BLOCK_NNZ = 1 << 22  # nonzeros per row block (the unit of parallel work)
+MAX_BYTES = 2**63 - 1  # the largest --memory-limit (an int64 of bytes; cli.py's _size gives 1e400 as more)
 
 
 OUT_NAME_MAX = 255 - 64  # the build's siblings: ".NAME.partial-<pid>-<id>", ".NAME.lock"
@@ -146,6 +147,12 @@ class BuildConfig:
         if self.parts < 1:
             raise UserError(f"{option('--parts', self.parts)}: must be at least 1")
         self._check_nodes()
+        self._check_threads()
+        if self.memory_limit is not None and self.memory_limit < 1:
+            raise UserError(f"{option('--memory-limit', self.memory_limit)}: must be at least one byte")
+        if self.memory_limit is not None and self.memory_limit > MAX_BYTES:
+            raise UserError(f"{option('--memory-limit')}: more bytes than can be counted (at most {MAX_BYTES:,}, just "
+                            "under 8192P)")
         if not (math.isfinite(self.eps) and 0 < self.eps < 100):
             raise UserError(f"{option('--eps', self.eps)}: must be a finite number above 0 (e.g. 0.01)")
         self._check_models()
@@ -153,8 +160,6 @@ class BuildConfig:
                         self.feature_dtype)
         spec.check()
         check_generated(spec, 1, self.limit)
-        if self.memory_limit is not None and self.memory_limit < 1:
-            raise UserError(f"{option('--memory-limit', self.memory_limit)}: must be at least one byte")
         if self.chunk_bytes < 1024:
             raise UserError(f"{option('--chunk-bytes')} must be at least 1024")
         if self.max_line < 64:
@@ -169,11 +174,21 @@ class BuildConfig:
             widths = option("--hidden", tuple(self.hidden), ",".join(map(str, self.hidden)))
             raise UserError(f"{widths}: positive layer widths, e.g. 16 or 128,128")
 
+    def _check_threads(self) -> None:
+        from .threads import THREADS_PER_CORE, max_threads
+
+        if not 0 <= self.threads <= max_threads():
+            raise UserError(f"{option('--threads', self.threads)}: partitioner threads, from 0 (all cores) to "
+                            f"{max_threads()} ({THREADS_PER_CORE} per core of this machine's {os.cpu_count() or 1})")
+
     def _check_nodes(self) -> None:
         from .models.placement import PLACEMENTS
 
         if self.ranks_per_node < 0:
             raise UserError(f"{option('--ranks-per-node', self.ranks_per_node)}: must be at least 1 (or 0: no nodes)")
+        if self.ranks_per_node > self.parts:  # a node of more ranks than the parts: every rank on one node
+            raise UserError(f"{option('--ranks-per-node', self.ranks_per_node)}: at most {option('--parts', self.parts)} "
+                            "(nodes of K ranks; all parts on one node: K = the parts)")
         if self.placement not in PLACEMENTS:
             raise UserError(f"{quoted('--placement', self.placement)}: choose from {', '.join(PLACEMENTS)}")
 
@@ -203,9 +218,24 @@ class BuildConfig:
         if unknown:
             raise UserError(f"unknown model option {unknown[0]!r}; the models' options are "
                             f"{', '.join(sorted(default_options()))}")
+        self._check_option_values()
         pcfg = self.partition_config()
         for m in self.models:
             get(m).check(pcfg)
+
+    def _check_option_values(self) -> None:
+        """Every model option a number where a number is due (NaN passes every comparison), and shp's time budget
+        only beside the hp it is a factor of (without hp the factor was dropped without a word)."""
+        from .models import options
+
+        for o in options():
+            value = self.options.get(o.dest, o.default)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UserError(f"{option(o.flag, value)}: must be a finite number")
+        factor = self.options.get("shp_time_factor") or 0
+        if factor and "shp" in self.models and "hp" not in self.models:
+            raise UserError(f"{option('--shp-time-factor', factor)}: a budget of that many times hp's time, and the "
+                            f"build computes no hp: add hp to {option('--model')}, or leave the factor out")
 
 
 @dataclass

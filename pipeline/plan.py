@@ -361,9 +361,13 @@ def plan_step(cfg, show: bool, remote: bool = False) -> tuple[str, bool]:
     not an external cluster's)."""
     from .nodes import parse_generated
     from .sources.counts import input_counts
+    from .sources.precheck import check_parts, check_source, input_files
 
+    # the build's own checks of its input first, each its one line: a plan is made only of what would build
+    check_source(cfg.source, cfg.fmt, cfg.data_dir, input_files(cfg), cfg.split_scheme, local=not remote)
     width = cfg.features if cfg.features.endswith(".npy") else parse_generated(cfg.features, "features")
     counts = input_counts(cfg.source, cfg.fmt, cfg.data_dir, cfg.directed, width, parse_generated(cfg.labels, "labels"))
+    check_parts(cfg, counts)
     plan = make_plan(counts, cfg.models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4)
     free, where = free_disk(cfg.out)
     message = refusal(plan, cfg.limit if not remote else 2**62, free, where, cfg.memory_limit is not None,

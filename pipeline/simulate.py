@@ -107,13 +107,50 @@ def predict_algorithms(store, ranks: Iterable[int] | None, algorithms: Iterable[
     rows = []
     for p in [s.parts] if ranks is None else [int(r) for r in ranks]:
         for alg, c, k in grid_plans(p, algorithms, replications):
-            if k not in by_parts:
-                by_parts[k] = _costs_at(s, k, partitioner)
             run = job.with_(algorithm=alg, replication=c)
             exs = [x for x in (exchanges or [job.exchange]) if _runs(run.with_(exchange=x))]
-            if exs:
-                rows += epoch.predict_algorithm(by_parts[k], run, machine, exs)
+            if not exs:  # no exchange it runs with: nothing to partition for
+                continue
+            if k not in by_parts:
+                by_parts[k] = _costs_at(s, k, partitioner)
+            rows += epoch.predict_algorithm(by_parts[k], run, machine, exs)
     return rows
+
+
+def simulation_list(text: str, option: str) -> list[str]:
+    """The names of ``--exchange`` or ``--algorithm`` (a comma list): at least one, each known, or one line."""
+    from shgcn.core.exchanges import EXCHANGES
+
+    registry = EXCHANGES if option == "--exchange" else ALGORITHMS
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise UserError(f"{option} {text!r}: name at least one of {', '.join(registry.names())}")
+    for name in names:
+        registry.get_spec(name)
+    return names
+
+
+def no_plans(ranks: Iterable[int], algorithms: Iterable[str], replications: Iterable[int], job: Job,
+             exchanges: Iterable[str]) -> str:
+    """Why ``simulate --algorithm`` has no row to print: per algorithm and rank count, the way it cannot run
+    (no grid on that many ranks, or no exchange it runs with) - one line."""
+    reps = sorted(set(replications))
+    why = []
+    for p in ranks:
+        for name in algorithms:
+            alg = ALGORITHMS.get_spec(name)
+            if not grid_plans(p, [name], reps):
+                why.append(f"--algorithm 2d runs on a square number of ranks, and {p} is not one" if alg.name == "2d"
+                           else f"--algorithm 1.5d runs on P / c parts for a --replication c > 1 that divides P, and "
+                                f"no c of {','.join(map(str, reps))} divides {p}" if alg.name == "1.5d"
+                           else f"--algorithm {alg.name} does not run on {p} ranks")
+                continue
+            try:
+                for x in exchanges:
+                    alg.check(job.with_(algorithm=alg.name, exchange=x), minibatch=False)
+            except UserError as e:
+                why.append(f"--algorithm {alg.name}: {e}")
+    return "nothing to predict: " + "; ".join(dict.fromkeys(why))
 
 
 def _runs(job: Job) -> bool:
@@ -158,10 +195,13 @@ def simulation_jobs(s: Store, hidden: Iterable[int], arch: str, machine: Machine
     """One job per ranks-per-node value (default: the machine's; the store's when it was placed on nodes) and
     threads per rank."""
     dims = epoch.dims_of(s.attrs["feature_dim"], hidden, s.attrs["classes"])
-    ks = list(ranks_per_node) if ranks_per_node else [int(s.attrs.get("ranks_per_node") or machine.ranks_per_node)]
-    for k in ks:
+    placed_for = s.attrs.get("ranks_per_node")
+    ks = list(ranks_per_node) if ranks_per_node else [int(placed_for or machine.ranks_per_node)]
+    for k in ks:  # named where it came from: the option, the store's placement, or the machine
         if k < 1:
-            raise UserError(f"--ranks-per-node {k}: must be >= 1")
+            what = f"--ranks-per-node {k}" if ranks_per_node else f"the store's ranks_per_node {k}" if placed_for \
+                else f"machine {machine.name}'s ranks per node {k}"
+            raise UserError(f"{what}: must be >= 1")
     density = s.feature_density()  # the trainer's first layer is sparse for sparse features (Cora's 1.3%)
     for t in threads:
         if t < 1:

@@ -15,6 +15,7 @@ import numpy as np
 from . import _layout
 from ._arrays import array_checksum, block_checksum, release_pages
 from ._schema import SCHEMA_VERSION, Plan, RankBlock, StoreError, block_arrays, node_dtypes
+from ._tables import TABLES, UNREADABLE, table_checksums, verify_tables
 
 if TYPE_CHECKING:
     from shgcn.core.epoch import PartitionCost
@@ -201,7 +202,11 @@ class Store:
         import xarray as xr
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*data type \(FixedLengthUTF32.*")
-            return xr.open_zarr(str(self.path), group=group, zarr_format=3).load()
+            try:
+                return xr.open_zarr(str(self.path), group=group, zarr_format=3).load()
+            except UNREADABLE as e:  # a corrupt chunk: one line naming its array (issue 51)
+                table_checksums(self.path, group)
+                raise StoreError(f"{self.path / group}: cannot read the table ({e}): a damaged store") from None
 
     def quality(self):
         """Quality of every model as an xarray Dataset (dims model, part, sender, receiver)."""
@@ -242,7 +247,8 @@ class Store:
 
     def verify(self) -> int:
         """Recompute every checksum the store records: each rank's block (in
-        rank order), the partitions, the permutation and offsets, the graph's
+        rank order), the partitions, the permutation and offsets, the node
+        arrays, every array of the quality and mini-batch tables, the graph's
         blocks. Raises :class:`StoreError` naming the first that does not
         match; returns how many were checked."""
         for r in range(self.parts):
@@ -250,12 +256,13 @@ class Store:
         checked = self.parts
         sums = self.attrs.get("array_checksums", {})
         for name in sorted(sums):
-            if name.startswith((f"{_layout.GRAPH}/", f"{_layout.NODES}/")):
+            if name.startswith(tuple(f"{g}/" for g in (_layout.GRAPH, _layout.NODES, *TABLES))):
                 continue
             want = "<i4" if name.startswith("partitions/") else "<i8"
             self._checked(name, want)
             checked += 1
         checked += self._verify_nodes(sums)
+        checked += verify_tables(self.path, sums)
         self.graph()
         return checked + sum(1 for k in sums if k.startswith(f"{_layout.GRAPH}/"))
 

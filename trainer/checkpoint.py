@@ -8,6 +8,7 @@ refused in one line with the difference named.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -28,14 +29,25 @@ def path(cfg: TrainConfig) -> Path:
 def save(cfg: TrainConfig, epoch: int, model: Model, opt: Adam, identity: dict) -> None:
     """Write the state after ``epoch`` (rename into place: never half-written)."""
     p = path(cfg)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TrainError(f"--checkpoint {cfg.checkpoint}: cannot make the directory ({e.strerror or e})") from None
     tmp = p.with_name(f".{p.stem}.tmp-{os.getpid()}.npz")
     arrays: dict[str, np.ndarray] = {f"w{i}": opt.be.to_host(w) for i, w in enumerate(model.params)}
     arrays.update(opt.state())
     arrays["epoch"] = np.array(epoch)
     arrays["identity"] = np.array(json.dumps(identity, sort_keys=True))
-    np.savez(tmp, **arrays)  # type: ignore[arg-type]
-    os.replace(tmp, p)
+    try:
+        np.savez(tmp, **arrays)  # type: ignore[arg-type]
+        os.replace(tmp, p)
+    except BaseException as e:  # a full disk, Ctrl-C: the last whole checkpoint stays, no partial file beside it
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(e, OSError):  # the user's disk or directory (exit 2), named
+            raise TrainError(f"--checkpoint {cfg.checkpoint}: cannot write {p} ({e.strerror or e}); the last "
+                             "checkpoint written, if any, is kept") from None
+        raise
 
 
 def load(cfg: TrainConfig, model: Model, opt: Adam, identity: dict) -> int:

@@ -19,8 +19,7 @@ import os
 import signal
 import sys
 
-BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-THREAD_VARS = (*BLAS_VARS, "NUMBA_NUM_THREADS")
+from .threads import THREAD_VARS, launcher_rank, max_threads, thread_env_problem
 
 
 def local_ranks() -> int:
@@ -53,22 +52,21 @@ def share_cores(threads: int | None = None) -> int:
     share = threads or cores_share()
     for var in THREAD_VARS:
         value = str(share) if var == "NUMBA_NUM_THREADS" else "1"
-        if threads is not None:
+        if threads is not None or not os.environ.get(var, "").strip():  # an empty variable is an unset one
             os.environ[var] = value
-        else:
-            os.environ.setdefault(var, value)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return share
 
 
 def threads_option(argv: list[str]) -> int | None:
     """``--threads T`` from the command line before argparse runs (the variables must be set before numpy
-    loads, and parsing loads it); None when absent or not a positive number (the options' check reports it)."""
+    loads, and parsing loads it); None when absent or not a number from 1 to :func:`max_threads` (the options'
+    check reports it: numba's pool must never be asked for 100000 threads)."""
     for i, a in enumerate(argv):
         name, eq, value = a.partition("=")
         if len(name) > 4 and "--threads".startswith(name):  # argparse takes unambiguous prefixes too
             value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
-            return int(value) if value.isdigit() and int(value) > 0 else None
+            return int(value) if value.isdigit() and 1 <= int(value) <= max_threads() else None
     return None
 
 
@@ -88,13 +86,19 @@ def _hidden(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected widths like 16 or 128,128, got {text!r}") from None
 
 
+MAX_BYTES = 2**63 - 1  # the most bytes a size may say (an int64): the options' check refuses more
+
+
 def _size(text: str) -> int:
     from shgcn.core.memory import parse_size
 
     try:
-        return parse_size(text)
+        size = parse_size(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    except OverflowError:  # 1e400, an infinity: more than any size (the options' check says it in one line)
+        return MAX_BYTES + 1
+    return size
 
 
 def _batch_size(text: str) -> int | None:
@@ -112,7 +116,7 @@ def _grid_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
                    help="memory the ranks of one machine may hold, e.g. 16G: the modelled memory of every rank is "
                         "checked against it before training, and a job that will not fit stops with one line "
-                        "(default: this machine's memory)")
+                        "(default: the memory this machine has available when the run starts)")
     from shgcn.core.algorithms import ALGORITHMS
 
     g = p.add_argument_group("distributed algorithms (--algorithm; 1.5d and 2d are full batch)")
@@ -222,10 +226,20 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    threads = share_cores(threads_option(sys.argv[1:] if argv is None else argv))
+    given = threads_option(sys.argv[1:] if argv is None else argv)
+    problem = thread_env_problem(skip=THREAD_VARS if given else ())  # a valid --threads replaces them all
+    if problem:  # before numba or BLAS read them (numba raises on 0, segfaults on 100000)
+        if launcher_rank() == 0:
+            print(f"shgcn-train: error: {problem}", file=sys.stderr, flush=True)
+        return 2
+    threads = share_cores(given)
     args = parser().parse_args(argv)
     if args.threads is None:  # the default; a bad --threads (0) stays for the options' check to report
         args.threads = threads
+    if args.memory_limit is None:
+        from .config import default_memory_limit
+
+        args.memory_limit = default_memory_limit()
     from . import mpicheck
 
     try:  # mpi4py's MPI against the launcher's: a mismatch is named here, not as a wrong rank count later
@@ -258,22 +272,27 @@ def _run(cfg, comm) -> int:
     from .context import Context, Local, connect, prepare
     from .loop import Diverged, train
     from .outputs import check_outputs
+    from .values import check_block, train_count
     from .watchdog import say
 
     local: Local | None = None
     ctx: Context | None = None
     err: str | None = None
+    count = 0
     try:
         cfg.check()
+        cfg.check_ranks(comm.size)
         check_outputs(cfg, comm.rank)  # the log's and the checkpoint's directories, before any work
         local = prepare(cfg, comm)
+        check_block(local)  # whatever --no-verify says
+        count = train_count(local)
     except UserError as e:
         err = str(e)
     except BaseException as e:  # noqa: BLE001 - any failure must end the whole job, not hang it
         return _abort(comm, e)
     # one collective after the purely local setup: a rank that failed (say,
     # its block is corrupt) is reported by rank 0 and every rank exits 2
-    errors = comm.allgather(err)
+    errors = _gathered(comm, err, count, cfg.store)
     if any(errors) or local is None:
         if comm.rank == 0:
             first = next(e for e in errors if e)
@@ -306,6 +325,18 @@ def _run(cfg, comm) -> int:
     except BaseException as e:  # noqa: BLE001
         return _abort(comm, e)
     return 0
+
+
+def _gathered(comm, err: str | None, count: int, store: str) -> list[str | None]:
+    """Every rank's error (collective), and, when none failed, the job's refusal when no rank holds a labelled
+    training vertex (the same answer on every rank)."""
+    from .values import no_training_vertex
+
+    gathered = comm.allgather((err, count))
+    errors = [e for e, _ in gathered]
+    if not any(errors) and not sum(c for _, c in gathered):
+        errors = [no_training_vertex(store)] * comm.size
+    return errors
 
 
 def _abort(comm, e: BaseException) -> int:

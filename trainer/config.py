@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from dataclasses import dataclass
 
 from shgcn.core.algorithms import ALGORITHMS
@@ -13,11 +14,37 @@ from shgcn.core.errors import UserError
 from shgcn.core.exchanges import EXCHANGES
 
 from .backends import BACKENDS, check_device
+from .threads import THREADS_PER_CORE
 from .wire import DTYPES
 
 MODES = ("full", "minibatch")
+MAX_BYTES = 2**63 - 1  # the largest --memory-limit (an int64 of bytes; trainer/cli.py's _size gives 1e400 as more)
 SAMPLERS = ("node", "edge", "rw")
 PLAN_AHEAD = ("auto", "inline", "thread")
+
+
+def default_memory_limit() -> int:
+    """``--memory-limit``'s default: the memory this machine can give when the run starts (``MemAvailable``, and
+    a cgroup's limit less what the cgroup holds), at most its memory. The whole memory would let a model that
+    fits on paper but not beside the other programs allocate for a minute before it fails, instead of being
+    refused before any allocation."""
+    from shgcn.core.memory import machine_memory
+
+    free = total = machine_memory()
+    try:
+        with open("/proc/meminfo") as f:
+            free = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f, open("/sys/fs/cgroup/memory.current") as g:
+            top, used = f.read().strip(), g.read().strip()
+        if top.isdigit() and used.isdigit():
+            free = min(free, int(top) - int(used))
+    except OSError:
+        pass
+    return max(1, min(total, free))
+
 
 
 class TrainError(UserError):
@@ -92,8 +119,7 @@ class TrainConfig:
             raise TrainError(f"--weight-decay {self.weight_decay}: must be >= 0")
         if not self.hidden or any(h < 1 for h in self.hidden):
             raise TrainError(f"--hidden {','.join(map(str, self.hidden))}: widths must be >= 1")
-        if self.threads < 1:
-            raise TrainError(f"--threads {self.threads}: must be >= 1 (default: the cores of the machine / its ranks)")
+        self._check_threads()
         if self.ranks_per_node < 0:
             raise TrainError(f"--ranks-per-node {self.ranks_per_node}: must be >= 1 (0: the machine's nodes)")
         if self.eval_every < 1 or self.checkpoint_every < 1:
@@ -129,6 +155,8 @@ class TrainConfig:
             raise TrainError(f"--exchange-dtype {self.exchange_dtype!r}: choose from {', '.join(DTYPES)}")
         if self.memory_limit is not None and self.memory_limit < 1:
             raise TrainError(f"--memory-limit {self.memory_limit}: must be at least one byte")
+        if self.memory_limit is not None and self.memory_limit > MAX_BYTES:
+            raise TrainError(f"--memory-limit: more bytes than can be counted (at most {MAX_BYTES:,}, just under 8192P)")
         if self.backend not in BACKENDS:
             raise TrainError(f"--backend {self.backend!r}: choose from {', '.join(BACKENDS)}")
         try:  # the device the backend runs on; whether a GPU is there is asked when the backend is made
@@ -136,11 +164,29 @@ class TrainConfig:
         except UserError as e:
             raise TrainError(str(e)) from None
 
+    def _check_threads(self) -> None:
+        if self.threads < 1:
+            raise TrainError(f"--threads {self.threads}: must be >= 1 (default: the cores of the machine / its ranks)")
+        cores = self.cores or os.cpu_count() or 1
+        if self.threads > THREADS_PER_CORE * cores:
+            raise TrainError(f"--threads {self.threads}: at most {THREADS_PER_CORE * cores} ({THREADS_PER_CORE} per "
+                             f"core of this machine's {cores}; more threads only compete for the cores)")
+
     def _check_algorithm(self) -> None:
+        own = ALGORITHMS.get_spec(self.algorithm).own_exchange
+        if own and self.exchange != "p2p":  # p2p: the default, which such an algorithm does not use either
+            raise TrainError(f"--exchange {self.exchange}: --algorithm {self.algorithm} communicates by its own "
+                             f"{own} broadcasts, not by an --exchange: leave --exchange out")
         try:
             ALGORITHMS.get_spec(self.algorithm).check(self.job(1, 1), self.mode == "minibatch")
         except UserError as e:
             raise TrainError(str(e)) from None
+
+    def check_ranks(self, ranks: int) -> None:
+        """Raise :class:`TrainError` for options that do not fit a job of ``ranks`` ranks."""
+        if self.ranks_per_node > ranks:  # np.arange(P) // 10**20 overflows on every rank
+            raise TrainError(f"--ranks-per-node {self.ranks_per_node}: at most the job's {ranks} rank"
+                             f"{'s' if ranks != 1 else ''} (every rank on one node)")
 
     @property
     def spec(self) -> ArchSpec:

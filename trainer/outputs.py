@@ -23,9 +23,30 @@ def check_outputs(cfg: TrainConfig, rank: int) -> None:
     if rank != 0:
         return
     if cfg.log:
+        _check_names(Path(cfg.log), "--log", LOG_SIBLING)
         _check_log(Path(cfg.log), cfg)
     if cfg.checkpoint:
+        _check_names(Path(cfg.checkpoint), "--checkpoint", 0)
         _check_checkpoint(Path(cfg.checkpoint), cfg)
+
+
+NAME_MAX = 255  # bytes in a file name (every Linux filesystem's)
+PATH_MAX = 4096 - 64  # bytes in a path, less room for the checkpoint's file and its temporary sibling
+LOG_SIBLING = 32  # the run log is first written as ".NAME.tmp-<pid>" beside it
+
+
+def _check_names(path: Path, flag: str, room: int) -> None:
+    """Every name of ``path`` fits the filesystem (the last with ``room`` bytes to spare), and the path does:
+    otherwise every look at it fails with ENAMETOOLONG."""
+    names = path.parts
+    for i, name in enumerate(names):
+        size, most = len(os.fsencode(name)), NAME_MAX - (room if i == len(names) - 1 else 0)
+        if size > most:
+            raise TrainError(f"{flag}: a name of {size} bytes in the path; at most {most}"
+                             f"{' (the trainer writes a sibling named after it first)' if most < NAME_MAX else ''}")
+    size = len(os.fsencode(os.path.abspath(path)))
+    if size > PATH_MAX:
+        raise TrainError(f"{flag}: a path of {size} bytes; at most {PATH_MAX}")
 
 
 def _check_log(log: Path, cfg: TrainConfig) -> None:

@@ -5,6 +5,7 @@ per line, in original vertex order; the format ``pipeline build
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -37,10 +38,24 @@ def export_assignment(s: Store, out: str | Path, model: str | None = None, overw
     model = model or s.attrs["model"]
     out = Path(out)
     check_out(out, overwrite, directory=False)
-    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
-    tmp.write_bytes(assignment_bytes(s.partition(model)))
-    os.replace(tmp, out)
+    write_whole(out, assignment_bytes(s.partition(model)))
     return out
+
+
+def write_whole(out: Path, data: bytes) -> None:
+    """``data`` into ``out``, whole or not at all: written into a hidden sibling ``.NAME.partial-PID`` and renamed
+    into place; on any failure (a full disk, Ctrl-C) the sibling is removed, and an ``OSError`` names ``out``
+    (the command's one line: a full disk is exit 2 with the file named)."""
+    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, out)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(e, OSError):  # write()'s ENOSPC names no file: this one is the user's
+            raise OSError(e.errno, e.strerror or str(e), str(out)) from None
+        raise
 
 
 def is_export(d: Path) -> bool:

@@ -19,6 +19,7 @@ feature width and classes, and how each was had (what ``pipeline build
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import math
 import os
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import UserError
 from . import datasets, synthetic
 
 ASSUMED_DEGREE = 10  # vertices of an edge list that was not read: edges / this
@@ -186,6 +188,13 @@ def _open(p: Path):
 def _header(p: Path) -> tuple[int, int, bool] | None:
     """(vertices, edges, symmetric) from a Matrix Market size line or a METIS .graph header."""
     name = p.name.lower().removesuffix(".gz")
+    if p.name.lower().endswith(".npz") and p.is_file():  # its shape and an array's header (checked by the plan)
+        from .npz import npz_declared
+
+        with contextlib.suppress(UserError):
+            n, entries = npz_declared(str(p))
+            return n, entries, False
+        return None
     if not (name.endswith((".mtx", ".graph", ".metis")) and p.is_file()):
         return None
     try:

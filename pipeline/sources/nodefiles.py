@@ -28,9 +28,10 @@ def scratch(work_dir: str | None, name: str) -> Path:
     return base / name
 
 
-def write_labels(blocks: Iterable[np.ndarray], out: Path, where: str) -> tuple[RowFile, int, str]:
+def write_labels(blocks: Iterable[np.ndarray], out: Path, where: str,
+                 negative_unlabelled: bool = True) -> tuple[RowFile, int, str]:
     """Label rows, block by block, into ``out``: one column of class ids
-    (NaN or negative: unlabelled, -1) -> int32, single-label; several columns
+    (NaN, or with ``negative_unlabelled`` a negative id: unlabelled, -1) -> int32, single-label; several columns
     of 0/1 (NaN: 0) -> bool, multi-label. Returns (RowFile, classes, kind)."""
     writer: RawWriter | None = None
     top, kind, done = -1, "single", 0
@@ -40,7 +41,7 @@ def write_labels(blocks: Iterable[np.ndarray], out: Path, where: str) -> tuple[R
             if writer is None:
                 kind = "multi" if b.shape[1] > 1 else "single"
                 writer = RawWriter(out, bool if kind == "multi" else np.int32, (b.shape[1],) if kind == "multi" else ())
-            ids = _multi(b, where, done) if kind == "multi" else class_ids(b[:, 0], where, done)
+            ids = _multi(b, where, done) if kind == "multi" else class_ids(b[:, 0], where, done, negative_unlabelled)
             writer.write(ids)
             if kind == "single":
                 top = max(top, int(ids.max(initial=-1)))
@@ -57,20 +58,22 @@ def write_labels(blocks: Iterable[np.ndarray], out: Path, where: str) -> tuple[R
 MAX_CLASS = int(np.iinfo(np.int32).max) - 1  # class ids are stored as int32, and the class count id + 1 too
 
 
-def class_ids(y: np.ndarray, where: str, done: int = 0) -> np.ndarray:
-    """(k,) int32 class ids of label values ``y`` (NaN or negative:
-    unlabelled, -1); a fraction, an infinity, a complex value or an id above
-    :data:`MAX_CLASS` is a :class:`UserError` naming ``where`` and the row
-    (``done``: rows before this block)."""
+def class_ids(y: np.ndarray, where: str, done: int = 0, negative_unlabelled: bool = True) -> np.ndarray:
+    """(k,) int32 class ids of label values ``y`` (NaN, and a negative id unless the format says NaN only
+    (``negative_unlabelled`` false): unlabelled, -1); a fraction, an infinity, a complex value or an id above
+    :data:`MAX_CLASS` is a :class:`UserError` naming ``where`` and the row (``done``: rows before this block)."""
     y = np.asarray(y)
     if y.dtype.kind not in "iufb":
         raise located(where, f"labels must be real numbers, got {y.dtype}")
     f = y.astype(np.float64)
     known = np.isfinite(f) & (f >= 0)
-    bad = np.flatnonzero(np.isinf(f) | (known & ((f != np.round(f)) | (f > MAX_CLASS))))
+    wrong = np.isinf(f) | (known & ((f != np.round(f)) | (f > MAX_CLASS)))
+    if not negative_unlabelled:
+        wrong |= f < 0
+    bad = np.flatnonzero(wrong)
     if bad.size:
-        raise located(where, f"row {done + int(bad[0])}: label {y[bad[0]]} is not a class number "
-                             f"(whole, at most {MAX_CLASS:,})")
+        span = f"at most {MAX_CLASS:,}" if negative_unlabelled else f"0 to {MAX_CLASS:,}; unlabelled is NaN"
+        raise located(where, f"row {done + int(bad[0])}: label {y[bad[0]]} is not a class number (whole, {span})")
     return np.where(known, f, -1).astype(np.int32)
 
 

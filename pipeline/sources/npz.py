@@ -20,6 +20,17 @@ def read_npz(path: str, limit: int | None = None) -> Whole:
     """``ingest-read`` task: the matrix's entries as edges (row -> column)."""
     import scipy.sparse as sp
 
+    n, _ = npz_declared(path, limit)
+    try:
+        m = sp.load_npz(path).tocoo()
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+        raise located(path, f"not a scipy.sparse .npz file ({e})") from None
+    return Whole(ParsedChunk(m.row.astype(np.int64), m.col.astype(np.int64), int(m.nnz)), n, None)
+
+
+def npz_declared(path: str, limit: int | None = None) -> tuple[int, int]:
+    """(vertices, entries) the file's shape and arrays' headers declare, checked (square, at least one vertex,
+    within the memory budget ``limit``) before anything is read: what the build and its plan read first."""
     try:
         with np.load(path, allow_pickle=False) as z:
             shape = tuple(int(x) for x in z["shape"]) if "shape" in z.files else None
@@ -31,11 +42,7 @@ def read_npz(path: str, limit: int | None = None) -> Whole:
     if shape[0] != shape[1]:
         raise located(path, f"matrix is {shape[0]} x {shape[1]}; an adjacency matrix must be square")
     check_declared(path, shape[0], None, limit, entries)
-    try:
-        m = sp.load_npz(path).tocoo()
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-        raise located(path, f"not a scipy.sparse .npz file ({e})") from None
-    return Whole(ParsedChunk(m.row.astype(np.int64), m.col.astype(np.int64), int(m.nnz)), shape[0], None)
+    return shape[0], entries
 
 
 def _npz_entries(z) -> int:

@@ -154,8 +154,8 @@ def _labels(lay: OgbLayout, work_dir: str | None, chunk_bytes: int) -> tuple[Row
         row = int(np.prod(m.shape[1:], dtype=np.int64)) if len(m.shape) > 1 else 1
         blocks = (flat.astype(np.float64).reshape(-1, row) for flat in
                   _member_rows(m, rows, row))
-        return write_labels(blocks, out, lay.labels)
-    return write_labels(csvblocks.row_blocks(lay.labels, None, chunk_bytes), out, lay.labels)
+        return write_labels(blocks, out, lay.labels, negative_unlabelled=False)  # OGB's unlabelled: NaN only
+    return write_labels(csvblocks.row_blocks(lay.labels, None, chunk_bytes), out, lay.labels, negative_unlabelled=False)
 
 
 def _member_rows(m, rows: int, row: int):
@@ -175,7 +175,17 @@ def _masks(lay: OgbLayout, n: int) -> dict[str, np.ndarray] | None:
     for stem, name in SPLITS:
         path = _csv(split, stem)
         out[name] = mask_of(csvblocks.read_column(str(path)), n, str(path))
+    if not out["train"].any():
+        raise located(_csv(split, "train") or split, "an empty training split (no vertex ids): nothing to train on")
     return out
+
+
+def _check_trainable(labels: RowFile, train: np.ndarray, where: str) -> None:
+    """Some training vertex has a label (single-label classes: -1 is unlabelled), read block by block."""
+    for a, b in cuts(train.shape[0], BLOCK_BYTES // 4):
+        if (labels[a:b][train[a:b]] >= 0).any():
+            return
+    raise located(where, f"none of the {int(train.sum()):,} training vertices has a label (NaN): nothing to train on")
 
 
 def ogb_nodes(lay: OgbLayout, work_dir: str | None, dtype: str, chunk_bytes: int) -> NodeSource:
@@ -195,6 +205,8 @@ def ogb_nodes(lay: OgbLayout, work_dir: str | None, dtype: str, chunk_bytes: int
     if n is None:
         raise located(lay.root, "no vertex count: raw/num-node-list.csv.gz, node-feat or node-label is needed")
     masks = _masks(lay, n)
+    if masks is not None and y is not None and y[2] == "single":
+        _check_trainable(y[0], masks["train"], lay.labels or lay.root)
     return NodeSource(x, None if y is None else y[0], masks, None if y is None else y[1],
                       "single" if y is None else y[2])
 

@@ -180,7 +180,8 @@ class RawWriter:
         self.rows = 0
 
     def write(self, block: np.ndarray) -> None:
-        block = np.ascontiguousarray(block, dtype=self.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # 1e39 -> float32 is inf: the ingest's finite check names it
+            block = np.ascontiguousarray(block, dtype=self.dtype)
         if block.shape[1:] != self.row_shape:
             raise ValueError(f"rows of shape {block.shape[1:]}, expected {self.row_shape}")
         self._f.write(block.tobytes())

@@ -8,6 +8,7 @@ Both are selected as a build source with ``rmat:key=value,...`` or
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -96,8 +97,7 @@ def sbm(*, n: int = 2000, classes: int = 5, degree: float = 10.0, p_in: float = 
     probability ``p_in``, else of any class. Features are the class centre
     (standard normal, one per class) plus Gaussian noise of scale ``noise``.
     """
-    if n < 2 or classes < 1 or classes > n or degree <= 0 or not 0 <= p_in <= 1 or features < 1:
-        raise UserError("sbm: need n >= 2, 1 <= classes <= n, degree > 0, 0 <= p_in <= 1, features >= 1")
+    _check_sbm(n, classes, degree, p_in, features)
     rng = np.random.default_rng(seed)
     m = int(n * degree / 2)
     src = rng.integers(0, n, m)
@@ -115,6 +115,13 @@ def sbm(*, n: int = 2000, classes: int = 5, degree: float = 10.0, p_in: float = 
                     lines=m, node_ids=np.arange(n, dtype=np.int64), features=x, labels=labels)
 
 
+def _check_sbm(n: int, classes: int, degree: float, p_in: float, features: int) -> None:
+    if n < 2 or classes < 1 or classes > n or degree <= 0 or not 0 <= p_in <= 1 or features < 1:
+        raise UserError("sbm: need n >= 2, 1 <= classes <= n, degree > 0, 0 <= p_in <= 1, features >= 1")
+    if not math.isfinite(n * degree):
+        raise UserError(f"sbm: n * degree ({n:.3g} x {degree:.3g}), twice the edges, must be a finite number")
+
+
 _GENERATORS: dict[str, Callable[..., RawGraph]] = {"rmat": rmat, "sbm": sbm}
 
 
@@ -129,6 +136,8 @@ def parse_params(spec: str) -> tuple[str, dict] | None:
     kind = parse_spec_kind(spec)
     if kind is None:
         return None
+    if not spec.isprintable():  # a line break in it would break its one-line errors
+        raise UserError(f"{spec!r}: a generator spec is printable characters only")
     fn = _GENERATORS[kind]
     params = inspect.signature(fn).parameters
     kwargs: dict = {}
@@ -140,12 +149,31 @@ def parse_params(spec: str) -> tuple[str, dict] | None:
             raise UserError(f"{spec}: unknown parameter {key!r} for {kind}; known: {', '.join(params)}")
         try:
             default = params[key].default
-            kwargs[key] = type(default)(float(value)) if default is not inspect.Parameter.empty else int(value)
+            number = float(value)
+            if not math.isfinite(number):  # before int(): int(1e30) is a Python int numpy cannot test (issue 51)
+                raise ValueError(value)
+            kwargs[key] = type(default)(number) if default is not inspect.Parameter.empty else int(value)
         except (ValueError, OverflowError):
             raise UserError(f"{spec}: {key}={value!r} is not a finite number") from None
-        if not np.isfinite(kwargs[key]):
-            raise UserError(f"{spec}: {key}={value!r} is not a finite number")
     return kind, kwargs
+
+
+def check_params(spec: str) -> None:
+    """The checks a generator applies before it draws anything (the build's, for ``--plan``): one line otherwise."""
+    parsed = parse_params(spec)
+    if parsed is None:
+        return
+    kind, kw = parsed
+    try:
+        args = inspect.signature(_GENERATORS[kind]).bind(**kw)
+    except TypeError as e:
+        raise UserError(f"{spec}: {e}") from None
+    args.apply_defaults()
+    a = dict(args.arguments)
+    if kind == "sbm":
+        _check_sbm(a["n"], a["classes"], a["degree"], a["p_in"], a["features"])
+    else:
+        _check_rmat(a["scale"], a["edge_factor"], a["a"], a["b"], a["c"])
 
 
 def parse_spec(spec: str) -> RawGraph | None:

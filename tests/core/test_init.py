@@ -9,7 +9,8 @@ from helpers import REPO
 
 import shgcn.core
 
-SUBMODULES = ["algorithms", "archs", "costs", "csr", "epoch", "errors", "exchanges", "machine", "memory", "partition",
+SUBMODULES = ["algorithms", "archs", "costs", "csr", "epoch", "errors", "exchanges", "machine", "machine_check", "memory",
+              "partition",
               "registry", "runlog", "sample", "tables", "work"]
 
 

@@ -92,8 +92,9 @@ def test_machine_of_refuses_what_it_cannot_read(tmp_path):
         machine_of(str(tmp_path / "missing.json"))
     bad = tmp_path / "bad.json"
     bad.write_text('{"name": "half", "ranks_per_node": 4}')
-    with pytest.raises(UserError, match=r"^machine 'half': not a machine description \(KeyError"):
+    with pytest.raises(UserError) as e:
         machine_of(str(bad))
+    assert str(e.value) == f"--machine {bad}: not a machine description (KeyError: 'intra')"
     bad.write_text("{not json")
     with pytest.raises(UserError, match="cannot read the machine file"):
         machine_of(str(bad))
@@ -131,8 +132,8 @@ def test_times(latency, seconds):
 @pytest.mark.parametrize("spec, fragment", [
     ("ranks", "'ranks' is not key=value"), ("speed=1", "unknown key 'speed'"),
     ("inter=1.5us", "'' is not a rate like 12GB/s"), ("inter=fast:12GB/s", "'fast' is not a time like 1.5us"),
-    ("link=12GBps", "'12GBps' is not a rate"), ("ranks=0", "ranks and cores per node must be >= 1"),
-    ("cores=-2", "must be >= 1"), ("compute=vax*2", "no fitted compute model 'vax'")])
+    ("link=12GBps", "'12GBps' is not a rate"), ("ranks=0", "'ranks=0': must be a whole number from 1 to 1,048,576"),
+    ("cores=-2", "'cores=-2': must be a whole number from 1 to 1,048,576"), ("compute=vax*2", "no fitted compute model 'vax'")])
 def test_a_bad_spec_is_one_line(spec, fragment):
     with pytest.raises(UserError) as e:
         machine_from_spec(spec, base=machine())

@@ -162,3 +162,21 @@ def test_a_failing_cell_is_a_report_cell_error(built, tmp_path, monkeypatch):
     assert str(e.value) == "ValueError: bad rows\nbc  line\n"
     assert seen == {"store_path": str(built.path.resolve()), "run_logs": []}
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt", ["ipynb", "html"])
+def test_a_full_disk_leaves_no_partial_report_and_names_it(tmp_path, monkeypatch, fmt):
+    import errno
+    import pathlib
+
+    def write_text(self, text, encoding=None):
+        with open(self, "w", encoding=encoding) as f:
+            f.write(text[:len(text) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")  # as write(2): no file name
+
+    monkeypatch.setattr(pathlib.Path, "write_text", write_text)
+    out = tmp_path / f"r.{fmt}"
+    with pytest.raises(OSError) as e:
+        render._write(notebook(), out, fmt)
+    assert (e.value.errno, e.value.strerror, e.value.filename) == (errno.ENOSPC, "No space left on device", str(out))
+    assert list(tmp_path.iterdir()) == []

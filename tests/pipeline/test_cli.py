@@ -117,3 +117,40 @@ def test_existing_output_needs_overwrite(tmp_path):
 def test_info_on_missing_or_non_store(tmp_path):
     one_line_error(run_cli("info", str(tmp_path / "nope.zarr")), "store not found")
     one_line_error(run_main("info", str(tmp_path)), "not a store")
+
+
+@pytest.mark.parametrize("args,env,message", [
+    (["--workers", "-2"], {}, "--workers -2: from 0 (one per core) to 8 (4 per core of this machine's 2)"),
+    (["--workers", "100000"], {}, "--workers 100000: from 0 (one per core) to 8 (4 per core of this machine's 2)"),
+    (["--threads", "100000"], {}, "--threads 100000: partitioner threads, from 0 (all cores) to 8 (4 per core of "
+                                  "this machine's 2)"),
+    (["--memory-limit", "1e400"], {}, "--memory-limit: more bytes than can be counted (at most "
+                                      "9,223,372,036,854,775,807, just under 8192P)"),
+    ([], {"NUMBA_NUM_THREADS": "0"}, "NUMBA_NUM_THREADS='0' in the environment: threads, a whole number from 1 to 8 "
+                                     "(4 per core of this machine's 2); unset it or fix it"),
+    ([], {"OMP_NUM_THREADS": "100000"}, "OMP_NUM_THREADS='100000' in the environment: threads, a whole number from 1 "
+                                        "to 8 (4 per core of this machine's 2); unset it or fix it")])
+def test_thread_worker_and_size_counts_are_bounded(tmp_path, monkeypatch, args, env, message):
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    res = run_main("build", SBM, "--parts", "2", *args, "--out", str(tmp_path / "x.zarr"))
+    assert (res.returncode, res.stderr) == (2, f"pipeline: error: {message}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_numba_threads_zero_in_a_real_process_is_one_line(tmp_path):
+    import os
+
+    top = 4 * (os.cpu_count() or 1)
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "shgcn.pipeline", "build", SBM, "--parts", "2", "--out",
+                          str(tmp_path / "x.zarr")], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "NUMBA_NUM_THREADS": "0"})
+    assert (res.returncode, res.stderr) == (2, f"pipeline: error: NUMBA_NUM_THREADS='0' in the environment: threads, a "
+                                               f"whole number from 1 to {top} (4 per core of this machine's "
+                                               f"{os.cpu_count()}); unset it or fix it\n")

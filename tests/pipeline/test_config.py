@@ -67,3 +67,29 @@ def test_values_no_build_can_use(kw, message):
 
 def test_a_good_config_passes():
     cfg(models=("rp", "gp", "hp-vb"), options={"max_total_increase": 0.1}).check()
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"threads": -1}, "--threads -1: partitioner threads, from 0 (all cores) to 8 (4 per core of this machine's 2)"),
+    ({"threads": 100000}, "--threads 100000: partitioner threads, from 0 (all cores) to 8 (4 per core of this "
+                          "machine's 2)"),
+    ({"ranks_per_node": 10**20}, "--ranks-per-node 100000000000000000000: at most --parts 2 (nodes of K ranks; all "
+                                 "parts on one node: K = the parts)"),
+    ({"memory_limit": 2**63}, "--memory-limit: more bytes than can be counted (at most 9,223,372,036,854,775,807, "
+                              "just under 8192P)"),
+    ({"models": ("gp", "shp"), "options": {"shp_time_factor": 2.0}},
+     "--shp-time-factor 2.0: a budget of that many times hp's time, and the build computes no hp: add hp to "
+     "--model, or leave the factor out"),
+    ({"options": {"shp_min_gain": float("nan")}}, "--shp-min-gain nan: must be a finite number"),
+    ({"options": {"theta": float("inf")}}, "--theta inf: must be a finite number")])
+def test_counts_sizes_and_model_numbers_are_bounded(monkeypatch, kw, message):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    with pytest.raises(UserError) as e:
+        cfg(**kw).check()
+    assert str(e.value) == message
+
+
+def test_the_bounds_themselves_build(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    cfg(threads=8, ranks_per_node=2, memory_limit=2**63 - 1, models=("hp", "shp"),
+        options={"shp_time_factor": 2.0}).check()

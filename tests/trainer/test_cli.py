@@ -129,7 +129,7 @@ def test_banner_names_the_mode_and_the_run_ends_with_a_summary(stores, tmp_path)
 @pytest.mark.parametrize("argv,expected", [
     (["s.zarr", "--threads", "3"], 3), (["s.zarr", "--threads=2"], 2), (["--thread", "4", "s.zarr"], 4),
     (["s.zarr"], None), (["s.zarr", "--threads", "0"], None), (["s.zarr", "--threads", "x"], None),
-    (["s.zarr", "--threads"], None)])
+    (["s.zarr", "--threads"], None), (["s.zarr", "--threads", "100000"], None), (["s.zarr", "--threads=-1"], None)])
 def test_threads_are_read_before_argparse(argv, expected):
     from shgcn.trainer.cli import threads_option
 
@@ -168,3 +168,41 @@ def test_threads_zero_is_one_line_exit_2(tmp_path):
     res = train(1, tmp_path / "nope.zarr", "--threads", 0, use_mpirun=False, timeout=120)
     assert res.returncode == 2 and res.stderr.strip() == \
         "shgcn-train: error: --threads 0: must be >= 1 (default: the cores of the machine / its ranks)"
+
+
+def test_an_empty_thread_variable_is_an_unset_one(monkeypatch):
+    from shgcn.trainer import cli
+
+    for var in cli.THREAD_VARS:
+        monkeypatch.setenv(var, "")
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 4)
+    monkeypatch.delenv("MPI_LOCALNRANKS", raising=False)
+    assert cli.thread_env_problem() is None and cli.share_cores() == 4
+    assert [cli.os.environ[v] for v in cli.THREAD_VARS] == ["1", "1", "1", "4"]
+
+
+def _train_env(tmp_path, *args, **env):
+    from helpers.mpi import TRAIN
+
+    full = {**os.environ, **env}
+    return subprocess.run([sys.executable, str(TRAIN), str(tmp_path / "nope.zarr"), "--quiet", *args],
+                          capture_output=True, text=True, timeout=120, env=full)
+
+
+def test_thread_counts_beyond_the_machine_are_one_line_exit_2(tmp_path):
+    top = 4 * os.cpu_count()
+    for args, env, message in [
+            (("--threads", "100000"), {}, f"--threads 100000: at most {top} (4 per core of this machine's "
+                                          f"{os.cpu_count()}; more threads only compete for the cores)"),
+            (("--threads", "-1"), {}, "--threads -1: must be >= 1 (default: the cores of the machine / its ranks)"),
+            ((), {"NUMBA_NUM_THREADS": "0"}, f"NUMBA_NUM_THREADS='0' in the environment: threads, a whole number from "
+                                             f"1 to {top} (4 per core of this machine's {os.cpu_count()}); unset it "
+                                             "or fix it")]:
+        res = _train_env(tmp_path, *args, **env)
+        assert (res.returncode, res.stderr) == (2, f"shgcn-train: error: {message}\n"), res.stderr[-2000:]
+
+
+def test_a_memory_limit_beyond_bytes_is_one_line_exit_2(tmp_path):
+    res = _train_env(tmp_path, "--memory-limit", "1e400")
+    assert (res.returncode, res.stderr) == (2, "shgcn-train: error: --memory-limit: more bytes than can be counted (at "
+                                               "most 9,223,372,036,854,775,807, just under 8192P)\n")

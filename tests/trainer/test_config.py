@@ -55,3 +55,60 @@ def test_the_batch_size_is_auto_unless_given():
     # a checkpoint of an auto run says 0, as checkpoints written before the default was named did
     assert auto.training_options()["batch_size"] == 0
     assert {"walk_length", "batches_per_epoch", "saint", "norm_batches"} <= set(auto.training_options())
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"threads": 9, "cores": 2}, "--threads 9: at most 8 (4 per core of this machine's 2; more threads only compete "
+                                 "for the cores)"),
+    ({"threads": 100000, "cores": 16}, "--threads 100000: at most 64 (4 per core of this machine's 16; more threads "
+                                       "only compete for the cores)"),
+    ({"threads": -1, "cores": 2}, "--threads -1: must be >= 1 (default: the cores of the machine / its ranks)"),
+    ({"memory_limit": 2**63}, "--memory-limit: more bytes than can be counted (at most 9,223,372,036,854,775,807, "
+                              "just under 8192P)"),
+    ({"exchange": "node", "algorithm": "2d"}, "--exchange node: --algorithm 2d communicates by its own summa "
+                                              "broadcasts, not by an --exchange: leave --exchange out"),
+    ({"exchange": "bcast", "algorithm": "2d"}, "--exchange bcast: --algorithm 2d communicates by its own summa "
+                                               "broadcasts, not by an --exchange: leave --exchange out")])
+def test_counts_and_sizes_are_bounded(kw, message):
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", **kw).check()
+    assert str(e.value) == message
+
+
+def test_the_most_threads_are_accepted_and_2d_keeps_its_default_exchange():
+    TrainConfig(store="s", threads=8, cores=2).check()
+    TrainConfig(store="s", algorithm="2d").check()
+
+
+def test_ranks_per_node_is_bounded_by_the_jobs_ranks():
+    TrainConfig(store="s", ranks_per_node=4).check_ranks(4)
+    TrainConfig(store="s").check_ranks(1)
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", ranks_per_node=10**20).check_ranks(4)
+    assert str(e.value) == "--ranks-per-node 100000000000000000000: at most the job's 4 ranks (every rank on one node)"
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", ranks_per_node=2).check_ranks(1)
+    assert str(e.value) == "--ranks-per-node 2: at most the job's 1 rank (every rank on one node)"
+
+
+def test_the_default_memory_limit_is_what_the_machine_has_available(monkeypatch, tmp_path):
+    import builtins
+
+    from shgcn.trainer import config
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16000000 kB\nMemFree:         1000 kB\nMemAvailable:    3000000 kB\n")
+    real_open = builtins.open
+
+    def fake_open(path, *a, **k):
+        if path == "/proc/meminfo":
+            return real_open(meminfo, *a, **k)
+        if str(path).startswith("/sys/fs/cgroup/"):
+            raise FileNotFoundError(path)
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    monkeypatch.setattr("shgcn.core.memory.machine_memory", lambda: 16000000 * 1024)
+    assert config.default_memory_limit() == 3000000 * 1024  # the available memory, not the machine's 16 GB
+    monkeypatch.setattr("shgcn.core.memory.machine_memory", lambda: 2000000 * 1024)
+    assert config.default_memory_limit() == 2000000 * 1024  # never above the machine's (or its cgroup's) memory

@@ -54,3 +54,45 @@ def test_export_assignment_writes_the_models_partition(tmp_path, built):
     assert out.read_bytes() == assignment.assignment_bytes(s.partition("gp"))
     assert assignment.export_assignment(s, tmp_path / "layout.txt").read_bytes() == assignment.assignment_bytes(
         s.partition(s.attrs["model"]))
+
+
+def _full_disk(monkeypatch, written):
+    """Path.write_bytes that writes half its data, as a disk that fills up does, then fails with ENOSPC and no
+    file name (as write(2) does)."""
+    import errno
+    import pathlib
+
+    def write_bytes(self, data):
+        with open(self, "wb") as f:
+            f.write(data[:len(data) // 2])
+        written.append(self)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pathlib.Path, "write_bytes", write_bytes)
+
+
+def test_a_full_disk_leaves_nothing_and_names_the_file(tmp_path, built, monkeypatch):
+    from helpers import run_main
+
+    written: list = []
+    _full_disk(monkeypatch, written)
+    out = tmp_path / "gp.txt"
+    res = run_main("export", str(built.path), str(out), "--format", "assignment", "--model", "gp")
+    assert (res.returncode, res.stderr) == (2, f"pipeline: error: {out}: No space left on device (the disk is full: "
+                                               "free space or choose another --out)\n")
+    assert [p.name for p in written] == [f".gp.txt.partial-{__import__('os').getpid()}"]
+    assert list(tmp_path.iterdir()) == []  # no partial file, no gp.txt
+
+
+def test_an_interrupt_while_writing_leaves_nothing(tmp_path, monkeypatch):
+    import pathlib
+
+    def write_bytes(self, data):
+        with open(self, "wb") as f:
+            f.write(data[:1])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pathlib.Path, "write_bytes", write_bytes)
+    with pytest.raises(KeyboardInterrupt):
+        assignment.write_whole(tmp_path / "a.txt", b"0\n1\n")
+    assert list(tmp_path.iterdir()) == []

@@ -147,3 +147,67 @@ def test_cli_unknown_split_scheme_and_wrong_shape_exit_2(tmp_path):
     one_line(build_cli(str(d), "--parts", "2", "--out", str(tmp_path / "o.zarr")),
              "data.npz", "edge_index has shape (3, 2); expected (2, E)")
     assert not (tmp_path / "o.zarr").exists()
+
+
+def _labels_csv(d, values):
+    (d / "raw" / "node-label.csv.gz").write_bytes(gzip.compress("".join(f"{v}\n" for v in values).encode()))
+
+
+@pytest.mark.parametrize("layout", ["csv", "npz"])
+def test_a_negative_label_is_refused_for_ogbs_unlabelled_is_nan(tmp_path, client, layout):
+    labels = [("nan" if y < 0 else str(y)) for y in fx.LABELS]
+    labels[3] = "-3"
+    if layout == "csv":
+        d = fx.ogb_csv(tmp_path / "o")
+        _labels_csv(d, labels)
+        where = d / "raw" / "node-label.csv.gz"
+    else:
+        d = fx.ogb_npz(tmp_path / "o")
+        where = d / "raw" / "node-label.npz"
+        np.savez_compressed(where, node_label=np.array([float(v) for v in labels], np.float32)[:, None])
+    with pytest.raises(UserError) as e:
+        readers.read(d, None, client)
+    assert str(e.value) == f"{where}: row 3: label -3.0 is not a class number (whole, 0 to 2,147,483,646; unlabelled is NaN)"
+
+
+def test_an_empty_training_split_is_refused(tmp_path, client):
+    d = fx.ogb_csv(tmp_path / "o")
+    train = d / "split" / "random" / "train.csv.gz"
+    train.write_bytes(gzip.compress(b""))
+    with pytest.raises(UserError) as e:
+        readers.read(d, None, client)
+    assert str(e.value) == f"{train}: an empty training split (no vertex ids): nothing to train on"
+
+
+def test_a_training_split_without_a_label_is_refused(tmp_path, client):
+    d = fx.ogb_csv(tmp_path / "o")
+    train = sorted(fx.TRAIN)
+    _labels_csv(d, ["nan" if (i in train or y < 0) else str(y) for i, y in enumerate(fx.LABELS)])
+    with pytest.raises(UserError) as e:
+        readers.read(d, None, client)
+    assert str(e.value) == (f"{d / 'raw' / 'node-label.csv.gz'}: none of the {len(train)} training vertices has a "
+                            "label (NaN): nothing to train on")
+    _labels_csv(d, ["nan" if (i in train[1:] or y < 0) else str(y) for i, y in enumerate(fx.LABELS)])
+    assert readers.read(d, None, client).masks["train"].sum() == len(train)  # one labelled training vertex: enough
+
+
+def test_an_empty_training_split_ends_the_build_in_one_line(tmp_path):
+    d = fx.ogb_csv(tmp_path / "o")
+    train = d / "split" / "random" / "train.csv.gz"
+    train.write_bytes(gzip.compress(b""))
+    res = build_cli(str(d), "--parts", "2", "--out", str(tmp_path / "s.zarr"))
+    one_line(res, f"{train}: an empty training split (no vertex ids): nothing to train on")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_feature_beyond_float32_is_one_line_without_numpys_warning(tmp_path, compressed):
+    d = fx.ogb_npz(tmp_path / "o", compressed=compressed)
+    x = fx.FEATURES.astype(np.float64)
+    x[2, 0] = 1e39
+    save = np.savez_compressed if compressed else np.savez
+    save(d / "raw" / "data.npz", edge_index=np.array(fx.EDGES, np.int64).T.copy(), num_nodes_list=np.array([fx.N]),
+         num_edges_list=np.array([len(fx.EDGES)]), node_feat=x)
+    res = build_cli(str(d), "--parts", "2", "--model", "rp", "--out", str(tmp_path / "s.zarr"))
+    one_line(res, "o: non-finite feature at vertex 2, column 0 (NaN, infinity, or beyond float32's range)")
+    assert "RuntimeWarning" not in res.stderr and sorted(p.name for p in tmp_path.iterdir()) == ["o"]

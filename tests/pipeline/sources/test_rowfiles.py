@@ -72,3 +72,17 @@ def test_raw_writer_checks_rows_and_gives_its_row_file(tmp_path):
         rf = w.close()
     assert rf == RowFile(str(tmp_path / "d" / "w.raw"), 0, "<i4", (3, 2)) and rf.read().tolist() == [[1, 2], [3, 4],
                                                                                                       [5, 6]]
+
+
+def test_a_value_beyond_float32_is_written_as_infinity_without_numpys_warning(tmp_path):
+    """1e39 in an OGB node_feat: the ingest's finite check names it in one line; numpy's RuntimeWarning must not
+    come first."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with RawWriter(tmp_path / "f.raw", np.float32, (2,)) as w:
+            w.write(np.array([[1.0, 1e39], [-1e39, 2.0]]))
+            rf = w.close()
+    assert rf.shape == (2, 2)
+    assert np.fromfile(tmp_path / "f.raw", np.float32).tolist() == [1.0, np.inf, -np.inf, 2.0]

@@ -1,0 +1,47 @@
+"""The checks of a :class:`~.machine.Machine`'s figures (issue 51): whatever gave them (a preset, a machine
+file, a ``--machine`` spec), every count, time, rate and compute coefficient is one a machine can have, or one
+line names the field."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+from .errors import UserError
+
+M = TypeVar("M", bound=Any)  # a shgcn.core.machine.Machine (not imported: machine imports this module)
+
+
+def whole(x) -> int:
+    """A JSON count: an integer (or an integral number), nothing else."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or x != int(x):
+        raise ValueError(f"{x!r} is not a whole number")
+    return int(x)
+
+
+MAX_PER_NODE = 1 << 20  # ranks or cores of one node: beyond any machine, within what the model's arrays can count
+
+
+def check_machine(m: M, where: str) -> M:
+    """``m`` when every figure is one a machine can have - counts from 1 to :data:`MAX_PER_NODE`, latencies and
+    per-byte costs finite and >= 0, a link rate finite and above 0, compute coefficients finite and >= 0,
+    fractions in [0, 1] - else a :class:`UserError` naming ``where`` and the field."""
+    def bad(field: str, value, want: str) -> UserError:
+        return UserError(f"{where}: {field} {value!r}: must be {want}")
+
+    for field, n in (("ranks_per_node", m.ranks_per_node), ("cores_per_node", m.cores_per_node)):
+        if not 1 <= n <= MAX_PER_NODE:
+            raise bad(field, n, f"a whole number from 1 to {MAX_PER_NODE:,}")
+    c = m.compute
+    figures = {"intra.alpha": m.intra.alpha, "intra.beta": m.intra.beta, "inter.alpha": m.inter.alpha,
+               "inter.beta": m.inter.beta, "oversubscribed_sync.seconds": m.oversubscribed_sync,
+               "compute.spmm": c.spmm, "compute.dense": c.dense, "compute.elem": c.elem, "compute.const": c.const}
+    for field, x in figures.items():
+        if not (math.isfinite(x) and x >= 0):
+            raise bad(field, x, "finite and >= 0")
+    if m.link_rate is not None and not (math.isfinite(m.link_rate) and m.link_rate > 0):
+        raise bad("link.rate", m.link_rate, "finite and above 0 bytes/s (no link: leave it out)")
+    for field, f in zip(("spmm", "dense", "elem", "const"), c.parallel):
+        if not 0 <= f <= 1:
+            raise bad(f"compute.parallel.{field}", f, "a fraction from 0 to 1")
+    return m
