@@ -172,7 +172,7 @@ def _check_model_memory(cfg: TrainConfig, job: Job) -> None:
     if need > limit:
         raise TrainError(f"--hidden {','.join(map(str, cfg.hidden))}: the model's weights, gradients and Adam state "
                          f"need about {gib(need)} on every rank (layers {' -> '.join(map(str, job.dims))}), more than "
-                         f"the memory limit of {gib(limit)} (--memory-limit; default: this machine's memory)")
+                         f"the memory limit of {gib(limit)} (--memory-limit; default: the memory available when the run starts)")
 
 
 def prepare(cfg: TrainConfig, comm) -> Local:

@@ -54,7 +54,7 @@ def check_memory(local: Local, memory: int, comm) -> tuple[int, ...]:
         more = f" (--replication {c} holds each block on {c} ranks)" if c > 1 else ""
         raise TrainError(f"{local.cfg.store}: training needs about {gib(sum(needs))} on {host} for its {len(needs)} "
                          f"rank{'s' if len(needs) != 1 else ''} (up to {gib(max(needs))} a rank{more}), more than "
-                         f"the memory limit of {gib(limit)} (--memory-limit; default: this machine's memory)")
+                         f"the memory limit of {gib(limit)} (--memory-limit; default: the memory available when the run starts)")
     return tuple(need for _, need in seen)
 
 
