@@ -46,3 +46,13 @@ def built(tmp_path_factory, client):
     from helpers.stores import make_in
 
     return make_in(tmp_path_factory.mktemp("store"), client)
+
+
+@pytest.fixture
+def copy(built, tmp_path):
+    """A copy of the built store that a test may change (tmp_path/c.zarr)."""
+    import shutil
+
+    dst = tmp_path / "c.zarr"
+    shutil.copytree(built.path, dst)
+    return dst

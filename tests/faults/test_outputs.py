@@ -17,11 +17,6 @@ from shgcn import store
 SBM = "sbm:n=300,classes=3,degree=6,features=4,seed=0"
 
 
-@pytest.fixture
-def copy(built, tmp_path):
-    path = tmp_path / "c.zarr"
-    shutil.copytree(built.path, path)
-    return path
 
 
 def test_a_store_is_never_built_inside_another(copy, tmp_path):

@@ -77,12 +77,6 @@ def test_quality_and_nodes_are_xarray(built):
         assert s.rank(r).plan.send_volume().tolist() == hp[r].tolist()
 
 
-@pytest.fixture
-def copy(built, tmp_path):
-    import shutil
-    dst = tmp_path / "c.zarr"
-    shutil.copytree(built.path, dst)
-    return dst
 
 
 def test_truncated_chunk_is_reported(copy):

@@ -12,13 +12,6 @@ from helpers import run_main
 from shgcn import store
 
 
-@pytest.fixture
-def copy(built, tmp_path):
-    dst = tmp_path / "c.zarr"
-    shutil.copytree(built.path, dst)
-    return dst
-
-
 def quality_array(path, name):
     import zarr
 
