@@ -17,8 +17,6 @@ from shgcn import store
 SBM = "sbm:n=300,classes=3,degree=6,features=4,seed=0"
 
 
-
-
 def test_a_store_is_never_built_inside_another(copy, tmp_path):
     """Case 6: the inner store used to be deleted by the outer one's --overwrite."""
     for inner in (copy / "inner.zarr", copy / "ranks" / "x.zarr"):

@@ -77,8 +77,6 @@ def test_quality_and_nodes_are_xarray(built):
         assert s.rank(r).plan.send_volume().tolist() == hp[r].tolist()
 
 
-
-
 def test_truncated_chunk_is_reported(copy):
     chunk = copy / "ranks" / "1" / "indices" / "c" / "0"
     chunk.write_bytes(chunk.read_bytes()[:-4])
