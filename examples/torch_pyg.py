@@ -29,6 +29,11 @@ starts from it (at any P: the model is not bound to a partition) and runs to
 node, over NCCL when every rank of the node has a GPU of its own, else over
 gloo (the halo rows then go through pinned host memory). No GPU: one line,
 exit code 2.
+
+A store for other ranks, a missing, foreign or corrupt store, a stale
+launcher environment (RANK/WORLD_SIZE left under mpirun): one line from rank
+0 (``torch_pyg: error: ...``, as ``shgcn-train`` says it) and exit code 2 on
+every rank; ``open_block`` and ``init_from_env`` raise them alike on every rank.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import torch
 
 from shgcn.core.errors import UserError
 from shgcn.trainer import torchdist as td
+from shgcn.trainer.torchdist.launch import job_rank
 
 
 class OwnGCN(torch.nn.Module):
@@ -205,9 +211,18 @@ def traffic_check(args: argparse.Namespace, block: td.TorchBlock, dims: list[int
             "ranks_equal": int(every[2])}
 
 
+def fail(e: UserError) -> int:
+    """The job's one line for a user error, ``torch_pyg: error: ...`` on stderr, and its exit code (2) on every
+    rank: rank 0 says an error every rank raised alike (a store for other ranks, a missing or corrupt store, a
+    stale launcher environment: open_block and init_from_env agree on it), a rank says its own."""
+    alike = getattr(e, "every_rank", False) or not torch.distributed.is_initialized()
+    if job_rank() == 0 or not alike:
+        print(f"torch_pyg: error: {e}", file=sys.stderr, flush=True)
+    return e.exit_code  # sys.exit: the group is destroyed at exit (init_from_env's atexit), no rank in a collective
+
+
 if __name__ == "__main__":
     try:
         sys.exit(main())
     except UserError as e:  # the user's input (no GPU, a store for other ranks...): one line, exit code 2
-        print(f"torch_pyg: {e}", file=sys.stderr)
-        sys.exit(e.exit_code)
+        sys.exit(fail(e))

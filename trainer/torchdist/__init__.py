@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .halo import Halo, Traffic
     from .launch import choose_backend, finish, init_from_env, local_device
     from .layers import GATConv, GCNConv, HaloConv, SAGEConv, gat_conv, gcn_conv, sage_conv
+    from .loader import MiniBatches
     from .masks import Dropout, dropout, set_epoch
     from .objective import accuracy, global_sum, masked_loss, sync_gradients
 
@@ -61,6 +62,7 @@ _WHERE = {
     **dict.fromkeys(("Halo", "Traffic"), ".halo"),
     **dict.fromkeys(("choose_backend", "finish", "init_from_env", "local_device"), ".launch"),
     **dict.fromkeys(("GATConv", "GCNConv", "HaloConv", "SAGEConv", "gat_conv", "gcn_conv", "sage_conv"), ".layers"),
+    "MiniBatches": ".loader",
     **dict.fromkeys(("accuracy", "global_sum", "masked_loss", "sync_gradients"), ".objective"),
 }
 
@@ -76,7 +78,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["EDGE_KINDS", "CheckpointError", "Dropout", "GATConv", "GCNConv", "Graph", "Halo", "HaloConv", "HaloPlan",
-           "SAGEConv", "TorchBlock", "Traffic", "accuracy", "choose_backend", "dropout", "evaluate_whole", "finish",
-           "gat_conv", "gcn_conv", "global_sum", "graph_identity", "init_from_env", "load_checkpoint",
-           "local_device", "masked_loss", "open_block", "predicted_rows", "sage_conv", "save_checkpoint",
-           "set_epoch", "sync_gradients", "whole_block"]
+           "MiniBatches", "SAGEConv", "TorchBlock", "Traffic", "accuracy", "choose_backend", "dropout",
+           "evaluate_whole", "finish", "gat_conv", "gcn_conv", "global_sum", "graph_identity", "init_from_env",
+           "load_checkpoint", "local_device", "masked_loss", "open_block", "predicted_rows", "sage_conv",
+           "save_checkpoint", "set_epoch", "sync_gradients", "whole_block"]

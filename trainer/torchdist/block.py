@@ -20,7 +20,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -30,6 +30,14 @@ from shgcn.core.errors import UserError
 from ..plan import comm_plan
 
 EDGE_KINDS = ("norm", "pattern", "attention")
+
+
+class JobError(UserError):
+    """A :class:`~shgcn.core.errors.UserError` that every rank of the job raises alike (a store for other
+    ranks, a stale launcher environment, a rank's corrupt block as every rank learns it): rank 0 alone need
+    say it (``every_rank``); every rank exits 2."""
+
+    every_rank = True
 
 
 @dataclass(frozen=True)
@@ -189,9 +197,74 @@ def open_block(path: str | Path | store.Store, rank: int | None = None, size: in
     then copied once into tensors, and those once to the device).
 
     ``rank`` and ``size`` default to torch.distributed's (one process when it is not initialized); a store built
-    for a different number of ranks is refused (:class:`~shgcn.core.errors.UserError`, one line). ``device``:
-    ``"cpu"``, ``"cuda"`` (the current GPU), ``"cuda:N"`` or a torch.device; a GPU when torch sees none is
-    refused the same way (before the store is read)."""
+    for a different number of ranks, a missing path, a path that is not a store and (``verify``) a block whose
+    checksum fails are refused (:class:`~shgcn.core.errors.UserError`, one line). ``device``: ``"cpu"``,
+    ``"cuda"`` (the current GPU), ``"cuda:N"`` or a torch.device; a GPU when torch sees none is refused the same
+    way (before the store is read). With torch.distributed's ranks (``rank`` and ``size`` not given) the call
+    is collective: when any rank fails, every rank raises the same
+    :class:`JobError` (the first failing rank's line), so none waits for it."""
+    if rank is not None and size is not None:
+        return _open(path, rank, size, verify, device)
+    try:
+        block, error = _open(path, rank, size, verify, device), None
+    except Exception as e:  # noqa: BLE001 - every rank learns of it (agree), a bug keeps its traceback
+        block, error = None, e
+    agree(error)  # raises on every rank when any rank failed: here every rank holds its block
+    return cast(TorchBlock, block)
+
+
+def agree(error: BaseException | None) -> None:
+    """Collective over torch.distributed's default group: when any rank's ``error`` is not None, every rank
+    raises one :class:`JobError` with the first failing rank's message (and which ranks failed, when not all
+    did); a failing rank whose error is not a UserError (a bug) raises its own, with its traceback. Call it
+    on every rank after a step that may fail on some: the others stop at once instead of waiting in the next
+    collective until the timeout."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        if error is not None:
+            raise error
+        return
+    import torch
+
+    rank, size = dist.get_rank(), dist.get_world_size()
+    text = "" if error is None else (str(error) if isinstance(error, UserError) else
+                                     f"rank {rank}: {type(error).__name__}: {error}").strip()
+    data = (text.splitlines() or [type(error).__name__])[0].encode()[:4000] if error is not None else b""
+    lengths = torch.zeros(size, dtype=torch.int64)
+    lengths[rank] = len(data) + 1 if error is not None else 0
+    _sum(lengths)
+    failed = [r for r in range(size) if lengths[r] > 0]
+    if not failed:
+        return
+    message = torch.zeros(int(lengths[failed[0]]) - 1, dtype=torch.int64)
+    if rank == failed[0]:
+        message[:] = torch.tensor(list(data), dtype=torch.int64)
+    _sum(message)
+    if error is not None and not isinstance(error, UserError):
+        raise error
+    where = "" if len(failed) == size else f" (rank {', '.join(map(str, failed))})"
+    raise JobError(bytes(message.tolist()).decode(errors="replace") + where)
+
+
+def _sum(t: Any) -> None:
+    """Sum the CPU tensor ``t`` over the ranks in place: on the CPU, or through the current GPU where the group
+    has no backend for the CPU (an NCCL-only group of the user's own)."""
+    import torch
+    import torch.distributed as dist
+
+    config = str(getattr(dist, "get_backend_config", dist.get_backend)())  # get_backend_config: torch >= 2.2
+    if config == "nccl" or ":" in config and "cpu:" not in config:
+        on_gpu = t.to(torch.device("cuda", torch.cuda.current_device()))
+        dist.all_reduce(on_gpu)
+        t.copy_(on_gpu)
+    else:
+        dist.all_reduce(t)
+
+
+def _open(path: str | Path | store.Store, rank: int | None, size: int | None, verify: bool,
+          device: Any) -> TorchBlock:
+    """:func:`open_block` on this rank alone."""
     from shgcn.store.interop import require
 
     torch = require("torch", "pyg", "shgcn.trainer.torchdist")
@@ -199,8 +272,9 @@ def open_block(path: str | Path | store.Store, rank: int | None = None, size: in
     s = path if isinstance(path, store.Store) else store.open_store(path)
     rank, size = _world(rank, size)
     if size != s.parts:
-        raise UserError(f"{s.path}: the store is partitioned for {s.parts} ranks, not {size}: "
-                        f"run it with {s.parts} processes, or build one with --parts {size}")
+        raise UserError(f"{s.path}: the store has {s.parts} parts but the job has {size} rank{'s' * (size != 1)}; "
+                        f"run with mpirun -n {s.parts} (or torchrun --nproc-per-node {s.parts}), or build a store "
+                        f"with --parts {size}")
     b = s.rank(rank, verify=verify)
     plan = _halo_plan(torch, b.plan, rank, s.offsets)
     indptr = np.asarray(b.plan.indptr, np.int64)

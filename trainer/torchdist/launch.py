@@ -29,11 +29,64 @@ LOCAL_VARS = (("LOCAL_RANK", "LOCAL_WORLD_SIZE"), ("OMPI_COMM_WORLD_LOCAL_RANK",
 WORLD_VARS = (("RANK", "WORLD_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"))
 # backends that move device tensors themselves; with any other (gloo, MPI) they go through host buffers
 DEVICE_BACKENDS = ("nccl",)
+# (rank, ranks) as the MPI launchers set them (Open MPI, MPICH's Hydra): what torchrun's RANK/WORLD_SIZE must agree with
+MPI_WORLD_VARS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"))
+
+
+def job_rank() -> int:
+    """This process's rank in the job: torch.distributed's once it is started, else the launcher's (an MPI
+    launcher's own variables first: a stale ``RANK`` left in the environment does not count), 0 for one
+    process."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    value = next((os.environ[r] for r, _ in (*MPI_WORLD_VARS, ("RANK", "WORLD_SIZE")) if os.environ.get(r)), "0")
+    return int(value) if value.strip().isdigit() else 0
 
 
 def launched_by_mpi() -> bool:
     """Whether an MPI launcher started more than one process."""
     return any(int(os.environ.get(v, "1") or 1) > 1 for v in MPI_SIZE_VARS)
+
+
+def stale_launcher_env() -> str | None:
+    """Why this process's ``RANK``/``WORLD_SIZE`` cannot start a job (None when they fit, or are not both set:
+    then init_from_env does not use them): not whole numbers, a rank outside the world, numbers that disagree
+    with an MPI launcher's own variables (a torchrun environment left behind under mpirun), or no
+    ``MASTER_ADDR``/``MASTER_PORT`` for torch's env:// rendezvous (which would otherwise fail with a
+    traceback, or wait for ranks that never come)."""
+    env = os.environ
+    if "RANK" not in env or "WORLD_SIZE" not in env:
+        return None
+    given = f"RANK={env['RANK']} WORLD_SIZE={env['WORLD_SIZE']}"
+    unset = "unset RANK and WORLD_SIZE to run one process or under mpirun (torchrun sets them itself)"
+    rank, size = env["RANK"].strip(), env["WORLD_SIZE"].strip()
+    if not (rank.isdigit() and size.isdigit() and int(rank) < int(size)):
+        return f"{given} in the environment: not a rank of a world (0 <= RANK < WORLD_SIZE); {unset}"
+    for rank_var, size_var in MPI_WORLD_VARS:
+        if size_var in env and (env.get(rank_var, "").strip(), env[size_var].strip()) != (rank, size):
+            return (f"{given} in the environment disagree with the MPI launcher's {rank_var}="
+                    f"{env.get(rank_var, '')} {size_var}={env[size_var]} (stale torchrun variables?); {unset}")
+    missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not env.get(v, "").strip()]
+    if missing:
+        return (f"{given} in the environment but {' and '.join(missing)} not set: torch's env:// rendezvous "
+                f"needs MASTER_ADDR and MASTER_PORT (torchrun sets all four); {unset}")
+    return None
+
+
+def _check_launcher_env() -> None:
+    """Refuse a stale or partial torchrun environment before any rendezvous (a :class:`JobError`, one line).
+    Under an MPI launcher the ranks agree over MPI first: one rank whose stale ``RANK`` happens to fit would
+    otherwise wait for the others in torch's rendezvous."""
+    problem = stale_launcher_env()
+    if launched_by_mpi() and "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        from mpi4py import MPI
+
+        problems = [p for p in MPI.COMM_WORLD.allgather(problem) if p]  # a rank whose RANK disagrees says most
+        problem = min(problems, key=lambda p: "disagree" not in p, default=None)
+    if problem:
+        from .block import JobError
+
+        raise JobError(problem)
 
 
 def _mpi_rendezvous(timeout: timedelta) -> tuple[dist.Store, int, int]:
@@ -134,6 +187,7 @@ def init_from_env(backend: str = "gloo", timeout_s: float = 300.0, device: Any =
             kw["device_id"] = dev
     if backend == "nccl":
         backend = "cpu:gloo,cuda:nccl"
+    _check_launcher_env()  # before any rendezvous: a stale RANK/WORLD_SIZE would fail with a traceback, or hang
     atexit.register(_shutdown)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun, or a user's own launcher
         dist.init_process_group(backend, init_method="env://", **kw)

@@ -57,9 +57,9 @@ def test_masks_and_labels(built):
 
 
 def test_a_store_for_other_ranks_is_refused(built):
-    with pytest.raises(UserError, match="partitioned for 3 ranks, not 2: run it with 3 processes"):
+    with pytest.raises(UserError, match="the store has 3 parts but the job has 2 ranks; run with mpirun -n 3 "):
         open_block(built.path, rank=0, size=2)
-    with pytest.raises(UserError, match="partitioned for 3 ranks, not 1"):
+    with pytest.raises(UserError, match="the store has 3 parts but the job has 1 rank; run with mpirun -n 3 "):
         open_block(built.path)  # no process group: one process
 
 

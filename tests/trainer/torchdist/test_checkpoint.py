@@ -144,7 +144,7 @@ def test_the_example_resumes_to_the_same_losses(stores, tmp_path):
     assert res.returncode == 0, res.stderr
     assert len(straight) == 10 and first + rest == straight
     res, _ = run(stores["p1"], tmp_path / "d.jsonl", "--epochs", "10", "--checkpoint", ck, "--resume")
-    assert (res.returncode, res.stderr) == (2, f"torch_pyg: {ck}: already at epoch 10, nothing left of --epochs 10\n")
+    assert (res.returncode, res.stderr) == (2, f"torch_pyg: error: {ck}: already at epoch 10, nothing left of --epochs 10\n")
     res, _ = run(stores["other"], tmp_path / "e.jsonl", "--epochs", "12", "--checkpoint", ck, "--resume")
     assert (res.returncode, res.stderr.count("\n")) == (2, 1) and "saved for another graph" in res.stderr
 

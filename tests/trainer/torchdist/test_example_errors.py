@@ -1,0 +1,151 @@
+"""The example's failures read like the trainer's (examples/torch_pyg.py, trainer/torchdist/launch.py and
+block.py): a store of the wrong part count, a missing store, a path that is not a store, a corrupt block and a
+stale launcher environment end every rank with exit 2 and one line on stderr (rank 0's), no traceback, no
+hang; open_block and init_from_env raise those lines."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from helpers import REPO  # noqa: E402
+from helpers.mpi import mpirun  # noqa: E402
+
+from shgcn.core.errors import UserError  # noqa: E402
+from shgcn.trainer.torchdist import launch  # noqa: E402
+from shgcn.trainer.torchdist.block import JobError, agree  # noqa: E402
+from shgcn.trainer.torchdist.launch import job_rank, stale_launcher_env  # noqa: E402
+
+EXAMPLE = REPO / "examples" / "torch_pyg.py"
+LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+               *(v for pair in launch.MPI_WORLD_VARS for v in pair), "MPI_LOCALNRANKS")
+
+
+def example(store, ranks=1, env=None, timeout=120, launcher=None):
+    """The example's stderr and exit code (mpirun for ranks > 1; ``launcher`` in its place)."""
+    clean = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS}
+    cmd = [sys.executable, str(EXAMPLE), str(store), "--epochs", "2"]
+    if launcher is not None:
+        cmd = [*launcher, *cmd[1:]]
+    elif ranks > 1:
+        cmd = [mpirun(), "-n", str(ranks), *cmd]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**clean, **(env or {})})
+    return res.returncode, res.stderr
+
+
+def one_line(rc, err, *fragments):
+    assert rc == 2, err
+    assert err.count("\n") == 1 and err.startswith("torch_pyg: error: ") and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+def test_one_process_on_a_store_for_three_ranks(built):
+    one_line(*example(built.path), "the store has 3 parts but the job has 1 rank; run with mpirun -n 3")
+
+
+def test_a_missing_store_and_a_path_that_is_not_one(tmp_path):
+    one_line(*example(tmp_path / "nope.zarr"), "nope.zarr: store not found")
+    one_line(*example(tmp_path), "not a store")
+
+
+def test_a_partial_torchrun_environment_is_one_line(built):
+    """RANK and WORLD_SIZE without MASTER_ADDR: torch's env:// would fail with a traceback."""
+    one_line(*example(built.path, env={"RANK": "0", "WORLD_SIZE": "1"}, timeout=60),
+             "RANK=0 WORLD_SIZE=1 in the environment but MASTER_ADDR and MASTER_PORT not set")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_rank_ends_with_one_line_under_mpirun(built, copy, tmp_path):
+    one_line(*example(built.path, ranks=2), "the store has 3 parts but the job has 2 ranks; run with mpirun -n 3")
+    one_line(*example(tmp_path / "nope.zarr", ranks=2), "nope.zarr: store not found")
+    one_line(*example(tmp_path, ranks=2), "not a store")
+    chunk = copy / "ranks" / "1" / "data" / "c" / "0"
+    raw = bytearray(chunk.read_bytes())
+    raw[0] ^= 0x40
+    chunk.write_bytes(bytes(raw))
+    # rank 1 alone fails: every rank learns it in open_block, none waits for it in the first exchange
+    one_line(*example(copy, ranks=3), "checksum mismatch", "(rank 1)")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_stale_torchrun_environment_under_mpirun_does_not_hang(built):
+    """RANK/WORLD_SIZE left from torchrun, MASTER_ADDR and MASTER_PORT too: rank 0's RANK fits, so without the
+    check it would wait in torch's rendezvous for a rank 1 that never comes."""
+    stale = {"RANK": "0", "WORLD_SIZE": "3", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29531"}
+    one_line(*example(built.path, ranks=3, env=stale, timeout=60),
+             "RANK=0 WORLD_SIZE=3 in the environment disagree with the MPI launcher's", "unset RANK and WORLD_SIZE")
+    one_line(*example(built.path, ranks=2, env={"RANK": "0", "WORLD_SIZE": "2"}, timeout=60), "disagree")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_torchrun_with_a_world_the_store_does_not_have(built):
+    """Our line once (rank 0's), no rank's traceback; torchrun then reports its failed children itself (its
+    own summary, exit 1)."""
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    rc, err = example(built.path, launcher=torchrun)
+    ours = [line for line in err.splitlines() if line.startswith("torch_pyg:")]
+    assert rc != 0 and ours == ["torch_pyg: error: " + f"{built.path}: the store has 3 parts but the job has 2 "
+                                "ranks; run with mpirun -n 3 (or torchrun --nproc-per-node 3), or build a store "
+                                "with --parts 2"], err
+    assert "[rank" not in err and "Connection closed" not in err, err
+
+
+@pytest.fixture
+def no_launcher(monkeypatch):
+    for var in LAUNCH_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_stale_launcher_environments_are_named(no_launcher):
+    assert stale_launcher_env() is None
+    no_launcher.setenv("RANK", "1")
+    assert stale_launcher_env() is None  # half a pair: init_from_env does not use it
+    no_launcher.setenv("WORLD_SIZE", "1")
+    assert "RANK=1 WORLD_SIZE=1 in the environment: not a rank of a world" in stale_launcher_env()
+    no_launcher.setenv("WORLD_SIZE", "x")
+    assert "not a rank of a world" in stale_launcher_env()
+    no_launcher.setenv("WORLD_SIZE", "2")
+    assert "but MASTER_ADDR and MASTER_PORT not set" in stale_launcher_env()
+    no_launcher.setenv("MASTER_ADDR", "127.0.0.1")
+    assert "but MASTER_PORT not set" in stale_launcher_env()
+    no_launcher.setenv("MASTER_PORT", "29500")
+    assert stale_launcher_env() is None  # torchrun's
+    no_launcher.setenv("OMPI_COMM_WORLD_RANK", "1")
+    no_launcher.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    assert stale_launcher_env() is None  # a launcher of one's own that says the same as mpirun
+    no_launcher.setenv("PMI_RANK", "0")
+    no_launcher.setenv("PMI_SIZE", "2")
+    assert stale_launcher_env() == (
+        "RANK=1 WORLD_SIZE=2 in the environment disagree with the MPI launcher's PMI_RANK=0 PMI_SIZE=2 (stale "
+        "torchrun variables?); unset RANK and WORLD_SIZE to run one process or under mpirun (torchrun sets them "
+        "itself)")
+    assert job_rank() == 1  # Open MPI's own first, then MPICH's, then RANK
+
+
+def test_init_from_env_refuses_before_any_rendezvous(no_launcher):
+    no_launcher.setattr(launch.dist, "is_initialized", lambda: False)
+    no_launcher.setattr(launch.dist, "init_process_group", lambda *a, **kw: pytest.fail("a rendezvous started"))
+    no_launcher.setattr(launch.atexit, "register", lambda f: None)
+    no_launcher.setenv("RANK", "0")
+    no_launcher.setenv("WORLD_SIZE", "2")
+    with pytest.raises(JobError, match="MASTER_ADDR and MASTER_PORT not set") as e:
+        launch.init_from_env()
+    assert isinstance(e.value, UserError) and e.value.exit_code == 2 and e.value.every_rank
+
+
+def test_agree_alone_raises_the_ranks_own_error():
+    assert agree(None) is None
+    with pytest.raises(KeyError):
+        agree(KeyError("a bug keeps its type and traceback"))
+    with pytest.raises(UserError, match="^x.zarr: store not found$"):
+        agree(UserError("x.zarr: store not found"))

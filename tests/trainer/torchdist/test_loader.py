@@ -1,0 +1,254 @@
+"""Mini-batches of a store for torch users (trainer/torchdist/loader.py): the batches are the numpy trainer's
+(its sampler's vertices, its views' rows, plans and GraphSAINT-scaled Â rows), the ranks' batch blocks together
+are the one-rank store's batch, a model runs on a batch's graph, the batches made ahead are the ones made
+inline, and bad arguments are refused in one line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from helpers.mpi import mpirun  # noqa: E402
+
+from shgcn import store  # noqa: E402
+from shgcn.core.errors import UserError  # noqa: E402
+from shgcn.core.sample import TRAIN, Sampler, SamplerConfig  # noqa: E402
+from shgcn.trainer import torchdist as td  # noqa: E402
+from shgcn.trainer.config import TrainConfig  # noqa: E402
+from shgcn.trainer.context import _minibatches  # noqa: E402
+from shgcn.trainer.plan import comm_plan  # noqa: E402
+
+SIZE, SEED = 120, 3
+
+
+@pytest.fixture(scope="module")
+def one_part(tmp_path_factory, client):
+    """The graph of ``built`` (the small SBM) in a one-rank store."""
+    from helpers.stores import make_in
+
+    return make_in(tmp_path_factory.mktemp("one-part"), client, parts=1, models=("rp",)).path
+
+
+def loaders(path, sampler, **kw):
+    s = store.open_store(path)
+    return [td.MiniBatches(s, batch_size=SIZE, sampler=sampler, seed=SEED, rank=r, size=s.parts, **kw)
+            for r in range(s.parts)]
+
+
+def entries(batch):
+    """The batch's Â entries as {(row vertex, column vertex): value}, original ids."""
+    b = batch.block
+    ids = b.node_ids.numpy()
+    return dict(zip(zip(ids[b.rows.numpy()].tolist(), ids[b.cols.numpy()].tolist()), b.values.numpy().tolist()))
+
+
+@pytest.mark.parametrize("sampler", ["node", "edge", "rw"])
+def test_the_batches_are_the_numpy_trainers(built, sampler):
+    """Every rank's share of batch (epoch, step): the numpy trainer's view of it (rows, plan, Â rows scaled by
+    GraphSAINT's normalisation for edge and rw), and the ranks' rows together are the core sampler's batch."""
+    s = store.open_store(built.path)
+    cfg = TrainConfig(store=str(built.path), mode="minibatch", sampler=sampler, batch_size=SIZE, seed=SEED)
+    ls = loaders(built.path, sampler)
+    numpy_mbs = []
+    for r in range(s.parts):
+        block = s.rank(r)
+        numpy_mbs.append(_minibatches(cfg, s, block, comm_plan(block.plan, r, s.offsets)))
+    assert ls[0].steps == numpy_mbs[0].steps == -(-600 // SIZE)
+    sampler_ = Sampler(s.graph(), SamplerConfig(kind=sampler, size=SIZE, seed=SEED))
+    for epoch, step in [(0, 0), (1, 2), (2, 4)]:
+        union = []
+        for loader, mb in zip(ls, numpy_mbs):
+            got, want = loader.batch(epoch, step), mb.view(epoch, step)
+            b = got.block
+            assert got.key == mb.batch_number(epoch, step) == epoch * loader.steps + step
+            assert np.array_equal(got.rows.numpy(), want.rows) and b.n_own == want.rows.size
+            assert [(q, rows.tolist()) for q, rows in b.plan.send] == [(q, x.tolist()) for q, x in want.cp.send_to]
+            assert b.plan.recv == [(q, int(want.cp.recv_start[q]), c) for q, c in want.cp.recv_from]
+            dense = np.hstack([want.lm.own.toarray()] + [want.lm.halo[q].toarray() for q, _ in want.cp.recv_from])
+            if sampler != "node":
+                assert want.left is not None and got.loss_weight is not None
+                dense = dense * want.left[:, None]
+                np.testing.assert_array_equal(got.loss_weight.numpy(), mb.loss_weight[want.rows])
+            else:
+                assert want.left is None and got.loss_weight is None
+            np.testing.assert_allclose(b.adjacency().to_dense().numpy(), dense, rtol=1e-6)
+            assert torch.equal(b.x, loader.block.x[got.rows]) and torch.equal(b.y, loader.block.y[got.rows])
+            assert torch.equal(b.train_mask, loader.block.train_mask[got.rows])
+            union += b.node_ids[:b.n_own].tolist()
+            assert got.vertices == want.vertices
+        batch = sampler_.batch(epoch * ls[0].steps + step, TRAIN)
+        assert sorted(union) == batch.tolist() and batch.size > 0
+    for loader in ls:
+        loader.close()
+
+
+def test_a_batch_is_the_whole_matrix_restricted(built):
+    """Without normalisation the ranks' batch entries are Â's entries between the batch's vertices."""
+    whole = td.whole_block(built.path)
+    a = torch.sparse_coo_tensor(torch.stack([whole.rows, whole.cols]), whole.values, (600, 600),
+                                check_invariants=True).to_dense()
+    got = {}
+    batch = []
+    for loader in loaders(built.path, "node"):
+        with loader:
+            bt = loader.batch(1, 3)
+            got.update(entries(bt))
+            batch += bt.block.node_ids[:bt.block.n_own].tolist()
+    idx = torch.tensor(sorted(batch))
+    sub = a[idx][:, idx]
+    r, c = torch.nonzero(sub, as_tuple=True)
+    want = dict(zip(zip(idx[r].tolist(), idx[c].tolist()), sub[r, c].tolist()))
+    assert got == want and len(want) > len(batch)
+
+
+@pytest.mark.parametrize("sampler", ["node", "rw"])
+def test_the_batches_do_not_depend_on_the_ranks(built, one_part, sampler):
+    """Three ranks' shares of a batch together are the one-rank store's batch: vertices, Â (normalised), the
+    loss weights of every vertex."""
+    (one,) = loaders(one_part, sampler)
+    three = loaders(built.path, sampler)
+    for epoch, step in [(0, 1), (3, 0)]:
+        b1 = one.batch(epoch, step)
+        assert b1.block.plan.n_halo == 0 and b1.block.plan.send == []
+        got, weights = {}, {}
+        for loader in three:
+            bt = loader.batch(epoch, step)
+            got.update(entries(bt))
+            if bt.loss_weight is not None:
+                weights.update(zip(bt.block.node_ids[:bt.block.n_own].tolist(), bt.loss_weight.tolist()))
+        want = entries(b1)
+        assert got.keys() == want.keys()
+        np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=1e-6)
+        if sampler == "rw":
+            assert weights == dict(zip(b1.block.node_ids.tolist(), b1.loss_weight.tolist()))
+
+
+def test_a_model_runs_on_a_batch(one_part):
+    """GCNConv on ``batch.graph`` is Â_batch X W + b; the loss (node sampler) is the batch's training rows' mean,
+    with GraphSAINT's weights (rw) their weighted sum over every training row."""
+    torch.manual_seed(0)
+    conv = td.GCNConv(8, 4)
+    (loader,) = loaders(one_part, "node")
+    bt = loader.batch(2, 1)
+    b = bt.block
+    out = conv(b.x, bt.graph)
+    lin = conv.conv.lin
+    want = b.adjacency().to_dense() @ (b.x @ lin.weight.T) + conv.conv.bias
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    m = b.train_mask
+    torch.testing.assert_close(bt.loss(out), torch.nn.functional.cross_entropy(out[m], b.y[m]))
+    (rw,) = loaders(one_part, "rw")
+    bt = rw.batch(2, 1)
+    out = conv(bt.block.x, bt.graph)
+    m = bt.block.train_mask
+    per_row = torch.nn.functional.cross_entropy(out[m], bt.block.y[m], reduction="none")
+    total = int(rw.block.train_mask.sum())
+    assert total > int(m.sum()) > 0
+    torch.testing.assert_close(bt.loss(out), (per_row * bt.loss_weight[m]).sum() / total)
+    loader.close()
+    rw.close()
+
+
+def test_batches_made_ahead_are_the_batches_made_inline(built):
+    ahead = td.MiniBatches(built.path, batch_size=SIZE, sampler="edge", seed=SEED, rank=2, size=3)
+    inline = td.MiniBatches(built.path, batch_size=SIZE, sampler="edge", seed=SEED, rank=2, size=3, ahead=False)
+    ahead.set_epoch(1)
+    got = list(ahead)
+    assert len(got) == len(ahead) == ahead.steps and ahead._plans.pool is not None
+    assert [(b.epoch, b.step) for b in got] == [(1, s) for s in range(ahead.steps)]
+    for b, w in zip(got, inline.epoch(1)):
+        for name in ("rows", "cols", "values", "x", "node_ids"):
+            assert torch.equal(getattr(b.block, name), getattr(w.block, name))
+        assert torch.equal(b.loss_weight, w.loss_weight)
+    assert not torch.equal(got[0].rows, got[1].rows)
+    ahead.close()
+    inline.close()
+
+
+def test_bad_arguments_are_one_line(built):
+    for kw, match in [({"sampler": "walk"}, "choose from node, edge, rw"), ({"steps": 0}, "must be >= 1"),
+                      ({"batch_size": 0}, "--batch-size 0: must be between 1"),
+                      ({"batch_size": 601}, "--batch-size 601")]:
+        args = {"batch_size": SIZE, **kw}
+        with pytest.raises(UserError, match=match) as e:
+            td.MiniBatches(built.path, rank=0, size=3, **args)
+        assert "\n" not in str(e.value)
+    with pytest.raises(UserError, match=r"\b3\b.*\b2\b") as e:  # open_block's refusal of a store for 3 ranks
+        td.MiniBatches(built.path, batch_size=SIZE, rank=0, size=2)
+    assert "\n" not in str(e.value)
+    with td.MiniBatches(built.path, batch_size=SIZE, rank=0, size=3) as loader:
+        with pytest.raises(UserError, match=r"step 5 is not in 0\.\.4"):
+            loader.batch(0, 5)
+
+
+# a tiny two-layer GCN trained for 2 epochs of mini-batches; rank 0 prints the step losses (summed over ranks)
+SCRIPT = r"""
+import json, sys, torch
+from shgcn.trainer import torchdist as td
+torch.set_num_threads(1)
+path, sampler = sys.argv[1], sys.argv[2]
+rank, size = td.init_from_env()
+torch.manual_seed(0)
+
+class Net(torch.nn.Module):
+    def __init__(self, d, c):
+        super().__init__()
+        self.c1, self.c2 = td.GCNConv(d, 16), td.GCNConv(16, c)
+
+    def forward(self, x, graph):
+        return self.c2(torch.relu(self.c1(x, graph)), graph)
+
+loader = td.MiniBatches(path, batch_size=120, sampler=sampler, seed=3)
+model = Net(loader.block.x.shape[1], loader.block.classes)
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+losses, halo_bytes = [], 0
+for epoch in range(2):
+    for batch in loader.epoch(epoch):
+        opt.zero_grad()
+        loss = batch.loss(model(batch.block.x, batch.graph))
+        loss.backward()
+        td.sync_gradients(model.parameters())
+        opt.step()
+        losses.append(float(td.global_sum(loss.detach().reshape(1))[0]))
+        halo_bytes += batch.graph.halo.traffic.bytes_sent
+loader.close()
+sent = td.global_sum(torch.tensor([float(halo_bytes)]))
+if rank == 0:
+    print(json.dumps({"size": size, "losses": losses, "sent": float(sent[0])}), flush=True)
+td.finish()
+"""
+
+
+@pytest.fixture(scope="module")
+def two_parts(tmp_path_factory, client):
+    """The graph of ``built`` in a two-rank store."""
+    from helpers.stores import make_in
+
+    return make_in(tmp_path_factory.mktemp("two-parts"), client, parts=2, models=("rp",)).path
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["node", "rw"])
+def test_two_ranks_train_what_one_process_trains(one_part, two_parts, tmp_path, sampler):
+    """The same model trained on 2 epochs of mini-batches under mpirun -n 2 and in one process: the same step
+    losses (rtol 1e-5), the two ranks exchanging halo rows."""
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "PMI_SIZE")}
+    runs = {}
+    for ranks, path in ((1, one_part), (2, two_parts)):
+        cmd = [sys.executable, str(script), str(path), sampler]
+        res = subprocess.run([mpirun(), "-n", "2", *cmd] if ranks == 2 else cmd, capture_output=True, text=True,
+                             timeout=300, env=env)
+        assert res.returncode == 0, res.stdout + res.stderr
+        runs[ranks] = json.loads(res.stdout.strip().splitlines()[-1])
+    assert runs[1]["size"] == 1 and runs[2]["size"] == 2
+    assert len(runs[1]["losses"]) == 2 * -(-600 // 120) and runs[1]["sent"] == 0 < runs[2]["sent"]
+    assert runs[1]["losses"][-1] < runs[1]["losses"][0]
+    np.testing.assert_allclose(runs[2]["losses"], runs[1]["losses"], rtol=1e-5)

@@ -1,0 +1,247 @@
+"""Mini-batches of a store for a torch model (:class:`MiniBatches`): the
+numpy trainer's batches (:mod:`shgcn.trainer.minibatch`), as torch blocks.
+
+Batch ``(epoch, step)`` is drawn by the core sampler
+(:mod:`shgcn.core.sample`, stream ``TRAIN``, batch number ``epoch * steps +
+step``) from the seed alone, so every rank draws the same vertices whatever
+the number of ranks; each rank then restricts its block to its share of the
+batch (:meth:`shgcn.trainer.minibatch.MiniBatches.view`). A batch
+(:class:`MiniBatch`) holds that share as a :class:`~.block.TorchBlock`
+whose own rows are the batch's rows of this rank and whose halo is the batch
+rows other ranks send for it (Â's rows restricted to the batch, with
+GraphSAINT's normalisation when it is on), its plan, and ``batch.graph``
+(a :class:`~.graph.Graph`, so a model's ``forward(x, graph)`` runs on a
+batch as on a block)::
+
+    loader = td.MiniBatches("stores/cora-p2.zarr", batch_size=512, sampler="node", seed=0)
+    for epoch in range(epochs):
+        for batch in loader.epoch(epoch):
+            logits = model(batch.block.x, batch.graph)
+            loss = batch.loss(logits)
+            opt.zero_grad(); loss.backward(); td.sync_gradients(model.parameters()); opt.step()
+
+The next batch is made on a helper thread (:class:`~shgcn.trainer.minibatch.PlanAhead`)
+while the current one trains. Dropout keyed as the numpy trainer's: ``epoch=batch.key``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+
+from shgcn import store
+from shgcn.core.errors import UserError
+from shgcn.core.sample import SAMPLERS, SamplerConfig
+
+from ..minibatch import BatchSource, BatchView, PlanAhead
+from ..minibatch import MiniBatches as Restrictor
+from ..plan import comm_plan, full_local
+from .block import HaloPlan, TorchBlock, _world, open_block
+from .graph import Graph
+from .halo import Halo
+from .objective import global_sum, masked_loss
+
+WALKERS = ("edge", "rw")  # the samplers that draw on the graph's edges; GraphSAINT's normalisation on by default
+
+
+@dataclass
+class MiniBatch:
+    """One batch's share of this rank.
+
+    Attributes
+    ----------
+    epoch, step, key : the batch's epoch, step and number (``epoch * steps + step``: its sampler key and the
+        key of its dropout masks)
+    rows : (b,) int64 tensor, the batch's own rows as local ids of the rank's block (sorted)
+    block : TorchBlock of the batch: ``n_own = b`` own rows, then the R batch rows received; its Â rows, x, y,
+        masks and node ids are the batch's (``block.node_ids[:b]`` are the rows' original vertex ids)
+    loss_weight : (b,) float32 tensor of GraphSAINT's loss weights N / C_v, or None (normalisation off)
+    vertices : the batch's vertices over every rank
+    train_total : training rows of the whole graph (all ranks): GraphSAINT's loss divides by it
+    group : torch.distributed process group of ``graph``'s Halo (None: the default one)
+    """
+
+    epoch: int
+    step: int
+    key: int
+    rows: Any
+    block: TorchBlock
+    loss_weight: Any
+    vertices: int
+    train_total: int
+    group: Any = None
+    _graph: Graph | None = field(default=None, repr=False)
+
+    @property
+    def graph(self) -> Graph:
+        """The batch as a model's ``forward(x, graph)`` takes it: the batch block and a :class:`~.halo.Halo`
+        over its plan (made on first use; several ranks need torch.distributed initialized)."""
+        if self._graph is None:
+            self._graph = Graph(self.block, Halo(self.block.plan, self.group))
+        return self._graph
+
+    def loss(self, logits: torch.Tensor) -> torch.Tensor:
+        """This rank's share of the step's loss, as the numpy trainer's: with GraphSAINT's normalisation the
+        batch's training rows' losses times ``loss_weight`` summed over ``train_total``; without, the mean over
+        every rank's training rows of the batch (:func:`~.objective.masked_loss`). ``logits`` (b, C)."""
+        b = self.block
+        if self.loss_weight is None:
+            return masked_loss(logits, b, b.train_mask)
+        mask = b.train_mask.to(logits.device)
+        y = b.y.to(logits.device)
+        if b.multilabel:
+            per_row = F.binary_cross_entropy_with_logits(logits[mask], y[mask], reduction="none").sum(1)
+        else:
+            per_row = F.cross_entropy(logits[mask], y[mask], reduction="none")
+        weights = self.loss_weight.to(logits.device)[mask].to(per_row.dtype)
+        return (per_row * weights).sum() / max(self.train_total, 1)
+
+
+class MiniBatches:
+    """The batches of one rank's block, epoch by epoch (see the module docstring). Made by every rank (its
+    ``train_total`` is a sum over the ranks).
+
+    Parameters
+    ----------
+    path : the store (a path or an open :class:`~shgcn.store.Store`)
+    batch_size : target vertices per batch (exact for ``node``; see :mod:`shgcn.core.sample`)
+    sampler : ``node``, ``edge`` or ``rw``
+    seed : the sampler's seed (the numpy trainer's ``--seed``)
+    steps : batches per epoch (None: ``ceil(n / batch_size)``, the numpy trainer's default)
+    walk_length : the ``rw`` sampler's
+    saint : GraphSAINT's normalisation (None: on for ``edge`` and ``rw``, as ``--saint auto``)
+    norm_batches : batches pre-sampled for its counts (``--norm-batches``)
+    block : this rank's :class:`~.block.TorchBlock` if already opened (None: :func:`~.block.open_block`)
+    rank, size : default torch.distributed's (one process when it is not initialized)
+    device : where the batches' tensors go (None: the block's device)
+    ahead : make the next batch on a helper thread while the current one trains
+    group : the process group of the batches' Halo
+
+    Attributes
+    ----------
+    block : the rank's whole block; ``steps``; ``train_total`` (training rows of all ranks)
+    """
+
+    def __init__(self, path: str | Path | store.Store, *, batch_size: int, sampler: str = "node", seed: int = 0,
+                 steps: int | None = None, walk_length: int = 2, saint: bool | None = None, norm_batches: int = 50,
+                 block: TorchBlock | None = None, rank: int | None = None, size: int | None = None,
+                 device: Any = None, ahead: bool = True, group: Any = None):
+        if sampler not in SAMPLERS:
+            raise UserError(f"MiniBatches(sampler={sampler!r}): choose from {', '.join(SAMPLERS)}")
+        if steps is not None and steps < 1 or norm_batches < 1:
+            raise UserError(f"MiniBatches: steps ({steps}) and norm_batches ({norm_batches}) must be >= 1")
+        s = path if isinstance(path, store.Store) else store.open_store(path)
+        rank, size = _world(rank, size)
+        self.block = block if block is not None else open_block(s, rank, size, device=device or "cpu")
+        if device is not None:
+            self.block = self.block.to(device)
+        n = int(s.attrs["n"])
+        cfg = SamplerConfig(kind=sampler, size=int(batch_size), walk_length=walk_length, seed=seed)
+        cfg.check(n)
+        self.steps = int(steps) if steps is not None else -(-n // cfg.size)
+        use_saint = sampler in WALKERS if saint is None else bool(saint)
+        self._mb = Restrictor(_source(s, self.block.plan.rank, cfg), self.steps, use_saint, norm_batches)
+        self._perm = np.asarray(s.permutation(), np.int64)
+        self.train_total = int(global_sum(self.block.train_mask.sum().reshape(1))[0])
+        self.group = group
+        # PlanAhead runs ``.view(epoch, step)`` of what it is given, on its thread: here this loader's (a MiniBatch)
+        self._plans = PlanAhead(self, threaded=ahead)  # type: ignore[arg-type]
+        self._epoch = 0
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch ``iter(loader)`` goes through (as a DataLoader's sampler's ``set_epoch``)."""
+        self._epoch = int(epoch)
+
+    def __iter__(self) -> Iterator[MiniBatch]:
+        return self.epoch(self._epoch)
+
+    def epoch(self, epoch: int) -> Iterator[MiniBatch]:
+        """The batches of ``epoch`` in order, each next one made ahead while the caller trains on this one."""
+        for step in range(self.steps):
+            if step + 1 < self.steps:
+                self._plans.ahead(epoch, step + 1)
+            yield cast(MiniBatch, self._plans.get(epoch, step))
+
+    def batch(self, epoch: int, step: int) -> MiniBatch:
+        """Batch ``step`` of ``epoch`` (made now, or taken from the helper thread if it made it)."""
+        if not 0 <= step < self.steps:
+            raise UserError(f"MiniBatches.batch: step {step} is not in 0..{self.steps - 1}")
+        return cast(MiniBatch, self._plans.get(epoch, step))
+
+    def view(self, epoch: int, step: int) -> MiniBatch:
+        """The batch made from the numpy trainer's view of it (what the helper thread runs)."""
+        v = self._mb.view(epoch, step)
+        key = self._mb.batch_number(epoch, step)
+        rows = torch.from_numpy(np.ascontiguousarray(v.rows, np.int64))
+        weights = self._mb.loss_weight
+        lw = torch.from_numpy(np.ascontiguousarray(weights[v.rows])) if weights is not None else None
+        block = batch_block(self.block, v, self._perm)
+        dev = self.block.device
+        return MiniBatch(epoch, step, key, rows.to(dev), block, lw.to(dev) if lw is not None else None,
+                         v.vertices, self.train_total, self.group)
+
+    def close(self) -> None:
+        """Stop the helper thread (a batch it is making is finished first)."""
+        self._plans.close()
+
+    def __enter__(self) -> MiniBatches:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _source(s: store.Store, rank: int, cfg: SamplerConfig) -> BatchSource:
+    """What the numpy trainer restricts to each batch, for ``rank``'s block of ``s`` (as ``--mode minibatch``)."""
+    n = int(s.attrs["n"])
+    b = s.rank(rank, verify=False)
+    cp = comm_plan(b.plan, rank, s.offsets)
+    inverse = np.empty(n, np.int64)
+    inverse[s.permutation()] = np.arange(n)
+    tplan = b.transpose if b.transpose is not None else b.plan  # column j of Â for each own row j
+    ids = np.concatenate([np.arange(b.offset, b.offset + b.n_own), np.asarray(tplan.recv_ids)])
+    columns = sp.csr_matrix((np.ones(len(tplan.indices), np.int8), ids[np.asarray(tplan.indices)],
+                             np.asarray(tplan.indptr)), shape=(b.n_own, n))
+    return BatchSource(full=full_local(b.plan, cp), cp=cp, inverse=inverse, n=n, sampler=cfg,
+                       adj=s.graph() if cfg.kind in WALKERS else None, columns=columns)
+
+
+def batch_block(block: TorchBlock, v: BatchView, perm: np.ndarray) -> TorchBlock:
+    """The batch view ``v`` of ``block`` as a TorchBlock on the block's device.
+
+    Its Â rows are ``diag(v.left) [own | halo from each sender]`` (GraphSAINT's row scale when set), columns in
+    local batch ids (own batch rows, then received rows by sender); ``perm`` (n,) maps global new ids to
+    original vertex ids (the halo rows' node ids)."""
+    cp = v.cp
+    b = int(v.rows.size)
+    n_halo = int(cp.recv_start[-1])
+    parts = [v.lm.own] + [v.lm.halo[q] for q, _ in cp.recv_from]  # senders in rank order: the halo's order
+    a = sp.hstack(parts, format="csr") if len(parts) > 1 else sp.csr_matrix(v.lm.own)
+    a.sort_indices()
+    values = np.asarray(a.data, np.float32)
+    rows_of = np.repeat(np.arange(b, dtype=np.int64), np.diff(a.indptr))
+    if v.left is not None:
+        values = values * np.asarray(v.left, np.float32)[rows_of]
+    plan = HaloPlan(cp.rank, cp.size, b, n_halo,
+                    [(q, torch.from_numpy(np.ascontiguousarray(r, np.int64))) for q, r in cp.send_to],
+                    [(q, int(cp.recv_start[q]), c) for q, c in cp.recv_from])
+    dev = block.device
+    own = torch.from_numpy(np.ascontiguousarray(v.rows, np.int64)).to(dev)
+    halo_ids = torch.from_numpy(perm[np.asarray(v.halo_new, np.int64)]).to(dev)
+    out = TorchBlock(
+        plan=plan, rows=torch.from_numpy(rows_of), cols=torch.from_numpy(a.indices.astype(np.int64)),
+        values=torch.from_numpy(values), x=block.x[own], y=block.y[own], train_mask=block.train_mask[own],
+        val_mask=block.val_mask[own], test_mask=block.test_mask[own],
+        node_ids=torch.cat([block.node_ids[own], halo_ids]), n=block.n, classes=block.classes,
+        directed=block.directed, multilabel=block.multilabel)
+    return out if dev.type == "cpu" else out.to(dev)
