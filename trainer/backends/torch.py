@@ -32,10 +32,9 @@ import torch
 from . import torchdevice as dv
 from . import torchkernels as tk
 from .base import AdamState, Attention, BackendError, Dropped, Noise
-from .numpy import NumpyBackend
+from .numpy import ACT_CODES, NumpyBackend
 
 _F32 = torch.float32
-_ACTS = {"none": 0, "relu": 1, "elu": 2}
 
 
 class TorchBackend:
@@ -224,7 +223,7 @@ class TorchBackend:
         h = self._t(h)
         key, ctr = self._keys(noise, layer, tk.NODE)
         words = self._k(tk.dense_words)(self._ids(gids), (h.shape[1] + 7) // 8, key, ctr)
-        return self._k(tk.dropout_words)(h, words, noise.threshold(rate), noise.scale(rate), _ACTS[act], keep)
+        return self._k(tk.dropout_words)(h, words, noise.threshold(rate), noise.scale(rate), ACT_CODES[act], keep)
 
     def _sparse_dropout(self, h: Any, noise: Noise | None, layer: int, gids: np.ndarray) -> Any:
         """Dropout of a CSR input's stored values (:func:`.torchkernels.sparse_mask`): a torch sparse CSR tensor
