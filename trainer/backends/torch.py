@@ -391,7 +391,7 @@ class TorchBackend:
     def host_rows(self, x: Any) -> Any:
         """Own rows for the exchange: on the CPU the host array (shared memory); on a GPU a
         :class:`.torchdevice.DeviceRows`, which copies to the host only the rows an exchange selects."""
-        return dv.DeviceRows(self._f32(x)) if self.cuda else self.to_host(x)
+        return dv.DeviceRows(self._f32(x), self._derived) if self.cuda else self.to_host(x)
 
     def from_host(self, x: np.ndarray) -> torch.Tensor:
         """Received rows as a tensor on the device (on the CPU sharing the host array's memory; on a GPU copied

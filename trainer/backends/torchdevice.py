@@ -166,21 +166,19 @@ class DeviceRows:
     one gather on the device), so a rank with nothing to send copies nothing; ``np.asarray`` copies it whole
     (an exchange that sends every own row, bcast)."""
 
-    def __init__(self, x: torch.Tensor) -> None:
+    def __init__(self, x: torch.Tensor, index: DeviceCache | None = None) -> None:
         self.x = x.detach()
         self.shape = tuple(self.x.shape)
         self.ndim = self.x.ndim
         self.dtype = np.dtype(np.float32)
         self.flags = SimpleNamespace(writeable=False, c_contiguous=False)  # a sender that wants an array copies it
-        self._index: dict[int, tuple[Any, torch.Tensor]] = {}
+        # the plans' row arrays on the device, once per array: the backend's cache, which outlives this matrix
+        self._index = index if index is not None else DeviceCache()
 
     def __getitem__(self, idx: Any) -> np.ndarray:
         if isinstance(idx, np.ndarray):
-            hit = self._index.get(id(idx))
-            if hit is None or hit[0] is not idx:
-                hit = (idx, upload(np.asarray(idx, np.int64), self.x.device))
-                self._index[id(idx)] = hit
-            return download(self.x[hit[1]])
+            rows = self._index.get((idx,), "rows", lambda: upload(np.asarray(idx, np.int64), self.x.device))
+            return download(self.x[rows])
         return download(self.x[idx])
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
