@@ -17,14 +17,22 @@ An attention layer (GAT) always multiplies first (the scores need Z = H W,
 a received row of Z (through the aggregation and its score) is a sum over
 the receiver's rows, so it goes back to its owner, every layer.
 
-A new architecture is its layer module in ``trainer/archs/`` plus one line
-in :data:`ARCHS` (and its test class subclassing ``ArchitectureTests``).
+A new architecture is its spec (here, one line in :data:`ARCHS`; or
+:meth:`~shgcn.core.registry.Registry.register` from outside the tree), its
+layer module in ``trainer/archs/`` joined to the spec by one line of
+:data:`shgcn.trainer.archs.ARCHS`, and its test class subclassing
+:class:`shgcn.testing.archs.ArchitectureTests`. Its own options
+(:class:`~shgcn.core.options.Option`) become ``shgcn-train`` flags and reach
+its constructor.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from .options import Option, own_values
 from .registry import Registry
 
 Call = tuple[int, bool]  # (row width, fold): one exchange of one SpMM
@@ -38,36 +46,39 @@ class ArchSpec:
     Attributes
     ----------
     name, description : as ``--arch`` lists them
-    impl : ``"module:Class"`` of its layers in the trainer (:func:`shgcn.core.registry.load`)
     operator : the product it aggregates with (:data:`NORM`, :data:`MEAN`, :data:`SUM`)
     by_product : its aggregation is a product with a fixed matrix (so partial sums of a 1.5D row
         add up, and SUMMA can compute it); False for attention
     attends : multiplies by W before every aggregation and folds every backward exchange (attention)
     attention_bytes : bytes it keeps per nonzero and head (GAT's coefficients and their dropped copies)
-    options : the trainer options it uses beyond the common ones (``heads``, ``out_heads``,
-        ``attn_dropout``): they enter its checkpoints' identity
+    options : its own command-line options (GAT's ``--heads``, ``--out-heads``, ``--attn-dropout``): its
+        constructor takes them by name, and they enter its checkpoints' identity
     needs_halo_ids : its random masks are keyed by the original ids of received rows (attention dropout)
     """
 
     name: str
     description: str
-    impl: str
     operator: str = NORM
     by_product: bool = True
     attends: bool = False
     attention_bytes: int = 0
-    options: tuple[str, ...] = ()
+    options: tuple[Option, ...] = ()
     needs_halo_ids: bool = False
 
     @property
     def multihead(self) -> bool:
-        return "heads" in self.options
+        return any(o.dest == "heads" for o in self.options)
 
-    def layer_heads(self, layers: int, heads: int = 1, out_heads: int = 1) -> list[int]:
+    def own(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Its options' values (``dest -> value``) from ``values``, defaults where absent."""
+        return own_values(self.options, values)
+
+    def layer_heads(self, layers: int, options: Mapping[str, Any] | None = None) -> list[int]:
         """Attention heads per layer: ``heads`` on hidden layers, ``out_heads`` on the last (1 without heads)."""
         if not self.multihead:
             return [1] * layers
-        return [heads] * (layers - 1) + [out_heads]
+        own = self.own(options or {})
+        return [int(own["heads"])] * (layers - 1) + [int(own["out_heads"])]
 
     def w_first(self, dims: list[int], k: int) -> bool:
         """True when layer k multiplies by its weight before its aggregation."""
@@ -92,15 +103,18 @@ class ArchSpec:
         return [(w, False) for w in fwd], [(w, directed) for w in bwd]
 
 
+# GAT's own options (PyG's GATConv: heads, concat on hidden layers, the mean on the last; dropout on the coefficients)
+HEADS = Option("--heads", 8, "gat: attention heads of the hidden layers (concatenated)", type=int, low=1)
+OUT_HEADS = Option("--out-heads", 1, "gat: attention heads of the last layer (averaged)", type=int, low=1)
+ATTN_DROPOUT = Option("--attn-dropout", None, "gat: dropout on the attention coefficients (default: --dropout)",
+                      type=float, low=0, below=1)
+
 ARCHS: Registry[ArchSpec] = Registry("--arch", {
-    "gcn": ArchSpec("gcn", "GCN (Kipf & Welling): Â H W", "shgcn.trainer.archs.gcn:GCN"),
-    "sage": ArchSpec("sage", "GraphSAGE, mean over the neighbours and a root weight (PyG's SAGEConv)",
-                     "shgcn.trainer.archs.sage:SAGE", operator=MEAN),
-    "gin": ArchSpec("gin", "GIN, learnable eps and a two-layer MLP (PyG's GINConv(train_eps=True))",
-                    "shgcn.trainer.archs.gin:GIN", operator=SUM),
-    "gat": ArchSpec("gat", "GAT, multi-head attention (PyG's GATConv)", "shgcn.trainer.archs.gat:GAT",
-                    by_product=False, attends=True, attention_bytes=8,
-                    options=("heads", "out_heads", "attn_dropout"), needs_halo_ids=True),
+    "gcn": ArchSpec("gcn", "GCN (Kipf & Welling): Â H W"),
+    "sage": ArchSpec("sage", "GraphSAGE, mean over the neighbours and a root weight (PyG's SAGEConv)", operator=MEAN),
+    "gin": ArchSpec("gin", "GIN, learnable eps and a two-layer MLP (PyG's GINConv(train_eps=True))", operator=SUM),
+    "gat": ArchSpec("gat", "GAT, multi-head attention (PyG's GATConv)", by_product=False, attends=True,
+                    attention_bytes=8, options=(HEADS, OUT_HEADS, ATTN_DROPOUT), needs_halo_ids=True),
 })
 
 

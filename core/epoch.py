@@ -37,7 +37,7 @@ import numpy as np
 
 from .algorithms import ALGORITHMS
 from .costs import Job, optimizer_terms, work_terms
-from .exchanges import EXCHANGES
+from .exchanges import EXCHANGES, baseline_exchange
 from .machine import ComputeModel, Machine, machine_of
 from .partition import PartitionCost, dims_of, own_nonzeros
 from .tables import BASELINE
@@ -109,8 +109,9 @@ def predict(costs: list[PartitionCost], job: Job, machine: str | Machine = "infi
     m = machine_of(machine)
     exchanges = list(exchanges) if exchanges is not None else [job.exchange]
     out, epoch = [], {}
+    base = baseline_exchange()
     for c in costs:
-        for ex in dict.fromkeys([*exchanges, "bcast"]):
+        for ex in dict.fromkeys([*exchanges, base]):
             epoch[c.model, ex] = rank_times(c, job.with_(exchange=ex), m)
     for c in costs:
         for ex in exchanges:
@@ -126,7 +127,7 @@ def predict(costs: list[PartitionCost], job: Job, machine: str | Machine = "infi
                         "compute_imbalance": _imbalance(t["compute"]), "max_bytes": int(tr["bytes_sent"].max()),
                         **_node_bytes(tr, j, c.parts),
                         "vs_rp": rp["epoch"] / t["epoch"] if rp is not None else float("nan"),
-                        "vs_bcast": epoch[c.model, "bcast"]["epoch"] / t["epoch"], "machine": m.name})
+                        "vs_bcast": epoch[c.model, base]["epoch"] / t["epoch"], "machine": m.name})
     return out
 
 

@@ -140,10 +140,7 @@ def no_plans(ranks: Iterable[int], algorithms: Iterable[str], replications: Iter
         for name in algorithms:
             alg = ALGORITHMS.get_spec(name)
             if not grid_plans(p, [name], reps):
-                why.append(f"--algorithm 2d runs on a square number of ranks, and {p} is not one" if alg.name == "2d"
-                           else f"--algorithm 1.5d runs on P / c parts for a --replication c > 1 that divides P, and "
-                                f"no c of {','.join(map(str, reps))} divides {p}" if alg.name == "1.5d"
-                           else f"--algorithm {alg.name} does not run on {p} ranks")
+                why.append(alg.no_grid(p, reps))
                 continue
             try:
                 for x in exchanges:

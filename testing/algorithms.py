@@ -11,7 +11,6 @@ import pytest
 from shgcn.core.algorithms import ALGORITHMS, COMBINES
 from shgcn.core.archs import ARCHS
 from shgcn.core.exchanges import EXCHANGES
-from shgcn.core.registry import load
 
 from .runs import ARCH_ARGS, GRAPHS, check_run_bytes, run
 
@@ -42,8 +41,10 @@ class AlgorithmTests:
         return self._reference[arch, kind]
 
     def test_the_spec_names_this_implementation(self):
-        spec = ALGORITHMS[self.algorithm]
-        assert spec.name == self.algorithm and callable(load(spec.impl))
+        from shgcn.trainer.algorithms import ALGORITHMS as PARTS
+
+        part = PARTS[self.algorithm]
+        assert part.spec is ALGORITHMS[self.algorithm] and part.name == self.algorithm and callable(part.impl)
 
     @pytest.mark.mpi
     def test_grid_gives_one_rank_losses_and_predicted_bytes(self, mpi_stores, tmp_path, case):

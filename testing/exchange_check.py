@@ -68,8 +68,7 @@ def main(name: str, seed: int, per_node: int, isolated: bool) -> None:
     plan = plans[rank]
     cp = comm_plan(plan, rank, offsets)
     peers = Peers(np.arange(size, dtype=np.int64) // per_node)
-    options = {"local": full_local(plan, cp)} if EXCHANGES[name].node_aware else {}
-    ex = make(name, comm, cp, Wire(), peers, **options)
+    ex = make(name, comm, cp, Wire(), peers, local=lambda: full_local(plan, cp))
     lo, hi = int(offsets[rank]), int(offsets[rank + 1])
 
     got: dict[int, np.ndarray] = {}
@@ -111,4 +110,7 @@ def main(name: str, seed: int, per_node: int, isolated: bool) -> None:
 
 
 if __name__ == "__main__":
+    from shgcn.trainer.plugins import load_plugins
+
+    load_plugins()  # an exchange declared outside the tree (its conformance class runs this too)
     main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1, "isolated" in sys.argv[4:])

@@ -14,7 +14,6 @@ import pytest
 
 from shgcn import store
 from shgcn.core.exchanges import EXCHANGES
-from shgcn.core.registry import load
 
 from .quick import check_quick
 from .runs import ARCH_ARGS, GRAPHS, check_run_bytes, mpirun, run
@@ -55,8 +54,10 @@ class ExchangeTests:
         return out
 
     def test_the_spec_names_this_implementation(self):
-        spec = EXCHANGES[self.exchange]
-        assert spec.name == self.exchange and load(spec.impl).name == self.exchange
+        from shgcn.trainer.exchanges import EXCHANGES as PARTS
+
+        part = PARTS[self.exchange]
+        assert part.spec is EXCHANGES[self.exchange] and part.name == part.impl.name == self.exchange
 
     @pytest.mark.mpi
     def test_expand_and_fold_equal_the_dense_reference(self, checks):

@@ -226,21 +226,23 @@ def test_no_function_takes_more_than_six_positional_parameters():
 def _registered() -> dict[str, tuple[set[str], set[str]]]:
     """Each kind of registered part: its names, and the modules allowed to name them (the part's own modules,
     its registry)."""
-    from shgcn.core.algorithms import ALGORITHMS
-    from shgcn.core.archs import ARCHS
-    from shgcn.core.exchanges import EXCHANGES
     from shgcn.pipeline.models import registry as models
     from shgcn.pipeline.sources.registry import READERS
+    from shgcn.trainer.algorithms import ALGORITHMS
+    from shgcn.trainer.archs import ARCHS
     from shgcn.trainer.backends import BACKENDS
+    from shgcn.trainer.exchanges import EXCHANGES
 
     out = {}
-    for kind, reg, homes in (("arch", ARCHS, {"shgcn.core.archs"}), ("algorithm", ALGORITHMS, {"shgcn.core.algorithms"}),
-                             ("exchange", EXCHANGES, {"shgcn.core.exchanges"})):
+    # a part's modules: its spec's (and its registry's in core), its implementation's, and the trainer's registry
+    for kind, parts, homes in (("arch", ARCHS, {"shgcn.core.archs", "shgcn.trainer.archs"}),
+                               ("algorithm", ALGORITHMS, {"shgcn.core.algorithms", "shgcn.trainer.algorithms"}),
+                               ("exchange", EXCHANGES, {"shgcn.core.exchanges", "shgcn.trainer.exchanges"})):
         allowed = set(homes)
-        for spec in reg.values():
-            allowed.add(type(spec).__module__)
-            allowed.add(spec.impl.split(":")[0])
-        out[kind] = (set(reg.names()), allowed)
+        for part in parts.values():
+            allowed.add(type(part.spec).__module__)
+            allowed.add(part.impl.__module__)
+        out[kind] = (set(parts), allowed)
     # a backend's modules: its factory's target, and the kernels and device modules named after it
     backends = {"shgcn.trainer.backends", *(f"shgcn.trainer.backends.{n}" for n in BACKENDS)}
     out["backend"] = (set(BACKENDS), backends | {f"{m}{tail}" for m in backends for tail in ("device", "kernels")})
@@ -333,12 +335,6 @@ _ALLOWED_BY_REASON: dict[str, list[tuple[str, str, str]]] = {
     "the report's baseline (rp) and its gp figure: a capability of the Model (issue 47 item 1)": [
         ("shgcn.notebooks.figures", "model", "gp"), ("shgcn.notebooks.figures", "model", "rp"),
         ("shgcn.notebooks.tables", "model", "rp")],
-    "the simulator's per-algorithm figures: move onto each algorithm's spec (issue 47 item 1)": [
-        ("shgcn.pipeline.simulate", "algorithm", "2d"), ("shgcn.pipeline.simulate", "algorithm", "1.5d")],
-    "the options only p2p takes (trainer.config): each exchange's own options (issue 47 item 1)": [
-        ("shgcn.trainer.config", "exchange", "p2p")],
-    "the epoch model's baseline column (vs_bcast): a flag on the exchange's spec (issue 47 item 1)": [
-        ("shgcn.core.epoch", "exchange", "bcast")],
 }
 NAMES_ALLOWED: dict[tuple[str, str, str], str] = {k: why for why, keys in _ALLOWED_BY_REASON.items() for k in keys}
 
@@ -504,3 +500,31 @@ def test_the_map_check_finds_a_module_that_is_gone():
     # the map trainer/__init__.py had (issue 47, item 5): modules named in double backquotes, some long gone
     old = "Modules: ``config`` (options), ``loop`` (epochs), ``exchange`` (p2p / alltoallv / bcast), ``gcn``."
     assert bare_module_names("shgcn.trainer", old, known, {"gcn"}) == ["config", "loop"]
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring constants of a module, its classes and functions."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def test_no_module_wires_a_part_by_a_string_path():
+    """Issue 47, item 3: core's specs named their trainer implementations as ``"shgcn.trainer...:Class"``
+    strings, an import loop core -> trainer -> core that import-linter, mypy and an import graph could not see.
+    Now no string (docstrings aside) anywhere in the package is a ``module:attribute`` path, and none in core
+    names a package above it."""
+    bad = []
+    for name, path in modules().items():
+        tree = ast.parse(path.read_text())
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                    and (re.fullmatch(r"shgcn(\.\w+)+:\w+", node.value)  # an importable "module:attribute"
+                         or name.startswith("shgcn.core.") and re.match(r"shgcn\.(store|pipeline|trainer)\b", node.value)):
+                bad.append(f"{name}: {node.value!r}")
+    assert bad == []

@@ -11,10 +11,12 @@ and ``trainer/train.py`` in a checkout; see :mod:`.cli`.
   :mod:`.graph` (a step's operators), :mod:`.minibatch` (per-batch plans),
   :mod:`.wire` (the rows' type on the wire), :mod:`.targets` (loss and score),
   :mod:`.optim` (Adam), :mod:`.phases` (where a step's time goes);
-- the parts, one module each behind a registry of :mod:`shgcn.core`:
-  :mod:`.archs` (``--arch``), :mod:`.exchanges` (``--exchange``),
-  :mod:`.algorithms` (``--algorithm``: 1D, 1.5D, 2D), :mod:`.backends`
-  (``--backend``: the local kernels);
+- the parts, each one declared object (:mod:`.parts`: a spec of
+  :mod:`shgcn.core`'s registries, with its options and cost model, joined to
+  its implementation): :mod:`.archs` (``--arch``), :mod:`.exchanges`
+  (``--exchange``), :mod:`.algorithms` (``--algorithm``: 1D, 1.5D, 2D),
+  :mod:`.backends` (``--backend``/``--device``: the local kernels); parts
+  declared outside the tree load as :mod:`.plugins`;
 - :mod:`.torchdist`: a store's blocks and halo exchange for your own PyTorch
   model.
 

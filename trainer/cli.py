@@ -122,12 +122,35 @@ def _grid_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("distributed algorithms (--algorithm; 1.5d and 2d are full batch)")
     g.add_argument("--algorithm", choices=ALGORITHMS.names(), default="1d",
                    help="; ".join(f"{a.name}: {a.description}" for a in ALGORITHMS.values()))
-    g.add_argument("--replication", type=int, default=1, metavar="C",
-                   help="1.5d: ranks per block row; they split the off-diagonal column blocks and reduce their "
-                        "partial sums")
-    g.add_argument("--row-combine", choices=("auto", "reduce", "gather"), default="auto",
-                   help="1.5d: reduce the row's partial sums (CAGNET's), or share the rows each rank received; "
-                        "auto: gather for gat (its softmax is not a sum of partial products), reduce otherwise")
+    _part_options(p, ALGORITHMS)
+
+
+def _registries() -> tuple:
+    """The registries of the parts whose specs declare options (architectures, exchanges, algorithms,
+    backends): the command line's flags follow from them."""
+    from shgcn.core.algorithms import ALGORITHMS
+    from shgcn.core.archs import ARCHS
+    from shgcn.core.exchanges import EXCHANGES
+
+    from .backends import SPECS
+
+    return ARCHS, EXCHANGES, ALGORITHMS, SPECS
+
+
+def _part_options(p: argparse.ArgumentParser, reg) -> None:
+    """Each part's own options (:class:`shgcn.core.options.Option`), in a group per part that has any."""
+    for spec in reg.values():
+        if spec.options:
+            group = p.add_argument_group(f"{reg.option} {spec.name}'s options")
+            for opt in spec.options:
+                if opt.flag not in p._option_string_actions:  # a flag several parts share: added once
+                    opt.add_to(group)
+
+
+def part_options(args: argparse.Namespace) -> dict:
+    """The parts' own options taken out of ``args`` (``dest -> value``), for :attr:`TrainConfig.options`."""
+    dests = {o.dest for reg in _registries() for o in reg.all_options()}
+    return {d: vars(args).pop(d) for d in sorted(dests) if d in vars(args)}
 
 
 def _model_options(p: argparse.ArgumentParser) -> None:
@@ -135,7 +158,7 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     from shgcn.core.archs import ARCHS
     from shgcn.core.exchanges import EXCHANGES
 
-    from .backends import BACKENDS
+    from .backends import SPECS, devices
 
     p.add_argument("--exchange", choices=EXCHANGES.names(), default="p2p",
                    help="; ".join(f"{x.name}: {x.description}" for x in EXCHANGES.values()))
@@ -144,20 +167,18 @@ def _model_options(p: argparse.ArgumentParser) -> None:
                         "ranks that share memory (MPI_Comm_split_type SHARED)")
     p.add_argument("--arch", choices=ARCHS.names(), default="gcn",
                    help="; ".join(f"{a.name}: {a.description}" for a in ARCHS.values()))
-    p.add_argument("--backend", choices=tuple(BACKENDS), default="numpy",
-                   help="the compute backend: numpy (numpy, scipy and numba kernels) or torch (PyTorch tensors; "
-                        "torch is an optional dependency)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="where the backend computes: cuda needs --backend torch and a GPU torch sees")
+    p.add_argument("--backend", choices=SPECS.names(), default="numpy",
+                   help="the compute backend: " + "; ".join(f"{b.name}: {b.description}" for b in SPECS.values()))
+    p.add_argument("--device", choices=devices(), default="cpu",
+                   help="where the backend computes: " + "; ".join(f"{b.name} on {', '.join(b.devices)}"
+                                                                    for b in SPECS.values()))
     p.add_argument("--threads", type=int, default=None, metavar="T",
                    help="threads in each rank: BLAS, numba's SpMM and elementwise kernels, torch's intra-op threads; "
                         "losses do not depend on T (default: the cores of the machine / the ranks on it)")
-    p.add_argument("--heads", type=int, default=8, help="gat: attention heads of the hidden layers (concatenated)")
-    p.add_argument("--out-heads", type=int, default=1, help="gat: attention heads of the last layer (averaged)")
-    p.add_argument("--attn-dropout", type=float, default=None,
-                   help="gat: dropout on the attention coefficients (default: --dropout)")
     p.add_argument("--exchange-dtype", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="the rows' type on the wire (16 bits: half the bytes; computation stays float32)")
+    for reg in (ARCHS, EXCHANGES, SPECS):
+        _part_options(p, reg)
 
 
 def _minibatch_options(p: argparse.ArgumentParser) -> None:
@@ -233,6 +254,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"shgcn-train: error: {problem}", file=sys.stderr, flush=True)
         return 2
     threads = share_cores(given)
+    from .plugins import PluginError, load_plugins
+
+    try:  # parts declared outside the tree: their names and options are the command line's too
+        load_plugins()
+    except PluginError as e:
+        if launcher_rank() == 0:
+            print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
+        return 2
     args = parser().parse_args(argv)
     if args.threads is None:  # the default; a bad --threads (0) stays for the options' check to report
         args.threads = threads
@@ -257,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         # Ctrl-C reaches every rank (the launcher forwards it); rank 0 alone turns it into the job's one line
         # and its end (exit 130), so a rank that sees it first cannot end the job before rank 0 has said so
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    cfg = TrainConfig(**vars(args), cores=os.cpu_count(), local_ranks=local_ranks())
+    options = part_options(args)
+    cfg = TrainConfig(**vars(args), options=options, cores=os.cpu_count(), local_ranks=local_ranks())
     dog = watchdog.start(comm, cfg.timeout if math.isfinite(cfg.timeout) else 0)
     try:
         return _run(cfg, comm)
@@ -269,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(cfg, comm) -> int:
     from shgcn.core.errors import UserError
 
-    from .context import Context, Local, connect, prepare
+    from .algorithms import connect
+    from .context import Context, Local, prepare
     from .loop import Diverged, train
     from .outputs import check_outputs
     from .values import check_block, train_count

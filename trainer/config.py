@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from shgcn.core.algorithms import ALGORITHMS
 from shgcn.core.archs import ARCHS, ArchSpec
@@ -13,7 +15,8 @@ from shgcn.core.costs import WIRE_DTYPES, Job
 from shgcn.core.errors import UserError
 from shgcn.core.exchanges import EXCHANGES
 
-from .backends import BACKENDS, check_device
+from .backends import SPECS as BACKENDS
+from .backends import check_device
 from .threads import THREADS_PER_CORE
 from .wire import DTYPES
 
@@ -82,15 +85,10 @@ class TrainConfig:
     overwrite: bool = False  # replace an existing run log and checkpoint (only ones the trainer wrote)
     timeout: float = 1800.0  # seconds without progress on any rank before the job ends (0: no watchdog)
     arch: str = "gcn"
-    heads: int = 8  # gat: attention heads of the hidden layers
-    out_heads: int = 1  # gat: of the last layer (averaged)
-    attn_dropout: float | None = None  # gat: None = the same as dropout
     exchange_dtype: str = "float32"
     plan_ahead: str = "auto"  # mini-batch: the next batch's plan "inline" (in the allreduce's wait) or in a "thread";
     # auto: a thread when the rank has threads (``threads`` > 1), inline otherwise
     algorithm: str = "1d"  # 1d | 1.5d | 2d (shgcn.core.algorithms)
-    replication: int = 1  # 1.5d: ranks per block row (c)
-    row_combine: str = "auto"  # 1.5d: reduce (partial sums) | gather (received rows); auto: by the architecture
     memory_limit: int | None = None  # bytes the ranks of one machine may hold (None: this machine's memory)
     ranks_per_node: int = 0  # nodes of consecutive ranks (virtual nodes); 0: MPI_Comm_split_type(SHARED)
     backend: str = "numpy"  # the compute backend (shgcn.trainer.backends.BACKENDS)
@@ -100,13 +98,16 @@ class TrainConfig:
     # ranks that shared its cores): its cores, and the ranks the launcher started there (1 without one)
     cores: int | None = None
     local_ranks: int | None = None
+    # the parts' own options by ``dest`` (GAT's heads, 1.5D's replication, the torch backend's kernels: what each
+    # part's spec declares, shgcn.core.options.Option); absent ones take their defaults
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""
-        for name in ("lr", "weight_decay", "dropout", "attention_dropout"):
+        for name in ("lr", "weight_decay", "dropout"):
             value = getattr(self, name)
             if not math.isfinite(value):
-                raise TrainError(f"--{name.replace('_', '-').replace('attention', 'attn')} {value}: must be a finite number")
+                raise TrainError(f"--{name.replace('_', '-')} {value}: must be a finite number")
         self._check_model()
         self._check_algorithm()
         if self.epochs < 0:
@@ -142,23 +143,23 @@ class TrainConfig:
                 raise TrainError("--saint is auto, on or off; --batches-per-epoch >= 0; --norm-batches >= 1")
 
     def _check_model(self) -> None:
-        for reg, name in ((ARCHS, self.arch), (EXCHANGES, self.exchange), (ALGORITHMS, self.algorithm)):
+        parts = ((ARCHS, self.arch), (EXCHANGES, self.exchange), (ALGORITHMS, self.algorithm), (BACKENDS, self.backend))
+        known = {o.dest for reg, _ in parts for o in reg.all_options()}
+        unknown = sorted(set(self.options) - known)
+        if unknown:
+            raise TrainError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: no part declares "
+                             f"{'them' if len(unknown) > 1 else 'it'}")
+        for reg, name in parts:  # every part's own options checked by its declaration; another part's refused
             try:
-                reg.get_spec(name)
+                reg.check_options(name, self.options)
             except UserError as e:
                 raise TrainError(str(e)) from None
-        if self.heads < 1 or self.out_heads < 1:
-            raise TrainError("--heads and --out-heads must be >= 1")
-        if self.attn_dropout is not None and not 0 <= self.attn_dropout < 1:  # None: --dropout's, checked there
-            raise TrainError(f"--attn-dropout {self.attn_dropout}: must be in [0, 1)")
         if self.exchange_dtype not in DTYPES:
             raise TrainError(f"--exchange-dtype {self.exchange_dtype!r}: choose from {', '.join(DTYPES)}")
         if self.memory_limit is not None and self.memory_limit < 1:
             raise TrainError(f"--memory-limit {self.memory_limit}: must be at least one byte")
         if self.memory_limit is not None and self.memory_limit > MAX_BYTES:
             raise TrainError(f"--memory-limit: more bytes than can be counted (at most {MAX_BYTES:,}, just under 8192P)")
-        if self.backend not in BACKENDS:
-            raise TrainError(f"--backend {self.backend!r}: choose from {', '.join(BACKENDS)}")
         try:  # the device the backend runs on; whether a GPU is there is asked when the backend is made
             check_device(self.backend, self.device)
         except UserError as e:
@@ -174,7 +175,7 @@ class TrainConfig:
 
     def _check_algorithm(self) -> None:
         own = ALGORITHMS.get_spec(self.algorithm).own_exchange
-        if own and self.exchange != "p2p":  # p2p: the default, which such an algorithm does not use either
+        if own and self.exchange != TrainConfig.exchange:  # the default, which such an algorithm does not use either
             raise TrainError(f"--exchange {self.exchange}: --algorithm {self.algorithm} communicates by its own "
                              f"{own} broadcasts, not by an --exchange: leave --exchange out")
         try:
@@ -189,6 +190,11 @@ class TrainConfig:
                              f"{'s' if ranks != 1 else ''} (every rank on one node)")
 
     @property
+    def replication(self) -> int:
+        """Ranks per block row (the job's ``replication``: 1 unless the algorithm declares ``--replication``)."""
+        return int(self.options.get("replication", 1))
+
+    @property
     def spec(self) -> ArchSpec:
         """The architecture's spec (:data:`shgcn.core.archs.ARCHS`)."""
         return ARCHS.get_spec(self.arch)
@@ -199,20 +205,15 @@ class TrainConfig:
         spec = self.spec
         layers = len(self.hidden) + 1
         job = Job((feature_dim, *self.hidden, classes),
-                  arch=self.arch, heads=tuple(spec.layer_heads(layers, self.heads, self.out_heads)),
+                  arch=self.arch, heads=tuple(spec.layer_heads(layers, self.options)),
                   exchange=self.exchange, itemsize=WIRE_DTYPES[self.exchange_dtype], algorithm=self.algorithm,
                   replication=self.replication, ranks_per_node=ranks_per_node or self.ranks_per_node or 1)
-        return job.with_(combine=ALGORITHMS.get_spec(self.algorithm).combine(job, self.row_combine))
+        return job.with_(combine=ALGORITHMS.get_spec(self.algorithm).combine_for(job, self.options))
 
     @property
     def combine(self) -> str:
         """How a 1.5D process row combines its work (``reduce`` or ``gather``)."""
         return self.job(1, 1).combine
-
-    @property
-    def attention_dropout(self) -> float:
-        """GAT's attention dropout (``--attn-dropout``, by default ``--dropout``)."""
-        return self.dropout if self.attn_dropout is None else self.attn_dropout
 
     @property
     def use_saint(self) -> bool:
@@ -238,11 +239,10 @@ class TrainConfig:
     def training_options(self) -> dict:
         """The options a checkpoint must agree with to be resumed (the architecture's own among them); an auto
         batch size is 0 there, as in the checkpoints written before auto was named."""
-        own = {"heads": self.heads, "out_heads": self.out_heads, "attn_dropout": self.attention_dropout}
         return {"arch": self.arch, "mode": self.mode, "lr": self.lr, "weight_decay": self.weight_decay,
                 "dropout": self.dropout, "hidden": list(self.hidden), "exchange": self.exchange, "seed": self.seed,
                 "exchange_dtype": self.exchange_dtype,
-                **{k: v for k, v in own.items() if k in self.spec.options},
+                **self.spec.own(self.options),
                 **({"sampler": self.sampler, "batch_size": self.batch_size or 0, "walk_length": self.walk_length,
                     "batches_per_epoch": self.batches_per_epoch, "saint": self.saint,
                     "norm_batches": self.norm_batches} if self.mode == "minibatch" else {})}

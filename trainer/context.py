@@ -3,10 +3,11 @@
 1. :func:`prepare` builds everything the rank trains with from its block of
    the store, without any communication (so a rank that fails here cannot
    hang the others): a :class:`Local`;
-2. :func:`connect` (collective, once every rank prepared) hands it to the
-   job's algorithm (:data:`shgcn.core.algorithms.ALGORITHMS`, ``impl``),
-   which builds the rank's exchange and operators, checks the memory, and
-   returns the finished, immutable :class:`Context`.
+2. :func:`shgcn.trainer.algorithms.connect` (collective, once every rank
+   prepared) hands it to the job's algorithm
+   (:data:`shgcn.trainer.algorithms.ALGORITHMS`), which builds the rank's
+   exchange and operators, checks the memory, and returns the finished,
+   immutable :class:`Context` (:func:`finish`).
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ import scipy.sparse as sp
 from shgcn import store
 from shgcn.core.algorithms import ALGORITHMS, GridShape
 from shgcn.core.costs import Job
-from shgcn.core.registry import load
 from shgcn.core.sample import SamplerConfig
 
 from . import archs, checkpoint
 from .archs.base import Model, as_input
 from .backends import Backend, backend
 from .config import TrainConfig, TrainError
-from .exchanges import Exchange, Peers
+from .exchanges import Counters, Exchange, Peers
 from .graph import Graph
 from .minibatch import BatchSource, BatchView, MiniBatches
 from .optim import Adam
@@ -112,37 +112,38 @@ class Local:
         return np.concatenate([own, halo]).astype(np.int64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Context(Local):
     """One rank's finished run: what it prepared, plus what its algorithm connected.
 
     Attributes
     ----------
-    exchange : where the rank's bytes are counted (the 1D exchange, or the grid's counters)
+    counters : where the rank's bytes are counted (its exchange's, or its grid's products')
     graph : the full-batch operators
     peers : the node of every rank of the job (intra- and inter-node bytes)
     memory, memory_all : this rank's modelled bytes, and every rank's (rank order)
-    batch_graph : the operators of a mini-batch view (mini-batch mode), else None
     """
 
-    exchange: Exchange | None = None
-    graph: Graph | None = None
-    peers: Peers | None = None
-    memory: int = 0
-    memory_all: tuple[int, ...] = ()
-    batch_graph: Callable[[BatchView], Graph] | None = None
+    counters: Counters
+    graph: Graph
+    peers: Peers
+    memory: int
+    memory_all: tuple[int, ...]
 
-    @property
-    def ex(self) -> Exchange:
-        if self.exchange is None:
-            raise RuntimeError("the context has no exchange")
-        return self.exchange
 
-    @property
-    def full_graph(self) -> Graph:
-        if self.graph is None:
-            raise RuntimeError("the context has no graph")
-        return self.graph
+@dataclass(frozen=True, kw_only=True)
+class BatchContext(Context):
+    """A mini-batch run's context (an algorithm that runs mini-batches: 1D): its exchange, whose plan a batch
+    restricts (:meth:`~shgcn.trainer.exchanges.Exchange.using`), and the operators of a batch view.
+
+    Attributes
+    ----------
+    exchange : the rank's exchange (its counters are :attr:`Context.counters`)
+    batch_graph : batch view -> its operators
+    """
+
+    exchange: Exchange
+    batch_graph: Callable[[BatchView], Graph]
 
 
 def versions() -> dict[str, str]:
@@ -195,7 +196,7 @@ def prepare(cfg: TrainConfig, comm) -> Local:
     data = RankData(x=be.asarray(as_input(block.features)), labels=np.asarray(block.labels),
                     train=np.asarray(block.train_mask) & labelled, val=np.asarray(block.val_mask) & labelled,
                     test=np.asarray(block.test_mask) & labelled, gids=np.asarray(block.node_index))
-    model = archs.build(job.spec, list(job.dims), cfg.seed, job.layer_heads, be)
+    model = archs.build(job.spec, list(job.dims), cfg.seed, be, cfg.options)
     opt = Adam(model.params, cfg.lr, be)
     identity = {"store": s.attrs["checksums"], "dims": model.dims, **cfg.training_options()}
     start = checkpoint.load(cfg, model, opt, identity) if cfg.resume else 0
@@ -204,16 +205,17 @@ def prepare(cfg: TrainConfig, comm) -> Local:
                  batches=batches, perm=s.permutation() if job.spec.needs_halo_ids else None)
 
 
-def connect(local: Local, comm) -> Context:
-    """The collective half of the setup: the job's algorithm connects this rank (its exchange, operators,
-    memory check) and returns the finished context. Every rank calls it once every rank prepared."""
-    return load(ALGORITHMS.get_spec(local.cfg.algorithm).impl)(local, comm)
-
-
-def finish(local: Local, **connected: Any) -> Context:
-    """The :class:`Context` of ``local`` with what an algorithm connected."""
+def finish(local: Local, *, exchange: Exchange | None = None,
+           batch_graph: Callable[[BatchView], Graph] | None = None, **connected: Any) -> Context:
+    """The :class:`Context` of ``local`` with what an algorithm connected (``counters``, ``graph``, ``peers``,
+    ``memory``, ``memory_all``); a :class:`BatchContext` in mini-batch mode, which needs ``exchange`` and
+    ``batch_graph``."""
     fields = {f: getattr(local, f) for f in Local.__dataclass_fields__}
-    return Context(**fields, **connected)
+    if local.batches is None:
+        return Context(**fields, **connected)
+    if exchange is None or batch_graph is None:
+        raise TrainError(f"--algorithm {local.cfg.algorithm} does not run mini-batches")
+    return BatchContext(**fields, **connected, exchange=exchange, batch_graph=batch_graph)
 
 
 def _minibatches(cfg: TrainConfig, s: store.Store, block: store.RankBlock, cp: CommPlan) -> MiniBatches:

@@ -17,7 +17,7 @@ from shgcn.core.memory import peak_resident
 
 from . import checkpoint, summary, watchdog
 from .backends import Dropped, Noise
-from .context import Context, versions
+from .context import BatchContext, Context, versions
 from .minibatch import BatchView, MiniBatches, PlanAhead
 from .phases import Phases, kernel_time
 
@@ -73,7 +73,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
             if cfg.fail_at is not None and cfg.fail_at == (comm.rank, epoch):
                 raise RuntimeError(f"injected failure at epoch {epoch}")
             t0 = time.perf_counter()
-            if ctx.batches is None:
+            if not isinstance(ctx, BatchContext) or ctx.batches is None:
                 res = full_batch_epoch(ctx, comm, epoch, totals["train"])
             else:
                 res = minibatch_epoch(ctx, plans or PlanAhead(ctx.batches, threaded=False), comm, epoch,
@@ -81,13 +81,13 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
             if not math.isfinite(res.loss):
                 raise Diverged(f"the training loss became {res.loss} at epoch {epoch}; "
                                "lower --lr or check the features")
-            train_comm = {**ctx.ex.counters.reset(), "kernel_time": kernel_time(ctx.backend), "peak": peak_resident()}
+            train_comm = {**ctx.counters.reset(), "kernel_time": kernel_time(ctx.backend), "peak": peak_resident()}
             epoch_time = time.perf_counter() - t0
             accs = None
             if (epoch + 1) % cfg.eval_every == 0 or epoch == cfg.epochs - 1:
                 accs = evaluate(ctx, comm, totals)
                 watchdog.tick()
-            eval_comm, _ = ctx.ex.counters.reset(), kernel_time(ctx.backend)  # evaluation's kernels are not training's
+            eval_comm, _ = ctx.counters.reset(), kernel_time(ctx.backend)  # evaluation's kernels are not training's
             per_rank = comm.gather((epoch_time, train_comm, eval_comm["bytes_sent"], res.steps), root=0)
             if cfg.debug_every and (epoch + 1) % cfg.debug_every == 0:
                 check_weights_agree(ctx, comm, epoch)
@@ -115,9 +115,9 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
     from mpi4py import MPI
 
     noise = _noise(ctx, epoch)
-    logits, cache = ctx.model.forward(d.x, ctx.full_graph, noise)
+    logits, cache = ctx.model.forward(d.x, ctx.graph, noise)
     loss_sum, g, counts = ctx.targets.loss(logits, d.labels, d.train, train_total)
-    grads = ctx.model.backward(cache, g, ctx.full_graph)
+    grads = ctx.model.backward(cache, g, ctx.graph)
     _, l2, _ = _reduce_and_step(ctx, comm, grads, [])
     stats = ctx.backend.host_values([loss_sum, *counts])  # float64: exact counts (float32 is not, past 2^24)
     stats *= ctx.primary  # a 1.5D or 2D row's replicas computed the same: its first rank counts for the row
@@ -126,7 +126,7 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
     return EpochResult(float(stats[0]) / total + l2, ctx.targets.score(stats[1:]))
 
 
-def minibatch_epoch(ctx: Context, plans: PlanAhead, comm, epoch: int, train_total: int) -> EpochResult:
+def minibatch_epoch(ctx: BatchContext, plans: PlanAhead, comm, epoch: int, train_total: int) -> EpochResult:
     """``mb.steps`` optimizer steps, each on batch (seed, epoch, step),
     re-drawn by every rank; the exchange runs on the batch's plan.
 
@@ -173,7 +173,7 @@ def batch_input(ctx: Context, v, key: int) -> Dropped:
 
 def _noise(ctx: Context, key: int) -> Noise | None:
     cfg = ctx.cfg
-    attn = cfg.attention_dropout if "attn_dropout" in ctx.job.spec.options else 0.0
+    attn = ctx.model.attn_rate(cfg.dropout)
     if cfg.dropout == 0 and attn == 0:
         return None
     return Noise(cfg.dropout, cfg.seed, key, attn)
@@ -190,11 +190,11 @@ class Batch:
     step: int
 
 
-def _minibatch_step(ctx: Context, comm, batch: Batch, train_total: int, meanwhile):
+def _minibatch_step(ctx: BatchContext, comm, batch: Batch, train_total: int, meanwhile):
     """One optimizer step on ``batch``: forward and backward with the batch's plan, one
     allreduce of [gradients, loss, the targets' counts] while ``meanwhile()``
     runs, Adam. Returns (StepStats, the summed counts, what meanwhile returned)."""
-    model, d, ex = ctx.model, ctx.data, ctx.ex
+    model, d, ex = ctx.model, ctx.data, ctx.exchange
     v, x_in, key, step = batch.view, batch.x_in, batch.key, batch.step
     rows = v.rows
     train_b = d.train[rows]
@@ -202,8 +202,6 @@ def _minibatch_step(ctx: Context, comm, batch: Batch, train_total: int, meanwhil
     weights = loss_weight[rows] if loss_weight is not None else None
     before = (ex.counters.bytes_sent, ex.counters.msgs_sent, ex.counters.comm_time, len(ex.counters.calls))
     paths = (dict(ex.counters.paths), dict(ex.counters.path_msgs))
-    if ctx.batch_graph is None:
-        raise RuntimeError("mini-batch steps need the context's batch operators")
     ph = Phases()
     with ex.using(v.cp):
         graph = ctx.batch_graph(v)
@@ -236,7 +234,7 @@ def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
     from mpi4py import MPI
 
     d, t = ctx.data, ctx.targets
-    logits, _ = ctx.model.forward(d.x, ctx.full_graph, None)
+    logits, _ = ctx.model.forward(d.x, ctx.graph, None)
     counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
     counts *= ctx.primary
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
@@ -281,7 +279,7 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
     ph.mark("next_batch")
     t0 = time.perf_counter()
     req.Wait()
-    ctx.ex.counters.comm_time += waited + time.perf_counter() - t0
+    ctx.counters.comm_time += waited + time.perf_counter() - t0
     ph.mark("allreduce_wait")
     l2 = apply_gradients(ctx, flat, np.float32(total_of(flat)) if total_of is not None else None)
     ph.mark("optimizer")
@@ -336,7 +334,7 @@ def _open_log(ctx: Context, comm, train_count: int, input_density: float) -> run
         algorithm=cfg.algorithm, replication=cfg.replication, grid=[ctx.shape.rows, ctx.shape.cols],
         combine=ctx.job.combine if ctx.shape.cols > 1 else None, memory=list(ctx.memory_all),
         ranks_per_node=cfg.ranks_per_node or None,
-        nodes=ctx.peers.node.tolist() if ctx.peers is not None else None, input_density=round(input_density, 6),
+        nodes=ctx.peers.node.tolist(), input_density=round(input_density, 6),
         threads=cfg.threads, threading_layer=getattr(ctx.backend, "threading_layer", None))
     return runlog.RunLogWriter(cfg.log or "", header, resume_from=ctx.start if cfg.resume else None)
 
@@ -383,7 +381,7 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
 def _paths(ctx: Context, counts: list[dict]) -> dict:
     """The epoch record's bytes by path (within a node, to another node), per rank, per exchange and per
     node (1D: the exchange counts every message by its destination's node)."""
-    if ctx.peers is None or ALGORITHMS.get_spec(ctx.job.algorithm).kinds:  # a grid's bytes go by kind instead
+    if ALGORITHMS.get_spec(ctx.job.algorithm).kinds:  # a grid's bytes go by kind instead
         return {}
     node = ctx.peers.node
     inter = np.bincount(node, weights=[c["paths"]["inter"] for c in counts], minlength=int(node.max()) + 1)

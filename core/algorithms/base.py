@@ -13,6 +13,7 @@ trainer's counters equal them), the modelled time of a step per rank
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ import numpy as np
 from ..costs import Job, input_terms, optimizer_terms, work_terms
 from ..errors import UserError
 from ..machine import Machine, allreduce_time
+from ..options import Option
 from ..partition import PartitionCost
 from .grid import GridShape
 
@@ -74,7 +76,7 @@ class AlgorithmCost(ABC):
     Attributes
     ----------
     name, description : as ``--algorithm`` lists them
-    impl : ``"module:function"`` that connects a rank in the trainer (returns its finished context)
+    options : its own command-line options (:class:`~shgcn.core.options.Option`; 1.5D's ``--replication``)
     kinds : what its bytes are split into in the run log (``bytes_split``); empty for 1D
     minibatch : runs mini-batch training
     wire_16bit : may send 16-bit rows
@@ -84,7 +86,7 @@ class AlgorithmCost(ABC):
 
     name: str = ""
     description: str = ""
-    impl: str = ""
+    options: tuple[Option, ...] = ()
     kinds: tuple[str, ...] = ()
     minibatch: bool = False
     wire_16bit: bool = False
@@ -102,6 +104,10 @@ class AlgorithmCost(ABC):
     @abstractmethod
     def plans(self, ranks: int, replications: list[int]) -> list[tuple[int, int]]:
         """(replication, parts) of every way it runs on ``ranks`` ranks (what ``simulate`` predicts)."""
+
+    def no_grid(self, ranks: int, replications: list[int]) -> str:
+        """Why it lays no grid on ``ranks`` ranks with any of ``replications`` (one clause, for ``simulate``)."""
+        return f"--algorithm {self.name} does not run on {ranks} ranks"
 
     def no_replication(self, replication: int) -> None:
         """A :class:`UserError` for ``--replication`` > 1 on an algorithm that does not replicate blocks."""
@@ -122,6 +128,10 @@ class AlgorithmCost(ABC):
     def combine(self, job: Job, combine: str) -> str:
         """How a process row combines its work (only 1.5D has a choice)."""
         return "reduce"
+
+    def combine_for(self, job: Job, options: Mapping[str, Any]) -> str:
+        """How a process row combines its work under the run's ``options`` (its own, by ``dest``)."""
+        return self.combine(job, "auto")
 
     @abstractmethod
     def traffic(self, cost: PartitionCost, job: Job) -> dict[str, np.ndarray]:

@@ -40,7 +40,6 @@ def expand_messages(cost: PartitionCost, job: Job) -> Messages:
 class OneD(AlgorithmCost):
     name = "1d"
     description = "a rank per part (the paper's 1D row partition)"
-    impl = "shgcn.trainer.algorithms.oned:connect"
     minibatch = True
     wire_16bit = True
 

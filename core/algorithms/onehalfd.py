@@ -26,6 +26,7 @@ ranks), then one allreduce of the weight gradients among all P ranks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -35,11 +36,18 @@ from ..errors import UserError
 from ..exchanges import EXCHANGES
 from ..machine import Channel, Machine, bcast_time
 from ..memory import Held, rank_bytes
+from ..options import Option
 from ..partition import PartitionCost
 from .base import AlgorithmCost, Call, dense_seconds, gradient_allreduce, sum_calls
 from .grid import GridShape, assign_pairs, block_nnz, chunk_bounds, row_supports, rows_by_columns
 
 COMBINES = ("auto", "reduce", "gather")
+# 1.5D's own options
+REPLICATION = Option("--replication", 1, "1.5d: ranks per block row; they split the off-diagonal column blocks and "
+                     "reduce their partial sums", type=int, low=1, metavar="C")
+ROW_COMBINE = Option("--row-combine", "auto", "1.5d: reduce the row's partial sums (CAGNET's), or share the rows each "
+                     "rank received; auto: gather for an architecture whose aggregation is not a product (GAT's "
+                     "softmax is not a sum of partial products), reduce otherwise", choices=COMBINES)
 KINDS = ("rows", "inrow", "matrix")
 
 
@@ -168,9 +176,9 @@ def _duplex(ch: Channel, msgs, send, recv):
 class OneHalfD(AlgorithmCost):
     name = "1.5d"
     description = "a k x c grid, each block row on c ranks (mpirun -n k*c; --replication c)"
-    impl = "shgcn.trainer.algorithms.onehalfd:connect"
     kinds = KINDS
     replicates = True
+    options = (REPLICATION, ROW_COMBINE)
 
     def shape(self, ranks: int, parts: int, replication: int = 1) -> GridShape:
         return rows_by_columns(self.name, ranks, parts, replication)
@@ -180,6 +188,13 @@ class OneHalfD(AlgorithmCost):
 
     def plans(self, ranks: int, replications: list[int]) -> list[tuple[int, int]]:
         return [(c, ranks // c) for c in replications if c > 1 and ranks % c == 0]
+
+    def no_grid(self, ranks: int, replications: list[int]) -> str:
+        return (f"--algorithm {self.name} runs on P / c parts for a --replication c > 1 that divides P, and no c of "
+                f"{','.join(map(str, replications))} divides {ranks}")
+
+    def combine_for(self, job: Job, options: Mapping[str, Any]) -> str:
+        return self.combine(job, ROW_COMBINE.value(options))
 
     def combine(self, job: Job, combine: str) -> str:
         """``reduce`` (partial sums reduced within the row, CAGNET's; the default of the layers that aggregate by

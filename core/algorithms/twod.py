@@ -75,9 +75,11 @@ class Blocks:
 class TwoD(AlgorithmCost):
     name = "2d"
     description = "SUMMA on an s x s grid over an s-part store (mpirun -n s*s; sparsity-oblivious, CAGNET's 2D)"
-    impl = "shgcn.trainer.algorithms.twod:connect"
     kinds = KINDS
     own_exchange = "summa"
+
+    def no_grid(self, ranks: int, replications: list[int]) -> str:
+        return f"--algorithm {self.name} runs on a square number of ranks, and {ranks} is not one"
 
     def shape(self, ranks: int, parts: int, replication: int = 1) -> GridShape:
         self.no_replication(replication)

@@ -17,4 +17,10 @@ from .node import Node, node_messages
 
 EXCHANGES: Registry[ExchangeCost] = Registry("--exchange", {x.name: x for x in (P2P(), AllToAllV(), Bcast(), Node())})
 
-__all__ = ["EXCHANGES", "KINDS", "ExchangeCost", "Layout", "Messages", "node_messages", "stage_time", "traffic"]
+
+def baseline_exchange() -> str:
+    """The name of the exchange predictions are compared with (the one whose spec says ``baseline``)."""
+    return next(name for name, x in EXCHANGES.items() if x.baseline)
+
+__all__ = ["EXCHANGES", "KINDS", "ExchangeCost", "Layout", "Messages", "baseline_exchange", "node_messages",
+           "stage_time", "traffic"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..machine import Channel, Machine
+from ..options import Option
 from ..partition import PartitionCost
 
 KINDS = ("intra", "inter")  # a message between ranks of one node, or between nodes
@@ -156,22 +157,24 @@ class ExchangeCost(ABC):
     Attributes
     ----------
     name, description : as ``--exchange`` lists them
-    impl : ``"module:Class"`` of its implementation in the trainer
+    options : its own command-line options (:class:`~shgcn.core.options.Option`): they reach its constructor
     sparsity_aware : sends only the rows a rank needs (False: whole blocks, CAGNET's oblivious baseline)
     overlaps : the own-column product runs while the rows travel
     wire_16bit : may send 16-bit rows (``--exchange-dtype bfloat16 | float16``)
     node_aware : crosses the network once per node pair (needs the row-level pairs of the partition)
     collective : one collective call: every rank takes P-1 steps, no overlap (alltoallv)
+    baseline : the exchange every prediction is compared with (``vs_bcast``: CAGNET's sparsity-oblivious 1D)
     """
 
     name: str = ""
     description: str = ""
-    impl: str = ""
+    options: tuple[Option, ...] = ()
     sparsity_aware: bool = True
     overlaps: bool = False
     wire_16bit: bool = True
     node_aware: bool = False
     collective: bool = False
+    baseline: bool = False
 
     @abstractmethod
     def messages(self, cost: PartitionCost, layout: Layout) -> Messages:

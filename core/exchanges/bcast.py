@@ -18,8 +18,8 @@ from .base import ExchangeCost, Layout, Messages
 class Bcast(ExchangeCost):
     name = "bcast"
     description = "CAGNET's sparsity-oblivious 1D: every rank broadcasts its whole block (the baseline)"
-    impl = "shgcn.trainer.exchanges.bcast:Bcast"
     sparsity_aware = False
+    baseline = True
     wire_16bit = False  # its fold is an MPI Reduce, which sums in the wire type
 
     def messages(self, cost: PartitionCost, layout: Layout) -> Messages:

@@ -24,7 +24,6 @@ def volume_messages(cost: PartitionCost) -> Messages:
 class P2P(ExchangeCost):
     name = "p2p"
     description = "Isend/Irecv of the rows each neighbour needs, the local product while they travel (the paper's)"
-    impl = "shgcn.trainer.exchanges.p2p:P2P"
     overlaps = True
 
     def messages(self, cost: PartitionCost, layout: Layout) -> Messages:
@@ -34,7 +33,6 @@ class P2P(ExchangeCost):
 class AllToAllV(ExchangeCost):
     name = "alltoallv"
     description = "the same rows through one Alltoallv (a sparsity-aware collective; MPICH's takes P-1 steps)"
-    impl = "shgcn.trainer.exchanges.alltoallv:AllToAllV"
     collective = True
 
     def messages(self, cost: PartitionCost, layout: Layout) -> Messages:

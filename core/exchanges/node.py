@@ -71,7 +71,6 @@ class Node(ExchangeCost):
     name = "node"
     description = ("node-aware: the rows a remote node needs cross the network once per node pair, in one message, "
                    "then reach their ranks inside the node")
-    impl = "shgcn.trainer.exchanges.node:NodeExchange"
     overlaps = True
     node_aware = True
 

@@ -14,9 +14,11 @@ model and its options from these descriptions alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from shgcn.core.options import Option
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,28 +28,6 @@ if TYPE_CHECKING:
 MATRIX = "matrix"  # Â (nonzero diagonal; row nonzeros = the default vertex weights)
 GRAPH = "graph"  # the input graph's pattern (what mini-batch samplers walk on)
 GRAPH_FILE = "graph_file"  # a ParHIP file of A + Aᵀ with the vertex weights, written by the workers (no Â assembled)
-
-
-@dataclass(frozen=True)
-class Option:
-    """A command-line option a model adds to ``pipeline build``.
-
-    ``flag`` is the option (``--hp-preset``); its value reaches the model as
-    ``cfg.options[dest]`` (``hp_preset``). ``type`` converts the text;
-    ``choices`` limits it. Several models may share an option (the same
-    ``flag``): the CLI adds it once.
-    """
-
-    flag: str
-    default: Any
-    help: str
-    type: Callable[[str], Any] = str
-    choices: tuple | None = None
-    metavar: str | None = None
-
-    @property
-    def dest(self) -> str:
-        return self.flag.lstrip("-").replace("-", "_")
 
 
 @dataclass(frozen=True)

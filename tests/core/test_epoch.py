@@ -63,7 +63,8 @@ def test_hand_bytes_by_architecture_and_wire_width():
     calls = costs.call_bytes([3, 5], [5, 3], job(arch="gat", heads=[2, 1]), False)  # forward by layer, backward last first
     assert calls.tolist() == [[96, 160], [24, 40], [40, 24], [160, 96]]
     assert ARCHS["gat"].in_widths([8, 4, 2], [2, 1]) == [8, 8]
-    assert ARCHS["gat"].layer_heads(3, 8, 1) == [8, 8, 1] and ARCHS["gin"].layer_heads(2, 8) == [1, 1]
+    assert ARCHS["gat"].layer_heads(3, {"heads": 8, "out_heads": 1}) == [8, 8, 1] and \
+        ARCHS["gin"].layer_heads(2, {"heads": 8}) == [1, 1]
 
 
 def test_hand_p2p_times():

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 import pytest
 
 from shgcn.core.errors import UserError
-from shgcn.core.registry import Registry, load
+from shgcn.core.options import Option
+from shgcn.core.registry import Registry
 
 REG = Registry("--colour", {"red": 1, "green": 2, "blue": 3})
 
@@ -37,15 +38,39 @@ def test_it_is_a_read_only_mapping():
         REG["mauve"] = 4  # type: ignore[index]
 
 
-def test_load_imports_the_attribute_of_a_path():
-    from shgcn.core import csr
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    name: str
+    options: tuple[Option, ...] = ()
 
-    assert load("shgcn.core.csr:segments") is csr.segments
-    assert load("os.path:join")("a", "b") == "a/b"
-    with pytest.raises(AttributeError):
-        load("shgcn.core.csr:nothing")
-    with pytest.raises(ModuleNotFoundError):
-        load("shgcn.core.nothing:segments")
+
+WIDTH = Option("--width", 3, "a width", type=int, low=1)
+SHADE = Option("--shade", "dark", "a shade", choices=("dark", "light"))
+
+
+def test_register_adds_a_spec_under_its_name_once_and_unregister_removes_it():
+    reg = Registry("--shape", {"square": Spec("square")})
+    assert reg.register(Spec("circle")) == Spec("circle") and reg.names() == ("square", "circle")
+    with pytest.raises(ValueError, match="'circle' is registered already"):
+        reg.register(Spec("circle"))
+    reg.unregister("circle")
+    reg.unregister("circle")  # gone already: nothing to do
+    assert reg.names() == ("square",)
+
+
+def test_options_are_checked_for_the_chosen_spec_and_refused_for_another():
+    reg = Registry("--shape", {"square": Spec("square", (WIDTH,)), "round": Spec("round", (WIDTH, SHADE)),
+                               "dot": Spec("dot")})
+    assert reg.all_options() == [WIDTH, SHADE] and reg.owners(SHADE) == ["round"]
+    reg.check_options("round", {"width": 5, "shade": "light"})
+    reg.check_options("dot", {"width": 3})  # another spec's option at its default: nothing to say
+    with pytest.raises(UserError) as e:
+        reg.check_options("square", {"shade": "light"})
+    assert str(e.value) == "--shade light: an option of --shape round, not of --shape square"
+    with pytest.raises(UserError, match=r"--width 0: must be >= 1"):
+        reg.check_options("square", {"width": 0})
+    with pytest.raises(UserError, match=r"--shade 'grey': choose from dark, light"):
+        reg.check_options("round", {"shade": "grey"})
 
 
 def test_the_registered_parts_name_themselves():
@@ -55,4 +80,4 @@ def test_the_registered_parts_name_themselves():
 
     for reg, option in ((ARCHS, "--arch"), (ALGORITHMS, "--algorithm"), (EXCHANGES, "--exchange")):
         assert reg.option == option
-        assert all(spec.name == name and spec.impl.startswith("shgcn.trainer.") for name, spec in reg.items())
+        assert all(spec.name == name and isinstance(spec.options, tuple) for name, spec in reg.items())

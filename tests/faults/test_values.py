@@ -126,7 +126,7 @@ def test_dropout_one_is_named_as_dropout():
     with pytest.raises(TrainError, match=r"^--dropout 1.0: must be in \[0, 1\)"):
         TrainConfig(store="s", arch="gat", dropout=1.0).check()
     with pytest.raises(TrainError, match=r"^--attn-dropout 1.0"):
-        TrainConfig(store="s", arch="gat", attn_dropout=1.0).check()
+        TrainConfig(store="s", arch="gat", options={"attn_dropout": 1.0}).check()
 
 
 @pytest.mark.parametrize("out, message", [("x" * 200 + ".zarr", "the store's name is 205 bytes long"),

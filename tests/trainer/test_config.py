@@ -7,12 +7,12 @@ from shgcn.trainer.config import TrainConfig, TrainError
 
 
 def test_the_job_of_the_options():
-    cfg = TrainConfig(store="s", hidden=(8, 4), arch="gat", heads=3, out_heads=2, exchange="node", ranks_per_node=4,
-                      exchange_dtype="bfloat16")
+    cfg = TrainConfig(store="s", hidden=(8, 4), arch="gat", options={"heads": 3, "out_heads": 2}, exchange="node",
+                      ranks_per_node=4, exchange_dtype="bfloat16")
     job = cfg.job(10, 5)
     assert job.dims == (10, 8, 4, 5) and job.heads == (3, 3, 2) and job.itemsize == 2 and job.ranks_per_node == 4
-    assert TrainConfig(store="s", algorithm="1.5d", replication=2, arch="gat").combine == "gather"
-    assert TrainConfig(store="s", algorithm="1.5d", replication=2).combine == "reduce"
+    assert TrainConfig(store="s", algorithm="1.5d", options={"replication": 2}, arch="gat").combine == "gather"
+    assert TrainConfig(store="s", algorithm="1.5d", options={"replication": 2}).combine == "reduce"
 
 
 def test_an_architectures_own_options_enter_the_checkpoint_identity():
@@ -24,7 +24,11 @@ def test_an_architectures_own_options_enter_the_checkpoint_identity():
     ({"arch": "mlp"}, "--arch 'mlp'"), ({"exchange": "smoke"}, "--exchange 'smoke'"),
     ({"algorithm": "3d"}, "--algorithm '3d'"), ({"ranks_per_node": -1}, "--ranks-per-node"),
     ({"exchange": "bcast", "exchange_dtype": "float16"}, "bcast"), ({"algorithm": "2d", "arch": "gat"}, "2d"),
-    ({"replication": 2}, "needs --algorithm 1.5d"), ({"lr": float("nan")}, "--lr"),
+    ({"options": {"replication": 2}}, "--replication 2: an option of --algorithm 1.5d, not of --algorithm 1d"),
+    ({"options": {"heads": 4}}, "--heads 4: an option of --arch gat, not of --arch gcn"),
+    ({"arch": "gat", "options": {"heads": 0}}, "--heads 0: must be >= 1"),
+    ({"options": {"torch_kernels": "cuda"}}, "--torch-kernels cuda: an option of --backend torch"),
+    ({"options": {"colour": 1}}, "unknown option colour: no part declares it"), ({"lr": float("nan")}, "--lr"),
     ({"device": "cuda"}, "--device cuda: the numpy backend"), ({"backend": "torch", "device": "tpu"}, "--device tpu"),
     ({"backend": "abacus"}, "--backend 'abacus'"), ({"threads": 0}, "--threads 0: must be >= 1"),
     ({"mode": "minibatch", "plan_ahead": "later"}, "--plan-ahead 'later': choose auto, inline, thread")])

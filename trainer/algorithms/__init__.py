@@ -1,4 +1,29 @@
 """The distributed algorithms ``--algorithm`` chooses from (1d, 1.5d, 2d):
-one module each, with ``connect(local, comm) -> Context``, found through
-their specs in :data:`shgcn.core.algorithms.ALGORITHMS` (``impl``), whose
-cost models predict exactly what they count."""
+one module each, with ``connect(local, comm) -> Context``, joined to its spec
+in :data:`shgcn.core.algorithms.ALGORITHMS` (whose cost model predicts
+exactly what it counts) by one line of :data:`ALGORITHMS`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from shgcn.core import algorithms as specs
+from shgcn.core.algorithms import AlgorithmCost
+
+from ..context import Context, Local
+from ..parts import Parts
+from . import oned, onehalfd, twod
+
+Connect = Callable[[Local, Any], Context]  # (the rank's prepared run, the job's communicator) -> its context
+
+ALGORITHMS: Parts[AlgorithmCost, Connect] = Parts(
+    specs.ALGORITHMS, {"1d": oned.connect, "1.5d": onehalfd.connect, "2d": twod.connect})
+
+__all__ = ["ALGORITHMS", "Connect", "connect"]
+
+
+def connect(local: Local, comm) -> Context:
+    """The collective half of the setup: the job's algorithm connects this rank (its exchange, operators,
+    memory check) and returns the finished context. Every rank calls it once every rank prepared."""
+    return ALGORITHMS.get(local.cfg.algorithm).impl(local, comm)

@@ -33,12 +33,11 @@ import scipy.sparse as sp
 
 from shgcn.core.algorithms import assign_pairs, chunk_bounds
 from shgcn.core.archs import NORM
-from shgcn.core.exchanges import EXCHANGES
 from shgcn.core.memory import Held, rank_bytes
 
 from ..backends import Backend
 from ..context import Context, Local, finish
-from ..exchanges import Counters, Counting, Exchange, make
+from ..exchanges import EXCHANGES, Counters, Exchange, make
 from ..graph import Graph, RowOperators
 from ..plan import CommPlan, LocalMatrix, local_matrix
 from ..wire import Wire
@@ -243,12 +242,13 @@ def connect(local: Local, comm) -> Context:
     col = comm.Split(j, i)  # the k ranks of grid column j, ranked by block row
     sends = np.diff(np.asarray(local.block.plan.send_ptr)).astype(np.int64)  # rows block i sends to each part
     volume = np.array(comm.allgather(sends), np.int64)[::c]
-    oblivious = not EXCHANGES.get_spec(cfg.exchange).sparsity_aware
+    oblivious = not EXCHANGES.get(cfg.exchange).spec.sparsity_aware
     a = assign_pairs(volume, c, oblivious=oblivious)
     col_cp = column_plan(cp, a, i, j)
     roots = [q for q in range(cp.size) if q % c == j] if oblivious else None
     options: dict[str, Any] = {"roots": roots} if oblivious else {}
-    col_ex = make(cfg.exchange, col, col_cp, Wire(cfg.exchange_dtype), None, **options)
+    col_ex = make(cfg.exchange, col, col_cp, Wire(cfg.exchange_dtype), None, **options,
+                  **EXCHANGES.get(cfg.exchange).own(cfg.options))
     column_rows = sum(n for _, n in col_cp.recv_from) if roots is None else \
         int(sum(cp.offsets[q + 1] - cp.offsets[q] for q in roots if q != i))
     lm = local_matrix(local.block.plan, cp)
@@ -256,7 +256,8 @@ def connect(local: Local, comm) -> Context:
     n = lm.n_own
     sent = (n if i % c == j else 0) if oblivious else col_cp.send_rows  # bcast: its block, copied as a root
     if job.combine == "gather":
-        ex: Exchange = GatherExchange(col_ex, row, cp, a, fold_supports(cp, a, c))
+        ex = GatherExchange(col_ex, row, cp, a, fold_supports(cp, a, c))
+        counters = ex.counters
         ops: Any = RowOperators(lm, ex, local.symmetric, local.backend)
         halo = cp.recv_rows
     else:
@@ -264,14 +265,14 @@ def connect(local: Local, comm) -> Context:
             fwd_sup = fold_sup = [np.arange(n, dtype=np.int64)] * c
         else:
             fwd_sup, fold_sup = forward_supports(lm, a, i, c), fold_supports(cp, a, c)
-        ex = Counting(None, cp)
+        counters = Counters()  # the grid's products count their own messages
         bounds = chunk_bounds(n, c)
         mine = sorted(q for q in lm.halo if a[i, q] == j)
-        fwd_rr, fold_rr = RowReduce(row, bounds, fwd_sup, ex.counters), RowReduce(row, bounds, fold_sup, ex.counters)
-        grid = RowGrid(col_ex, mine, bounds, fwd_rr, fold_rr, ex.counters, local.symmetric)
+        fwd_rr, fold_rr = RowReduce(row, bounds, fwd_sup, counters), RowReduce(row, bounds, fold_sup, counters)
+        grid = RowGrid(col_ex, mine, bounds, fwd_rr, fold_rr, counters, local.symmetric)
         ops = ReduceOperators(lm, grid, local.backend)
         halo = n + column_rows  # the partial sums, and the rows of my column blocks
         sent = max(sent, fwd_rr.packed, 0 if local.symmetric else fold_rr.packed)  # the reduce's partial sums
     memory = int(rank_bytes(Held(n, int(local.block.plan.indices.shape[0]), halo, sent=sent), job))
-    return finish(local, exchange=ex, graph=Graph(ops, gids), peers=peers(local, comm), memory=memory,
+    return finish(local, counters=counters, graph=Graph(ops, gids), peers=peers(local, comm), memory=memory,
                   memory_all=check_memory(local, memory, comm))

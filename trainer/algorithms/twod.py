@@ -32,7 +32,7 @@ from shgcn.core.memory import Held, rank_bytes
 
 from ..backends import Backend
 from ..context import Context, Local, finish
-from ..exchanges import Counters, Counting
+from ..exchanges import Counters
 from ..graph import PATTERN, Graph
 from ..plan import CommPlan, LocalMatrix, comm_plan, local_matrix
 from .base import check_memory, column_owner, peers
@@ -178,8 +178,8 @@ def connect(local: Local, comm) -> Context:
     i, j = local.position
     row = comm.Split(i, j)  # the s ranks of block row i, ranked by grid column
     col = comm.Split(j, i)  # the s ranks of grid column j, ranked by block row
-    ex = Counting(None, cp)
-    summa = Summa(row, col, (i, j), np.diff(cp.offsets), ex.counters, local.backend)
+    counters = Counters()  # SUMMA's broadcasts count their own messages
+    summa = Summa(row, col, (i, j), np.diff(cp.offsets), counters, local.backend)
     lm = local_matrix(block.plan, cp)
     cp_t = comm_plan(block.transpose, i, cp.offsets) if block.transpose is not None else None
     lm_t = local_matrix(block.transpose, cp_t) if block.transpose is not None and cp_t is not None else None
@@ -187,5 +187,5 @@ def connect(local: Local, comm) -> Context:
     sender = column_owner(np.asarray(block.plan.indices), block.n_own, cp)
     per_block = np.bincount(sender, minlength=cp.size)
     memory = int(rank_bytes(Held(block.n_own, int(per_block[j]), 0, int(per_block.max())), local.job))
-    return finish(local, exchange=ex, graph=Graph(ops, local.col_gids(local.data.gids, cp.recv_ids)),
+    return finish(local, counters=counters, graph=Graph(ops, local.col_gids(local.data.gids, cp.recv_ids)),
                   peers=peers(local, comm), memory=memory, memory_all=check_memory(local, memory, comm))

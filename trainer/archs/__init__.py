@@ -1,19 +1,33 @@
 """The architectures ``--arch`` chooses from: one module each (gcn, sage,
-gin, gat), found through their specs in :data:`shgcn.core.archs.ARCHS`
-(``impl``), all on the same exchange and backend."""
+gin, gat), each joined to its spec in :data:`shgcn.core.archs.ARCHS` by one
+line of :data:`ARCHS`, all on the same exchange and backend. A layer class
+takes ``(dims, seed, backend, **its_options)``: the options its spec declares
+(:class:`~shgcn.core.options.Option`), by name."""
 
 from __future__ import annotations
 
-from shgcn.core.archs import ARCHS, ArchSpec
-from shgcn.core.registry import load
+from collections.abc import Mapping
+from typing import Any
+
+from shgcn.core import archs as specs
+from shgcn.core.archs import ArchSpec
 
 from ..backends import Backend
+from ..parts import Parts
 from .base import Model
+from .gat import GAT
+from .gcn import GCN
+from .gin import GIN
+from .sage import SAGE
+
+ARCHS: Parts[ArchSpec, Any] = Parts(specs.ARCHS, {"gcn": GCN, "sage": SAGE, "gin": GIN, "gat": GAT})
 
 __all__ = ["ARCHS", "build"]
 
 
-def build(spec: ArchSpec, dims: list[int], seed: int, heads: list[int], backend: Backend) -> Model:
-    """The layers of ``spec`` with widths ``dims`` = [features, *hidden, classes] and ``heads`` per layer
-    (:meth:`shgcn.core.archs.ArchSpec.layer_heads`), computing through ``backend``."""
-    return load(spec.impl)(list(dims), seed, list(heads), backend)
+def build(spec: ArchSpec | str, dims: list[int], seed: int, backend: Backend,
+          options: Mapping[str, Any] | None = None) -> Model:
+    """The layers of ``spec`` with widths ``dims`` = [features, *hidden, classes] computing through ``backend``,
+    given its own options from ``options`` (``dest -> value``; defaults where absent)."""
+    part = ARCHS.get(spec if isinstance(spec, str) else spec.name)
+    return part.impl(list(dims), seed, backend, **part.own(options or {}))

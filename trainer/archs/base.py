@@ -6,6 +6,7 @@ gin.py, gat.py (their specs: :data:`shgcn.core.archs.ARCHS`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -57,6 +58,8 @@ class Model(Protocol):
 
     def w_first(self, k: int) -> bool: ...
 
+    def attn_rate(self, dropout: float) -> float: ...
+
     def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[Any, Any]: ...
 
     def backward(self, cache: Any, g: Any, graph: Graph) -> list[Any]: ...
@@ -64,14 +67,20 @@ class Model(Protocol):
 
 class Layers:
     """What every architecture's constructor takes and keeps: its spec, the widths
-    ``dims`` = [features, *hidden, classes], the heads per layer and the backend."""
+    ``dims`` = [features, *hidden, classes], the backend, and its own options (``dest -> value``, as its spec
+    declares them), from which the heads per layer follow."""
 
     spec: ArchSpec
 
-    def __init__(self, dims: list[int], heads: list[int], backend: Backend):
+    def __init__(self, dims: list[int], backend: Backend, options: Mapping[str, Any]):
         self.dims = list(dims)
-        self.heads = list(heads)
+        self.options = self.spec.own(options)
+        self.heads = self.spec.layer_heads(len(self.dims) - 1, self.options)
         self.be = backend
+
+    def attn_rate(self, dropout: float) -> float:
+        """The dropout rate on attention coefficients at input dropout ``dropout`` (none without attention)."""
+        return 0.0
 
     def w_first(self, k: int) -> bool:
         """Multiply by W before the aggregation (:meth:`shgcn.core.archs.ArchSpec.w_first`)."""

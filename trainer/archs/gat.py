@@ -46,9 +46,9 @@ class GAT(Layers):
 
     spec = ARCHS["gat"]
 
-    def __init__(self, dims: list[int], seed: int, heads: list[int], backend: Backend):
+    def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
         rng = np.random.default_rng([seed, 0x6A7])
-        super().__init__(dims, heads, backend)
+        super().__init__(dims, backend, options)
         self.params = []
         d_in = dims[0]
         for k, (h, d) in enumerate(zip(self.heads, dims[1:])):
@@ -57,6 +57,11 @@ class GAT(Layers):
             self.params.append(backend.zeros((d if last else h * d,)))
             d_in = h * d
         self.decay = [0]
+
+    def attn_rate(self, dropout: float) -> float:
+        """``--attn-dropout``, by default the input dropout (PyG's examples use one rate for both)."""
+        own = self.options["attn_dropout"]
+        return dropout if own is None else float(own)
 
     def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
         cache = []

@@ -25,9 +25,9 @@ class GCN(Layers):
 
     spec = ARCHS["gcn"]
 
-    def __init__(self, dims: list[int], seed: int, heads: list[int], backend: Backend):
+    def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
         rng = np.random.default_rng([seed, 0x6C])
-        super().__init__(dims, heads, backend)
+        super().__init__(dims, backend, options)
         self.ws = [backend.asarray(glorot(rng, a, b)) for a, b in zip(dims[:-1], dims[1:])]
         self.params = self.ws
         self.decay = [0]

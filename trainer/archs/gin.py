@@ -36,9 +36,9 @@ class GIN(Layers):
 
     spec = ARCHS["gin"]
 
-    def __init__(self, dims: list[int], seed: int, heads: list[int], backend: Backend):
+    def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
         rng = np.random.default_rng([seed, 0x61E])
-        super().__init__(dims, heads, backend)
+        super().__init__(dims, backend, options)
         self.params = []
         for a, b in zip(dims[:-1], dims[1:]):
             self.params += [backend.asarray(x) for x in (*_linear(rng, a, b), *_linear(rng, b, b))]

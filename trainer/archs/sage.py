@@ -28,9 +28,9 @@ class SAGE(Layers):
 
     spec = ARCHS["sage"]
 
-    def __init__(self, dims: list[int], seed: int, heads: list[int], backend: Backend):
+    def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
         rng = np.random.default_rng([seed, 0x5A6E])
-        super().__init__(dims, heads, backend)
+        super().__init__(dims, backend, options)
         self.params = []
         for a, b in zip(dims[:-1], dims[1:]):
             self.params += [backend.asarray(np.hstack([glorot(rng, a, b), glorot(rng, a, b)])), backend.zeros((b,))]

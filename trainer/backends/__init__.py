@@ -1,7 +1,10 @@
 """The compute backends of the trainer: the :class:`Backend` protocol and
-its implementations (a registry, ``--backend``). A new backend is one module
-here, one line in :data:`BACKENDS` (and its devices in :data:`DEVICES`), and
-a test class subclassing :class:`shgcn.testing.backends.BackendTests`.
+its implementations, each one declared part (:data:`BACKENDS`,
+``--backend``): a :class:`BackendSpec` (its name, the devices it runs on,
+its own options) joined to the function that makes it. A new backend is one
+module here, one line in each of :data:`SPECS` and :data:`BACKENDS`, and a
+test class subclassing :class:`shgcn.testing.backends.BackendTests`; a new
+device is a name in its spec's ``devices`` (``--device`` offers the union).
 
 A backend whose library is optional (torch) is imported only when it is
 made: importing this package imports none of them."""
@@ -9,21 +12,54 @@ made: importing this package imports none of them."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
+from shgcn.core.options import Option
+from shgcn.core.registry import Registry
+
+from ..parts import Parts
 from .base import ACTS, AdamState, Attention, Backend, BackendError, Dropped, Noise
 
-# name -> a maker taking (device, threads): threads in the rank (``--threads``)
-BACKENDS: dict[str, Callable[[str, int], Backend]] = {}
-# the devices each backend runs on (``--device``), checked with the options, before any library loads
-DEVICES: dict[str, tuple[str, ...]] = {"numpy": ("cpu",), "torch": ("cpu", "cuda")}
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A backend's declaration: its name and description (``--backend``), the devices it runs on
+    (``--device``, checked with the options before any library loads) and its own options."""
+
+    name: str
+    description: str
+    devices: tuple[str, ...] = ("cpu",)
+    options: tuple[Option, ...] = ()
+
+
+# the torch backend's own options (its constructor's ``compile`` and ``kernels``)
+TORCH_COMPILE = Option("--torch-compile", "auto", "torch: compile the mask kernels with torch.compile (auto: on a GPU, "
+                       "or as SHGCN_TORCH_COMPILE says; a compile takes tens of seconds of a short CPU run)",
+                       choices=("auto", "on", "off"))
+TORCH_KERNELS = Option("--torch-kernels", "auto", "torch: the masks', attention's and losses' kernels: torch "
+                       "operations (what a GPU runs), or numba's on the tensors' memory (auto: numba on the CPU, "
+                       "torch on a GPU); losses are the same", choices=("auto", "torch", "numba"))
+
+SPECS: Registry[BackendSpec] = Registry("--backend", {
+    "numpy": BackendSpec("numpy", "numpy, scipy and numba kernels"),
+    "torch": BackendSpec("torch", "PyTorch tensors on the CPU or a GPU (torch is an optional dependency)",
+                         devices=("cpu", "cuda"), options=(TORCH_COMPILE, TORCH_KERNELS)),
+})
 
 
 def check_device(name: str, device: str) -> None:
     """Raise :class:`BackendError` when backend ``name`` does not run on ``device``."""
-    if device not in DEVICES.get(name, ()):
-        runs_on = ", ".join(DEVICES.get(name, ())) or "nothing"
+    runs = SPECS[name].devices if name in SPECS else ()
+    if device not in runs:
+        runs_on = ", ".join(runs) or "nothing"
         raise BackendError(f"--device {device}: the {name} backend runs on {runs_on}"
                            + (" (--backend torch --device cuda runs on a GPU)" if device == "cuda" else ""))
+
+
+def devices() -> tuple[str, ...]:
+    """Every device some backend runs on (``--device``'s choices), in registry order."""
+    return tuple(dict.fromkeys(d for spec in SPECS.values() for d in spec.devices))
 
 
 def _numpy(device: str = "cpu", threads: int = 1) -> Backend:
@@ -33,7 +69,7 @@ def _numpy(device: str = "cpu", threads: int = 1) -> Backend:
     return NumpyBackend(threads)
 
 
-def _torch(device: str = "cpu", threads: int = 1) -> Backend:
+def _torch(device: str = "cpu", threads: int = 1, torch_compile: str = "auto", torch_kernels: str = "auto") -> Backend:
     check_device("torch", device)
     try:
         import torch  # noqa: F401 - the optional dependency, loaded only for this backend
@@ -43,22 +79,26 @@ def _torch(device: str = "cpu", threads: int = 1) -> Backend:
                            "unpinned torch resolves to a multi-GB CUDA build), then pip install 'shgcn[pyg]'") from None
     from .torch import TorchBackend
 
-    return TorchBackend(device, threads)
+    return TorchBackend(device, threads, compile=torch_compile, kernels=torch_kernels)
 
 
-BACKENDS["numpy"] = _numpy
-BACKENDS["torch"] = _torch
+# name -> the maker taking (device, threads, **its options): threads in the rank (``--threads``)
+BACKENDS: Parts[BackendSpec, Callable[..., Backend]] = Parts(SPECS, {"numpy": _numpy, "torch": _torch})
 
 
-def backend(name: str = "numpy", device: str = "cpu", threads: int = 1) -> Backend:
+def backend(name: str = "numpy", device: str = "cpu", threads: int = 1, **options: Any) -> Backend:
     """A new backend by name, on ``device`` (``cpu``, or ``cuda`` for a GPU backend), computing with
-    ``threads`` threads (numba's and torch's; BLAS's are set before numpy loads)."""
+    ``threads`` threads (numba's and torch's; BLAS's are set before numpy loads), given its own options
+    (``dest -> value``; defaults where absent; a KeyError for an unknown name)."""
+    if name not in BACKENDS:
+        raise KeyError(name)
     if threads > 1:
         from .threads import set_threads
 
         set_threads(threads)
-    return BACKENDS[name](device, threads)
+    part = BACKENDS[name]
+    return part.impl(device, threads, **part.own(options))
 
 
-__all__ = ["ACTS", "BACKENDS", "DEVICES", "AdamState", "Attention", "Backend", "BackendError", "Dropped", "Noise",
-           "backend", "check_device"]
+__all__ = ["ACTS", "BACKENDS", "SPECS", "AdamState", "Attention", "Backend", "BackendError", "BackendSpec", "Dropped",
+           "Noise", "backend", "check_device", "devices"]

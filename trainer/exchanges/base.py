@@ -26,6 +26,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +120,10 @@ class Exchange(ABC):
 
     name = ""
 
-    def __init__(self, comm, cp: CommPlan, wire: Wire | None = None, peers: Peers | None = None):
+    def __init__(self, comm, cp: CommPlan, wire: Wire | None = None, peers: Peers | None = None,
+                 local: Callable[[], Any] | None = None):
+        # ``local``: the rank's full-batch local matrix on demand (what an exchange may read at its setup; the
+        # node-aware one reads the halo columns' pins), so the algorithm that makes an exchange names none
         self.comm = comm
         self.cp = cp
         self.counters = Counters()
@@ -168,15 +172,3 @@ class Exchange(ABC):
         self.counters.comm_time += time.perf_counter() - t0
         return out
 
-
-class Counting(Exchange):
-    """The counters of products that communicate themselves (``--algorithm 1.5d`` with the
-    reduce combine, ``2d``): they count into :attr:`counters`; there is no expand or fold."""
-
-    name = "grid"
-
-    def _expand(self, x, local, on_block):
-        raise NotImplementedError("this rank's products communicate through their grid, not an exchange")
-
-    def _fold(self, parts, d, local, on_block):
-        raise NotImplementedError("this rank's products communicate through their grid, not an exchange")

@@ -16,8 +16,8 @@ class Bcast(Exchange):
 
     name = "bcast"
 
-    def __init__(self, comm, cp, wire=None, peers=None, roots: list[int] | None = None):
-        super().__init__(comm, cp, wire, peers)
+    def __init__(self, comm, cp, wire=None, peers=None, local=None, roots: list[int] | None = None):
+        super().__init__(comm, cp, wire, peers, local)
         self.roots = roots
 
     def _roots(self) -> list[int]:

@@ -21,6 +21,7 @@ within the node, stage 1 between nodes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -37,18 +38,19 @@ _DIRECT, _GATHER, _RELAY, _SCATTER = 201, 202, 203, 204
 class NodeExchange(Exchange):
     """Relays each node pair's rows through one rank of each node (see the module docstring).
 
-    ``local``: the rank's full-batch local matrix (n_own, n_own + R) (its halo columns give each received
+    ``local()``: the rank's full-batch local matrix (n_own, n_own + R) (its halo columns give each received
     row's pins: the setup is collective)."""
 
     name = "node"
 
-    def __init__(self, comm, cp: CommPlan, wire=None, peers: Peers | None = None, local: sp.csr_matrix | None = None):
-        super().__init__(comm, cp, wire, peers)
+    def __init__(self, comm, cp: CommPlan, wire=None, peers: Peers | None = None,
+                 local: Callable[[], sp.csr_matrix] | None = None):
+        super().__init__(comm, cp, wire, peers, local)
         if local is None:
             raise ValueError("the node-aware exchange needs the rank's local matrix")
         self.nodes = Nodes(self.peers.node, cp.rank)
         self.full_offsets = np.asarray(cp.offsets, np.int64)
-        self.tables: tuple[dict[int, Relay], dict[int, Relay]] = relay_tables(comm, self.nodes, cp, local)
+        self.tables: tuple[dict[int, Relay], dict[int, Relay]] = relay_tables(comm, self.nodes, cp, local())
         self._full = cp
 
     @cached_property

@@ -46,7 +46,7 @@ def test_bad_grid_or_memory_is_one_line(mpi_stores, ranks, parts, args, fragment
     (["--algorithm", "2d", "--arch", "gat"], "does not run on --algorithm 2d"),
     (["--algorithm", "1.5d", "--mode", "minibatch"], "runs on --algorithm 1d only"),
     (["--algorithm", "1.5d", "--exchange-dtype", "bfloat16"], "runs on --algorithm 1d only"),
-    (["--replication", "2"], "needs --algorithm 1.5d"),
+    (["--replication", "2"], "--replication 2: an option of --algorithm 1.5d, not of --algorithm 1d"),
     (["--algorithm", "1.5d", "--arch", "gat", "--row-combine", "reduce"], "needs --row-combine gather"),
     (["--algorithm", "1.5d", "--exchange", "node"], "runs on --algorithm 1d only"),
 ])

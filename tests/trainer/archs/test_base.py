@@ -50,8 +50,10 @@ def test_sparse_features_become_csr_and_dense_ones_stay():
 
 
 def test_build_gives_each_registered_architecture():
+    own = {"heads": 4, "out_heads": 1}
     for name, spec in ARCHS.items():
-        model = archs.build(spec, [6, 5, 2], 3, spec.layer_heads(2, 4, 1), backend())
-        assert model.spec is spec and model.dims == [6, 5, 2] and model.heads == spec.layer_heads(2, 4, 1)
-        again = archs.build(spec, [6, 5, 2], 3, spec.layer_heads(2, 4, 1), backend())
+        model = archs.build(spec, [6, 5, 2], 3, backend(), own)
+        assert model.spec is spec and model.dims == [6, 5, 2] and model.heads == spec.layer_heads(2, own)
+        assert model.options == spec.own(own) and model.attn_rate(0.5) == (0.5 if spec.attends else 0.0)
+        again = archs.build(name, [6, 5, 2], 3, backend(), own)
         assert all(np.array_equal(a, b) for a, b in zip(model.params, again.params)), name  # seeded

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from shgcn.core.errors import UserError
-from shgcn.trainer.backends import BACKENDS, DEVICES, Backend, BackendError, backend, check_device
+from shgcn.trainer.backends import BACKENDS, SPECS, Backend, BackendError, backend, check_device, devices
 
 # a backend whose optional library is not installed here is skipped (its own test file skips too)
 OPTIONAL = {"torch": "torch"}
@@ -27,7 +27,7 @@ def test_every_backend_has_the_protocols_methods():
 
 
 def test_devices_are_checked_by_name_before_any_library_loads():
-    assert set(DEVICES) == set(BACKENDS)
+    assert set(SPECS) == set(BACKENDS) and devices() == ("cpu", "cuda")
     check_device("torch", "cuda")
     with pytest.raises(BackendError, match="--device cuda: the numpy backend runs on cpu") as e:
         check_device("numpy", "cuda")
@@ -48,3 +48,15 @@ def test_importing_the_backends_loads_no_torch():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "False"
+
+
+def test_a_backends_own_options_reach_its_maker(monkeypatch):
+    """--torch-kernels and --torch-compile are the torch backend's declared options: its maker takes them by
+    name, and another backend takes none."""
+    got = {}
+    part = BACKENDS["torch"]
+    monkeypatch.setitem(BACKENDS.impls, "torch", lambda device, threads, **kw: got.update(kw) or "made")
+    assert backend("torch", "cpu", 1, torch_kernels="torch", unrelated=1) == "made"
+    assert got == {"torch_compile": "auto", "torch_kernels": "torch"}
+    assert [o.flag for o in part.spec.options] == ["--torch-compile", "--torch-kernels"]
+    assert BACKENDS["numpy"].own({"torch_kernels": "torch"}) == {}

@@ -163,7 +163,7 @@ def test_a_training_step_calls_no_host_kernel(monkeypatch, arch):
     ops = RowOperators(LocalMatrix(own=sp.csr_matrix(a), halo={}), make("p2p", MPI.COMM_SELF, cp, None), False, be)
     graph = Graph(ops, np.arange(n, dtype=np.int64) * 7 + 3)
     spec = ARCHS[arch]
-    model = archs.build(spec, [5, 4, 3], 0, spec.layer_heads(2, 2, 2), be)
+    model = archs.build(spec, [5, 4, 3], 0, be, {"heads": 2, "out_heads": 2})
     x = be.asarray(np.random.default_rng(0).standard_normal((n, 5)).astype(np.float16))  # float16 stays
     assert x.dtype == torch.float16
     noise = Noise(0.5, 1, 2, attn_rate=0.3)

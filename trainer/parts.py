@@ -1,0 +1,109 @@
+"""The trainer's parts, each one declared object: a spec from the registries
+at the bottom of the package graph (:mod:`shgcn.core.registry`: the part's
+name, description, options, capabilities and cost model) joined to its
+implementation here by a typed reference, not a string.
+
+:data:`shgcn.trainer.archs.ARCHS`, :data:`shgcn.trainer.exchanges.EXCHANGES`,
+:data:`shgcn.trainer.algorithms.ALGORITHMS` and
+:data:`shgcn.trainer.backends.BACKENDS` are :class:`Parts`; ``shgcn-train``'s
+``--arch``/``--exchange``/``--algorithm``/``--backend``/``--device`` flags,
+each part's own options, the configuration's checks and a checkpoint's
+identity follow from them. A part declared outside the tree is one call,
+:meth:`Parts.register` (its spec and its implementation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from shgcn.core.options import Option
+from shgcn.core.registry import Registry
+
+
+class Spec(Protocol):
+    """What every part's spec says of itself."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def options(self) -> tuple[Option, ...]: ...
+
+
+S = TypeVar("S", bound=Spec)
+I = TypeVar("I")  # noqa: E741 - the implementation's type
+
+
+@dataclass(frozen=True)
+class Part(Generic[S, I]):
+    """One part: its spec (cost model, options, capabilities) and its implementation."""
+
+    spec: S
+    impl: I
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def own(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Its options' values (``dest -> value``) from ``values`` (defaults where absent): what its
+        constructor takes."""
+        return {o.dest: o.value(values) for o in self.spec.options}
+
+
+@dataclass(frozen=True)
+class Parts(Mapping[str, Part[S, I]], Generic[S, I]):
+    """The parts of one kind: the specs of a :class:`~shgcn.core.registry.Registry` (which the epoch model and
+    the pipeline read without the trainer) joined to their implementations by name.
+
+    Attributes
+    ----------
+    specs : the kind's registry of specs (``--arch``'s :data:`shgcn.core.archs.ARCHS`)
+    impls : name -> implementation (a class, or a function)
+    """
+
+    specs: Registry[S]
+    impls: dict[str, I]
+
+    def __post_init__(self) -> None:
+        missing = set(self.specs.names()) - set(self.impls)
+        if missing:  # a spec the trainer cannot run is a wiring error, found at import
+            raise ImportError(f"{self.specs.option}: no implementation of {', '.join(sorted(missing))}")
+
+    def __getitem__(self, name: str) -> Part[S, I]:
+        return Part(self.specs[name], self.impls[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.specs)
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    @property
+    def option(self) -> str:
+        return self.specs.option
+
+    def get(self, name: str) -> Part[S, I]:  # type: ignore[override]
+        """The part ``name``; a :class:`UserError` listing the choices for an unknown one."""
+        return Part(self.specs.get_spec(name), self.impls[name])
+
+    def register(self, spec: S, impl: I) -> Part[S, I]:
+        """Declare a part from outside the tree: its spec (into the registry the cost models read) and its
+        implementation. A ValueError for a name taken."""
+        self.specs.register(spec)
+        self.impls[spec.name] = impl
+        return Part(spec, impl)
+
+    def unregister(self, name: str) -> None:
+        """Remove a part :meth:`register` added (a test's toy part, once its test ends)."""
+        self.specs.unregister(name)
+        self.impls.pop(name, None)
+
+    def all_options(self) -> list[Option]:
+        """Every option its parts declare, each flag once (:meth:`shgcn.core.registry.Registry.all_options`)."""
+        return self.specs.all_options()
