@@ -10,7 +10,8 @@ report share, none of which knows the store's layout.
   :mod:`.work` (the partitioners' vertex weights);
 - :mod:`.sample` (the mini-batch samplers), :mod:`.runlog` (the run log's
   records), :mod:`.tables` (the quality tables as text), :mod:`.csr`,
-  :mod:`.registry`, :mod:`.errors` (``UserError``: exit code 2).
+  :mod:`.registry` and :mod:`.options` (a part's declared options),
+  :mod:`.errors` (``UserError``: exit code 2).
 
 Submodules load on first use (``shgcn.core.epoch``); ``dir(shgcn.core)``
 lists them.
@@ -22,7 +23,7 @@ import importlib
 from typing import Any
 
 __all__ = ["algorithms", "archs", "costs", "csr", "epoch", "errors", "exchanges", "machine", "machine_check", "memory",
-           "partition", "registry", "runlog", "sample", "tables", "work"]
+           "options", "partition", "registry", "runlog", "sample", "tables", "work"]
 
 
 def __dir__() -> list[str]:
