@@ -10,7 +10,7 @@ from helpers import REPO
 import shgcn.core
 
 SUBMODULES = ["algorithms", "archs", "costs", "csr", "epoch", "errors", "exchanges", "machine", "machine_check", "memory",
-              "partition",
+              "options", "partition",
               "registry", "runlog", "sample", "tables", "work"]
 
 
