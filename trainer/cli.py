@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 
-from .threads import THREAD_VARS, launcher_rank, max_threads, thread_env_problem
+from .threads import THREAD_VARS, affinity_warning, launcher_rank, max_threads, thread_env_problem
 
 
 def local_ranks() -> int:
@@ -233,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"shgcn-train: error: {problem}", file=sys.stderr, flush=True)
         return 2
     threads = share_cores(given)
+    crowded = affinity_warning(threads)
+    if crowded and launcher_rank() == 0:
+        print(f"shgcn-train: warning: {crowded}", file=sys.stderr, flush=True)
     args = parser().parse_args(argv)
     if args.threads is None:  # the default; a bad --threads (0) stays for the options' check to report
         args.threads = threads
