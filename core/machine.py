@@ -34,6 +34,7 @@ import numpy as np
 
 from .errors import UserError
 from .machine_check import MAX_PER_NODE, check_machine, whole
+from .thread_scaling import ThreadScaling, amdahl_slowdown, scaling_from_json
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class ComputeModel:
         kernels are parallel, numpy's own elementwise operations and the loss are not); Adam none (numpy).
         Assumed, then checked against measured 1x1, 1x2 and 2x1 epochs (a preset's JSON may give its own)
     threads : the threads per rank the coefficients are for (fitted: 1)
+    scaling : the measured speedup of each term over T threads (a compute file's ``threads`` figure,
+        :mod:`.thread_scaling`); None: Amdahl's law with ``parallel``
     """
 
     spmm: float
@@ -77,6 +80,7 @@ class ComputeModel:
     source: str = ""
     parallel: tuple[float, float, float, float] = (1.0, 1.0, 0.5, 0.0)
     threads: int = 1
+    scaling: ThreadScaling | None = None
 
     def scaled(self, factor: float, source: str) -> ComputeModel:
         """Every coefficient times ``factor`` (another CPU, by a documented ratio)."""
@@ -84,9 +88,10 @@ class ComputeModel:
                        const=self.const * factor, source=source)
 
     def _slowdown(self, threads: int) -> np.ndarray:
-        """Each term's time on ``threads`` threads over its time on one (Amdahl: (1 - f) + f / T)."""
-        f = np.asarray(self.parallel, float)
-        return (1 - f) + f / max(1, int(threads))
+        """Each term's time on ``threads`` threads over its time on one: the measured figure, else Amdahl."""
+        if self.scaling is not None:
+            return self.scaling.slowdown(threads, self.parallel)
+        return amdahl_slowdown(threads, self.parallel)
 
     def threaded(self, threads: int) -> ComputeModel:
         """The model of a rank computing with ``threads`` threads (from this one's, whatever its threads):
@@ -101,6 +106,8 @@ class ComputeModel:
         out = {"spmm": self.spmm, "dense": self.dense, "elem": self.elem, "const": self.const, "source": self.source}
         if self.parallel != ComputeModel.parallel:  # the assumed fractions are not written into every fit
             out["parallel"] = dict(zip(("spmm", "dense", "elem", "const"), self.parallel))
+        if self.scaling is not None:
+            out["threads"] = self.scaling.to_json()
         return out
 
 
@@ -195,6 +202,9 @@ def _compute_of(d: dict | str) -> ComputeModel:
     """A compute model from its JSON: coefficients, or ``{"scale_of": "this", "factor": f, "source": ...}``."""
     if isinstance(d, str):
         return load_compute(d)
+    if "threads" in d:  # the measured speedups over threads (benchmarks.training.threads_sweep --fit)
+        return replace(_compute_of({k: v for k, v in d.items() if k != "threads"}),
+                       scaling=scaling_from_json(d["threads"]))
     if "scale_of" in d:
         base = load_compute(d["scale_of"])
         return base.scaled(float(d["factor"]), f"{base.source}, times {d['factor']}: {d.get('source', '')}")

@@ -19,7 +19,8 @@ import os
 import signal
 import sys
 
-from .threads import THREAD_VARS, launcher_rank, max_threads, thread_env_problem
+from .flags import add_part_options, part_options
+from .threads import THREAD_VARS, affinity_warning, launcher_rank, max_threads, thread_env_problem
 
 
 def local_ranks() -> int:
@@ -122,35 +123,7 @@ def _grid_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("distributed algorithms (--algorithm; 1.5d and 2d are full batch)")
     g.add_argument("--algorithm", choices=ALGORITHMS.names(), default="1d",
                    help="; ".join(f"{a.name}: {a.description}" for a in ALGORITHMS.values()))
-    _part_options(p, ALGORITHMS)
-
-
-def _registries() -> tuple:
-    """The registries of the parts whose specs declare options (architectures, exchanges, algorithms,
-    backends): the command line's flags follow from them."""
-    from shgcn.core.algorithms import ALGORITHMS
-    from shgcn.core.archs import ARCHS
-    from shgcn.core.exchanges import EXCHANGES
-
-    from .backends import SPECS
-
-    return ARCHS, EXCHANGES, ALGORITHMS, SPECS
-
-
-def _part_options(p: argparse.ArgumentParser, reg) -> None:
-    """Each part's own options (:class:`shgcn.core.options.Option`), in a group per part that has any."""
-    for spec in reg.values():
-        if spec.options:
-            group = p.add_argument_group(f"{reg.option} {spec.name}'s options")
-            for opt in spec.options:
-                if opt.flag not in p._option_string_actions:  # a flag several parts share: added once
-                    opt.add_to(group)
-
-
-def part_options(args: argparse.Namespace) -> dict:
-    """The parts' own options taken out of ``args`` (``dest -> value``), for :attr:`TrainConfig.options`."""
-    dests = {o.dest for reg in _registries() for o in reg.all_options()}
-    return {d: vars(args).pop(d) for d in sorted(dests) if d in vars(args)}
+    add_part_options(p, ALGORITHMS)
 
 
 def _model_options(p: argparse.ArgumentParser) -> None:
@@ -178,7 +151,7 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exchange-dtype", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="the rows' type on the wire (16 bits: half the bytes; computation stays float32)")
     for reg in (ARCHS, EXCHANGES, SPECS):
-        _part_options(p, reg)
+        add_part_options(p, reg)
 
 
 def _minibatch_options(p: argparse.ArgumentParser) -> None:
@@ -246,6 +219,20 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _plugins_loaded() -> bool:
+    """Load the parts declared outside the tree (their names and options are the command line's too); False,
+    after one line on rank 0, when one fails."""
+    from .plugins import PluginError, load_plugins
+
+    try:
+        load_plugins()
+    except PluginError as e:
+        if launcher_rank() == 0:
+            print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     given = threads_option(sys.argv[1:] if argv is None else argv)
     problem = thread_env_problem(skip=THREAD_VARS if given else ())  # a valid --threads replaces them all
@@ -254,13 +241,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"shgcn-train: error: {problem}", file=sys.stderr, flush=True)
         return 2
     threads = share_cores(given)
-    from .plugins import PluginError, load_plugins
-
-    try:  # parts declared outside the tree: their names and options are the command line's too
-        load_plugins()
-    except PluginError as e:
-        if launcher_rank() == 0:
-            print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
+    crowded = affinity_warning(threads)
+    if crowded and launcher_rank() == 0:
+        print(f"shgcn-train: warning: {crowded}", file=sys.stderr, flush=True)
+    if not _plugins_loaded():
         return 2
     args = parser().parse_args(argv)
     if args.threads is None:  # the default; a bad --threads (0) stays for the options' check to report
@@ -286,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         # Ctrl-C reaches every rank (the launcher forwards it); rank 0 alone turns it into the job's one line
         # and its end (exit 130), so a rank that sees it first cannot end the job before rank 0 has said so
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    options = part_options(args)
+    options = part_options(args)  # the parts' own flags, by dest
     cfg = TrainConfig(**vars(args), options=options, cores=os.cpu_count(), local_ranks=local_ranks())
     dog = watchdog.start(comm, cfg.timeout if math.isfinite(cfg.timeout) else 0)
     try:

@@ -39,3 +39,24 @@ def launcher_rank() -> int:
     """This process's rank as the launcher's environment says (0 without a launcher), before MPI starts."""
     value = next((os.environ[k] for k in LAUNCHER_RANK_VARS if os.environ.get(k)), "0")
     return int(value) if value.isdigit() else 0
+
+
+def affinity_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a launcher that binds a rank to a core leaves it
+    one); the machine's where the OS does not say."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def affinity_warning(threads: int) -> str | None:
+    """Why ``threads`` threads will not run at once here: more than the cores of this process's affinity when
+    that is narrower than the machine (a binding: the threads would share its cores, and every kernel run slower
+    per thread added, issue 52); None when they fit, or when the machine itself has fewer cores (asked for)."""
+    cores = affinity_cores()
+    if threads <= cores or cores >= (os.cpu_count() or 1):
+        return None
+    return (f"{threads} threads but this rank may run on {cores} of the machine's {os.cpu_count() or 1} cores (its "
+            "CPU affinity: a launcher's binding, e.g. Open MPI's --bind-to core; try --bind-to none or a binding of "
+            f"{threads} cores per rank): the threads will share {cores}")

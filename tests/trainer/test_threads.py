@@ -41,3 +41,17 @@ def test_the_launchers_rank(two_cores, monkeypatch, env, rank):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert threads.launcher_rank() == rank
+
+
+def test_threads_beyond_the_affinity_are_named(two_cores, monkeypatch):
+    """A rank bound to fewer cores than the machine has (a launcher's binding) and asked for more threads: one
+    line naming both counts; more threads than the whole machine's cores (asked for, allowed) or within the
+    affinity: nothing."""
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    assert threads.affinity_cores() == 1
+    msg = threads.affinity_warning(16)
+    assert msg is not None and "16 threads but this rank may run on 1 of the machine's 16 cores" in msg
+    assert "\n" not in msg and threads.affinity_warning(1) is None
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert threads.affinity_warning(16) is None and threads.affinity_warning(32) is None

@@ -6,9 +6,10 @@ Threads (``--threads T``): the BLAS threads are set before numpy loads
 per-row elementwise kernels run over T numba threads (:mod:`.parallel`),
 with results equal to the serial ones bit for bit. The dense products run
 in fixed blocks whose bounds depend on the shapes only, at every T (T = 1
-runs them in a loop): T only decides which thread runs which block, so the
-bits do not depend on T, whichever BLAS kernel the machine picks. With
-T = 1 the SpMM is scipy's and every kernel serial."""
+runs them in a loop), each one call of numpy's sgemm from a numba kernel
+(:mod:`.blas`): T only decides which thread runs which block, so the bits do
+not depend on T, whichever BLAS kernel the machine picks. With T = 1 the
+SpMM is scipy's and every kernel serial."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import scipy.sparse as sp
 
-from . import kernels
+from . import blas, kernels
 from .base import AdamState, Attention, Dropped, Noise
 
 ACT_CODES = {"none": 0, "relu": 1, "elu": 2}
@@ -58,6 +59,19 @@ def _blockable(a: Any, b: Any, inner: int) -> bool:
     return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.ndim == 2 and b.ndim == 2
             and a.dtype == np.float32 and b.dtype == np.float32 and a.shape[inner] == b.shape[0]
             and a.shape[0] * a.shape[1] * b.shape[1] >= _SPLIT_MIN)
+
+
+def _blas_operands(a: np.ndarray, b: np.ndarray, first: Callable) -> tuple[int, int, int, int] | None:
+    """(flag, leading dimension) of ``first(a)`` and of b for :mod:`.blas`'s kernels; None when its sgemm is not
+    in reach or a layout is not BLAS's (then the blocks run on Python threads)."""
+    oa, ob = (first(a), blas.operand(b)) if blas.AVAILABLE else (None, None)
+    return None if oa is None or ob is None else (*oa, *ob)
+
+
+def _tn_block(a: np.ndarray, b: np.ndarray, blocks: list[tuple[int, int]], out: np.ndarray, parts: np.ndarray,
+              i: int) -> None:
+    """Block i of aᵀ b through numpy: into ``out`` (block 0) or ``parts[i - 1]``."""
+    np.matmul(a[slice(*blocks[i])].T, b[slice(*blocks[i])], out=parts[i - 1] if i else out)
 
 
 def dense_blocks(rows: int, size: int) -> list[tuple[int, int]]:
@@ -103,7 +117,6 @@ class NumpyBackend:
             from .threads import layer
 
             self._par = parallel
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="blas")
             one = sp.csr_matrix(np.ones((1, 1), np.float32))  # loads the kernel and the threading layer now, not in epoch 0
             parallel.spmm(one.indptr, one.indices, one.data, np.ones((1, 1), np.float32), self._row_bounds(one),
                           np.empty((1, 1), np.float32))
@@ -152,37 +165,36 @@ class NumpyBackend:
     @timed_on_host("gemm")
     def gemm(self, a: Any, b: np.ndarray) -> np.ndarray:
         """Dense (or CSR, first layer) times dense: float32. Dense float32 operands: in fixed blocks of
-        ``_GEMM_ROWS`` rows of a, each one BLAS call (:meth:`_run_blocks`), at every T. CSR: scipy's product,
-        or with threads the parallel SpMM (the same bits)."""
+        ``_GEMM_ROWS`` rows of a, each one BLAS call, at every T: over numba's threads (:mod:`.blas`), else
+        :meth:`_run_blocks`. CSR: scipy's product, or with threads the parallel SpMM (the same bits)."""
         if self.threads > 1 and sp.issparse(a):
             return self.spmm(a, b)
         if _blockable(a, b, 1):
             out = np.empty((a.shape[0], b.shape[1]), np.float32)
+            ops = _blas_operands(a, b, blas.operand)
+            if ops is not None:  # the blocks over numba's threads, no Python thread (:mod:`.blas`)
+                return (blas.gemm_threads if self.threads > 1 else blas.gemm)(a, *ops[:2], b, *ops[2:], out, _GEMM_ROWS)
             blocks = dense_blocks(a.shape[0], _GEMM_ROWS)
-
-            def block(i: int) -> None:
-                lo, hi = blocks[i]
-                np.matmul(a[lo:hi], b, out=out[lo:hi])
-
-            self._run_blocks(len(blocks), block)
+            self._run_blocks(len(blocks), lambda i: np.matmul(a[slice(*blocks[i])], b, out=out[slice(*blocks[i])]))
             return out
         return np.asarray(a @ b, dtype=np.float32)
 
     @timed_on_host("gemm")
     def gemm_tn(self, a: Any, b: np.ndarray) -> np.ndarray:
         """aᵀ b (weight gradients), float32. Dense float32 operands: in fixed blocks of :func:`tn_rows` rows of
-        a and b (the inner dimension), each block's product one BLAS call (:meth:`_run_blocks`), the products
-        summed into the result in block order, at every T."""
+        a and b (the inner dimension), each block's product one BLAS call (:mod:`.blas`, else
+        :meth:`_run_blocks`), the products summed into the result in block order, at every T."""
         if _blockable(a, b, 0):
-            blocks = dense_blocks(a.shape[0], tn_rows(a.shape[0]))
+            size = tn_rows(a.shape[0])
+            blocks = dense_blocks(a.shape[0], size)
             out = np.empty((a.shape[1], b.shape[1]), np.float32)
             parts = np.empty((len(blocks) - 1, *out.shape), np.float32)  # blocks 1.. (block 0 goes into out)
-
-            def block(i: int) -> None:
-                lo, hi = blocks[i]
-                np.matmul(a[lo:hi].T, b[lo:hi], out=parts[i - 1] if i else out)
-
-            self._run_blocks(len(blocks), block)
+            ops = _blas_operands(a, b, blas.tn_operand)
+            if ops is not None:
+                run = blas.gemm_tn_threads if self.threads > 1 else blas.gemm_tn
+                run(a, *ops[:2], b, *ops[2:], out, parts, size)
+            else:
+                self._run_blocks(len(blocks), functools.partial(_tn_block, a, b, blocks, out, parts))
             for part in parts:  # in block order, on this thread: the same sums for every T
                 np.add(out, part, out=out)
             return out
@@ -205,6 +217,8 @@ class NumpyBackend:
             for i in range(edges[g], edges[g + 1]):
                 block(i)
 
+        if not hasattr(self, "_pool"):  # only without numpy's sgemm in reach (:data:`.blas.AVAILABLE`)
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="blas")
         list(self._pool.map(group, range(groups)))
 
     # --------------------------------------------------------- arrays

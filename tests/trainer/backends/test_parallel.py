@@ -272,10 +272,13 @@ def test_dense_products_have_the_same_bits_for_every_thread_count(n, k, d):
 
 def test_the_dense_blocks_depend_on_the_shape_only(monkeypatch):
     """gemm cuts a's rows into blocks of 512, gemm_tn the inner dimension into blocks of 1024 (more where that
-    would make more than 64): bounds from the shape alone; every T runs each block once (T = 1 on its own thread,
-    without a pool)."""
+    would make more than 64): bounds from the shape alone; without numpy's sgemm in reach of the numba kernels
+    (trainer/backends/blas.py, tested in test_blas.py) every T runs each block once on Python threads (T = 1 on
+    its own thread, without a pool)."""
+    from shgcn.trainer.backends import blas
     from shgcn.trainer.backends import numpy as backend_module
 
+    monkeypatch.setattr(blas, "AVAILABLE", False)
     blocks = backend_module.dense_blocks
     assert blocks(1100, 512) == [(0, 512), (512, 1024), (1024, 1100)] and blocks(1024, 512) == [(0, 512), (512, 1024)]
     assert blocks(300, 512) == [(0, 300)] and blocks(0, 512) == []

@@ -1,0 +1,36 @@
+"""The command-line flags the trainer's parts declare: each part's own
+options (:class:`shgcn.core.options.Option` on its spec) become ``shgcn-train``
+flags, grouped by part, and come back out of the parsed arguments as
+:attr:`shgcn.trainer.config.TrainConfig.options` (``dest -> value``)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def registries() -> tuple:
+    """The registries of the parts whose specs declare options (architectures, exchanges, algorithms,
+    backends): the command line's flags follow from them."""
+    from shgcn.core.algorithms import ALGORITHMS
+    from shgcn.core.archs import ARCHS
+    from shgcn.core.exchanges import EXCHANGES
+
+    from .backends import SPECS
+
+    return ARCHS, EXCHANGES, ALGORITHMS, SPECS
+
+
+def add_part_options(p: argparse.ArgumentParser, reg) -> None:
+    """Each part's own options (:class:`shgcn.core.options.Option`), in a group per part that has any."""
+    for spec in reg.values():
+        if spec.options:
+            group = p.add_argument_group(f"{reg.option} {spec.name}'s options")
+            for opt in spec.options:
+                if opt.flag not in p._option_string_actions:  # a flag several parts share: added once
+                    opt.add_to(group)
+
+
+def part_options(args: argparse.Namespace) -> dict:
+    """The parts' own options taken out of ``args`` (``dest -> value``), for :attr:`TrainConfig.options`."""
+    dests = {o.dest for reg in registries() for o in reg.all_options()}
+    return {d: vars(args).pop(d) for d in sorted(dests) if d in vars(args)}
