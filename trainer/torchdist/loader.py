@@ -168,7 +168,7 @@ class MiniBatches:
         self._pattern: tuple[Any, np.ndarray] | None = None  # Â's pattern and the partition, read on first use
         # what a checkpoint's loader must match to resume here (the batches, not the ranks)
         self.config = {"n": n, "sampler": sampler, "batch_size": cfg.size, "seed": int(seed), "steps": self.steps,
-                       "walk_length": int(walk_length), "saint": use_saint, "norm_batches": int(norm_batches)}
+                       "walk_length": int(walk_length), "normalisation": use_saint, "norm_batches": int(norm_batches)}
         self._perm = np.asarray(s.permutation(), np.int64)
         self.train_total = int(global_sum(self.block.train_mask.sum().reshape(1))[0])
         self.group = group

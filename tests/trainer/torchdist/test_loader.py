@@ -268,7 +268,7 @@ def test_the_position_resumes_mid_epoch(built):
     assert first.position == (1, 2)
     state = first.state_dict()
     assert state == {"epoch": 1, "step": 2, "config": {"n": 600, "sampler": "rw", "batch_size": SIZE, "seed": SEED,
-                                                       "steps": 5, "walk_length": 2, "saint": True,
+                                                       "steps": 5, "walk_length": 2, "normalisation": True,
                                                        "norm_batches": 50}}
     rest = [b for b in it] + list(first.epoch(2))
     other = td.MiniBatches(built.path, batch_size=SIZE, sampler="rw", seed=SEED, rank=1, size=3, ahead=False)
@@ -291,7 +291,7 @@ def test_a_position_of_other_batches_is_refused(built):
         with pytest.raises(UserError) as e:
             b.load_state_dict(a.state_dict())
     assert str(e.value) == ("MiniBatches: the saved position is of other batches: sampler node (here edge), "
-                            f"batch_size {SIZE} (here {SIZE + 1}), saint False (here True)")
+                            f"batch_size {SIZE} (here {SIZE + 1}), normalisation False (here True)")
 
 
 def test_the_next_epochs_first_batch_is_made_ahead(built):
