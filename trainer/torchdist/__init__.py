@@ -23,6 +23,10 @@ dropout on; ``td.evaluate_whole(model, path)`` runs the same model object on
 the whole graph in one process; ``td.save_checkpoint`` /
 ``td.load_checkpoint`` (``td.save`` / ``td.load``) resume a run (at any P, for
 such a model), with a mini-batch loader's position (``loader=``).
+``td.MiniBatches(path, batch_size=b, sampler="node"|"edge"|"rw", seed=s)``
+hands out the numpy trainer's mini-batches (the same at every P, each with
+its rows of Â, halo plan and graph, the next one made ahead; its
+``predicted_rows`` the store's prediction of each batch's exchange).
 
 On GPUs: ``device = td.local_device("cuda")`` (the rank's GPU: its rank on the
 node modulo the node's GPUs), ``td.init_from_env(td.choose_backend(device),
