@@ -3,6 +3,7 @@ partitioned store with the store's halo exchange (shgcn.trainer.torchdist).
 
     pipeline build cora --parts 2 --out stores/cora-p2.zarr
     mpirun -n 2 python examples/torch_pyg.py stores/cora-p2.zarr --arch gcn --eval-whole
+    mpirun -n 2 python examples/torch_pyg.py stores/cora-p2.zarr --arch sage --batch-size 512 --sampler rw
     torchrun --nproc-per-node 2 examples/torch_pyg.py stores/cora-p2.zarr --arch sage --device cuda
 
 Every rank holds its rows; each layer's input rows that other ranks own
@@ -12,17 +13,24 @@ arrive through the graph's exchange (forward) and their gradients go back
 rank's block or on the whole graph (``--eval-whole``: rank 0 evaluates it on
 the whole graph in one process, beside the distributed evaluation).
 
+``--batch-size B``: mini-batches of the store (``td.MiniBatches``: the
+``--sampler``'s batches, the same at every P, each with its rows of Â,
+GraphSAINT's normalisation for ``edge`` and ``rw``, its halo plan and its
+graph; the next batch made while this one trains); a step per batch, each
+batch's dropout keyed by its number. Without it, full batch.
+
 The loss is the global mean and dropout (``--dropout``, ``td.dropout``:
 each vertex's mask keyed by its id, the layer, the epoch and the seed, drawn
 on its own rows before the exchange) is the same at every P, so P processes
 train what one process trains. At the end each rank's counted bytes are
-checked against the store's own prediction (its quality table's volume) and
+checked against the store's own prediction (its quality table's volume; for
+mini-batches, each batch's volume under the store's partition) and
 the run is written as JSON lines (``--log-file``; ``--log`` is the same, but
 not under torchrun, whose own options it abbreviates).
 
 ``--checkpoint PATH``: rank 0 writes the model and optimizer there (every
-``--checkpoint-every`` epochs and at the end); with ``--resume`` the run
-starts from it (at any P: the model is not bound to a partition) and runs to
+``--checkpoint-every`` epochs and at the end; with mini-batches, the loader's
+position too); with ``--resume`` the run starts from it (at any P: the model is not bound to a partition) and runs to
 ``--epochs``, with the losses of a run that was not stopped.
 
 ``--device cuda``: each rank computes on GPU ``local rank % GPUs`` of its
@@ -104,7 +112,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--dropout", type=float, default=0.5,
                    help="rate before every layer (td.dropout: the same masks at every P; 0: none)")
-    p.add_argument("--seed", type=int, default=0, help="initial weights and dropout masks")
+    p.add_argument("--seed", type=int, default=0, help="initial weights, dropout masks and mini-batches")
+    p.add_argument("--batch-size", type=int, default=0, metavar="B",
+                   help="mini-batches of about B vertices (td.MiniBatches); 0: full batch")
+    p.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
+                   help="the mini-batches' sampler (edge and rw with GraphSAINT's normalisation)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: each rank on GPU local rank %% GPUs (NCCL when every rank has its own, else gloo)")
     p.add_argument("--log-file", "--log", dest="log",
@@ -117,6 +129,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.resume and not args.checkpoint:
         p.error("--resume needs --checkpoint PATH")
+    if args.batch_size < 0:
+        p.error(f"--batch-size {args.batch_size}: must be >= 0 (0: full batch)")
     return args
 
 
@@ -139,6 +153,35 @@ def epoch_step(model: torch.nn.Module, opt: torch.optim.Optimizer, graph: td.Gra
     return {"epoch": epoch, "seconds": seconds, "loss": float(td.global_sum(loss.reshape(1))[0]),
             "train_acc": td.accuracy(out, block, block.train_mask), "bytes_sent": traffic["bytes_sent"],
             "msgs_sent": traffic["msgs_sent"]}
+
+
+def batch_epoch(model: torch.nn.Module, opt: torch.optim.Optimizer, loader: td.MiniBatches, epoch: int,
+                w: list[int]) -> dict:
+    """One epoch of mini-batches: the record of its step losses (each the batch's global loss), their mean,
+    and the bytes this rank sent against the store's prediction for those batches (widths ``w``)."""
+    start = time.perf_counter()
+    model.train()
+    losses, counted, predicted, msgs = [], 0, 0, 0
+    for batch in loader.epoch(epoch):
+        td.set_epoch(model, batch.key)  # the batch's number keys its dropout masks (the numpy trainer's)
+        opt.zero_grad()
+        loss = batch.loss(model(batch.block.x, batch.graph))
+        loss.backward()
+        td.sync_gradients(model.parameters())
+        opt.step()
+        losses.append(float(td.global_sum(loss.detach().reshape(1))[0]))
+        traffic = batch.graph.halo.traffic
+        sent, recv, _ = loader.predicted_rows(batch.epoch, batch.step)
+        counted, msgs = counted + traffic.bytes_sent, msgs + traffic.msgs_sent
+        predicted += predicted_bytes(int(sent[loader.block.plan.rank]), int(recv[loader.block.plan.rank]), w)
+    return {"epoch": epoch, "seconds": time.perf_counter() - start, "loss": sum(losses) / max(len(losses), 1),
+            "step_losses": losses, "bytes_sent": counted, "predicted_bytes": predicted, "msgs_sent": msgs}
+
+
+def predicted_bytes(sent: int, recv: int, w: list[int]) -> int:
+    """A rank's bytes of one step: each layer's forward sends ``sent`` rows at the layer's input width; each
+    backward but the first layer's (the features need no gradient) returns the ``recv`` rows it received."""
+    return 4 * (sent * sum(w) + recv * sum(w[1:]))
 
 
 def evaluate(model: torch.nn.Module, graph: td.Graph) -> dict:
@@ -167,16 +210,23 @@ def main(argv: list[str] | None = None) -> int:
         PygNet(args.arch, dims, args.heads, args.dropout, args.seed)
     model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    first = td.load_checkpoint(args.checkpoint, model, opt, store_path=args.store)["epoch"] if args.resume else 0
+    loader = td.MiniBatches(args.store, batch_size=args.batch_size, sampler=args.sampler, seed=args.seed,
+                            block=block) if args.batch_size else None
+    first = td.load_checkpoint(args.checkpoint, model, opt, store_path=args.store, loader=loader)["epoch"] \
+        if args.resume else 0
     if first >= args.epochs:
         raise UserError(f"{args.checkpoint}: already at epoch {first}, nothing left of --epochs {args.epochs}")
+    w = widths("gcn" if args.arch == "own" else args.arch, dims, args.heads)
     records = []
     for epoch in range(first, args.epochs):
-        records.append(epoch_step(model, opt, graph, epoch))
+        records.append(batch_epoch(model, opt, loader, epoch, w) if loader is not None else
+                       epoch_step(model, opt, graph, epoch))
         done = epoch + 1
         if args.checkpoint and (done == args.epochs or args.checkpoint_every and done % args.checkpoint_every == 0):
-            td.save_checkpoint(args.checkpoint, model, opt, done, store_path=args.store)
-    check = traffic_check(args, block, dims, records[-1]["bytes_sent"])
+            td.save_checkpoint(args.checkpoint, model, opt, done, store_path=args.store, loader=loader)
+    if loader is not None:
+        loader.close()
+    check = traffic_check(args, block, w, records)
     summary = {"summary": True, **evaluate(model, graph), "device": str(device), "backend": backend, **check}
     if args.eval_whole and rank == 0:  # the same model object on the whole graph, in this process alone
         summary.update({f"whole_{k}": v for k, v in td.evaluate_whole(model, args.store).items()})
@@ -192,20 +242,23 @@ def report(args: argparse.Namespace, rank: int, size: int, records: list[dict], 
     whole = f"; whole graph: test {summary['whole_test_acc']:.3f}" if "whole_test_acc" in summary else ""
     print(f"{args.arch} on {size} ranks ({summary['device']}, {summary['backend']}): loss {records[-1]['loss']:.4f}, "
           f"val {summary['val_acc']:.3f}, test {summary['test_acc']:.3f}{whole}; "
-          f"bytes per epoch {summary['bytes']} (predicted {summary['predicted']})")
+          f"bytes {'of the batches' if args.batch_size else 'per epoch'} {summary['bytes']} "
+          f"(predicted {summary['predicted']})")
     if args.log:
         with open(args.log, "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in [*records, summary])
 
 
-def traffic_check(args: argparse.Namespace, block: td.TorchBlock, dims: list[int], counted: int) -> dict:
-    """Every rank's counted bytes per epoch against the store's prediction: each layer's forward sends the
-    rows the quality table says this rank sends, at the layer's input width; each backward but the first
-    layer's (the features need no gradient) returns the rows it received."""
-    sent, recv, _ = td.predicted_rows(args.store)
-    w = widths("gcn" if args.arch == "own" else args.arch, dims, args.heads)
-    r = block.plan.rank
-    predicted = 4 * (int(sent[r]) * sum(w) + int(recv[r]) * sum(w[1:]))
+def traffic_check(args: argparse.Namespace, block: td.TorchBlock, w: list[int], records: list[dict]) -> dict:
+    """Every rank's counted bytes against the store's prediction (:func:`predicted_bytes` of its rows): full
+    batch, the last epoch's against the rows the quality table says this rank sends and receives; mini-batch,
+    the run's against the sum of each batch's prediction (:meth:`td.MiniBatches.predicted_rows`)."""
+    if args.batch_size:
+        counted, predicted = sum(r["bytes_sent"] for r in records), sum(r["predicted_bytes"] for r in records)
+    else:
+        sent, recv, _ = td.predicted_rows(args.store)
+        r = block.plan.rank
+        counted, predicted = records[-1]["bytes_sent"], predicted_bytes(int(sent[r]), int(recv[r]), w)
     every = td.global_sum(torch.tensor([counted, predicted, int(counted == predicted)]))
     return {"bytes": counted, "predicted": predicted, "all_bytes": int(every[0]), "all_predicted": int(every[1]),
             "ranks_equal": int(every[2])}

@@ -21,7 +21,12 @@ p, layer, epoch=e, seed=s)`` (or ``td.Dropout``) draws the numpy trainer's
 masks, keyed by vertex id, so P ranks train what one process trains with
 dropout on; ``td.evaluate_whole(model, path)`` runs the same model object on
 the whole graph in one process; ``td.save_checkpoint`` /
-``td.load_checkpoint`` resume a run (at any P, for such a model).
+``td.load_checkpoint`` (``td.save`` / ``td.load``) resume a run (at any P, for
+such a model), with a mini-batch loader's position (``loader=``).
+``td.MiniBatches(path, batch_size=b, sampler="node"|"edge"|"rw", seed=s)``
+hands out the numpy trainer's mini-batches (the same at every P, each with
+its rows of Â, halo plan and graph, the next one made ahead; its
+``predicted_rows`` the store's prediction of each batch's exchange).
 
 On GPUs: ``device = td.local_device("cuda")`` (the rank's GPU: its rank on the
 node modulo the node's GPUs), ``td.init_from_env(td.choose_backend(device),
@@ -44,8 +49,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .block import EDGE_KINDS, HaloPlan, TorchBlock, open_block, predicted_rows
-    from .checkpoint import CheckpointError, graph_identity, load_checkpoint, save_checkpoint
+    from .block import EDGE_KINDS, HaloPlan, TorchBlock, batch_rows, open_block, predicted_rows
+    from .checkpoint import CheckpointError, graph_identity, load, load_checkpoint, save, save_checkpoint
     from .graph import Graph, evaluate_whole, whole_block
     from .halo import Halo, Traffic
     from .launch import choose_backend, finish, init_from_env, local_device
@@ -55,8 +60,9 @@ if TYPE_CHECKING:
     from .objective import accuracy, global_sum, masked_loss, sync_gradients
 
 _WHERE = {
-    **dict.fromkeys(("EDGE_KINDS", "HaloPlan", "TorchBlock", "open_block", "predicted_rows"), ".block"),
-    **dict.fromkeys(("CheckpointError", "graph_identity", "load_checkpoint", "save_checkpoint"), ".checkpoint"),
+    **dict.fromkeys(("EDGE_KINDS", "HaloPlan", "TorchBlock", "batch_rows", "open_block", "predicted_rows"), ".block"),
+    **dict.fromkeys(("CheckpointError", "graph_identity", "load", "load_checkpoint", "save", "save_checkpoint"),
+                    ".checkpoint"),
     **dict.fromkeys(("Dropout", "dropout", "set_epoch"), ".masks"),
     **dict.fromkeys(("Graph", "evaluate_whole", "whole_block"), ".graph"),
     **dict.fromkeys(("Halo", "Traffic"), ".halo"),
@@ -78,7 +84,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["EDGE_KINDS", "CheckpointError", "Dropout", "GATConv", "GCNConv", "Graph", "Halo", "HaloConv", "HaloPlan",
-           "MiniBatches", "SAGEConv", "TorchBlock", "Traffic", "accuracy", "choose_backend", "dropout",
-           "evaluate_whole", "finish", "gat_conv", "gcn_conv", "global_sum", "graph_identity", "init_from_env",
-           "load_checkpoint", "local_device", "masked_loss", "open_block", "predicted_rows", "sage_conv",
+           "MiniBatches", "SAGEConv", "TorchBlock", "Traffic", "accuracy", "batch_rows", "choose_backend", "dropout",
+           "evaluate_whole", "finish", "gat_conv", "gcn_conv", "global_sum", "graph_identity", "init_from_env", "load",
+           "load_checkpoint", "local_device", "masked_loss", "open_block", "predicted_rows", "sage_conv", "save",
            "save_checkpoint", "set_epoch", "sync_gradients", "whole_block"]

@@ -316,3 +316,32 @@ def predicted_rows(path: str | Path | store.Store) -> tuple[np.ndarray, np.ndarr
     volume = np.asarray(q["volume"].values[models.index(s.attrs["model"])], np.int64)
     np.fill_diagonal(volume, 0)
     return volume.sum(1), volume.sum(0), (volume > 0).sum(1)
+
+
+def batch_rows(pattern: Any, part: np.ndarray, parts: int, vertices: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What one mini-batch's exchange moves, from the graph alone (not the blocks' plans): (sent rows (P,),
+    received rows (P,), messages sent (P,)) of every part. ``pattern`` (n, n) csr_matrix of Â's nonzeros in
+    original order (row i reads column j), ``part`` (n,) the part of every vertex, ``vertices`` the batch's
+    sorted original ids. Column j of the batch goes from its part to each other part with a batch row that
+    reads it (the batch's hypergraph volume, as :mod:`shgcn.pipeline.metrics.batches` counts it)."""
+    v = np.asarray(vertices, np.int64)
+    sub = pattern[v][:, v].tocoo()
+    reader, owner = part[v[sub.row]].astype(np.int64), part[v[sub.col]].astype(np.int64)
+    cross = reader != owner
+    pairs = np.unique(sub.col[cross].astype(np.int64) * parts + reader[cross])  # (column, reading part), once
+    to, frm = pairs % parts, part[v[pairs // parts]].astype(np.int64)
+    links = np.unique(frm * parts + to)
+    return (np.bincount(frm, minlength=parts), np.bincount(to, minlength=parts),
+            np.bincount(links // parts, minlength=parts))
+
+
+def graph_pattern(path: str | Path | store.Store) -> tuple[Any, np.ndarray]:
+    """(Â's pattern: the store's graph plus self loops, (n, n) csr_matrix in original order; the part of
+    every vertex under the store's layout model, (n,) int64): what :func:`batch_rows` takes."""
+    import scipy.sparse as sp
+
+    s = path if isinstance(path, store.Store) else store.open_store(path)
+    g = s.graph()
+    pattern = (g + sp.identity(g.shape[0], dtype=np.float32, format="csr")).tocsr()
+    return pattern, np.asarray(s.partition(str(s.attrs["model"])), np.int64)

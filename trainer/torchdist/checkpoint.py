@@ -14,6 +14,12 @@ resumes at P = 2 or in one process from another store of the same graph; a
 store of another graph is refused (one line, exit code 2). Dropout masks
 keyed by the epoch (:mod:`.masks`) need no random state: the resumed run
 draws what the uninterrupted one draws.
+
+With ``loader=`` (a :class:`~.loader.MiniBatches`) the checkpoint keeps the
+loader's position too (the batch after the last one handed out, mid-epoch
+as well) and its batches' configuration: the resumed loader hands out the
+batches the uninterrupted run went on with (at any P; a loader of other
+batches is refused in one line). ``save`` and ``load`` are the short names.
 """
 
 from __future__ import annotations
@@ -62,7 +68,7 @@ def _barrier() -> None:
 
 def save_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     epoch: int = 0, *, store_path: str | Path | store.Store | None = None,
-                    extra: dict | None = None) -> None:
+                    extra: dict | None = None, loader: Any = None) -> None:
     """Write a checkpoint at ``path`` (rank 0 writes atomically; every rank waits until it is in place).
 
     Parameters
@@ -72,11 +78,13 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
     epoch : the epochs done: a resumed run starts at this epoch
     store_path : the store trained on; its :func:`graph_identity` is saved and checked on loading
     extra : anything else to keep (JSON-like: numbers, strings, lists, dicts), returned by :func:`load_checkpoint`
+    loader : a :class:`~.loader.MiniBatches` whose position (``state_dict()``) is kept
     """
     if _rank() == 0:
         state = {"format": FORMAT, "epoch": int(epoch), "model": model.state_dict(),
                  "optimizer": optimizer.state_dict() if optimizer is not None else None,
-                 "graph": graph_identity(store_path) if store_path is not None else None, "extra": extra or {}}
+                 "graph": graph_identity(store_path) if store_path is not None else None, "extra": extra or {},
+                 "loader": loader.state_dict() if loader is not None else None}
         target = Path(path)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # beside it: os.replace stays on one disk
         try:
@@ -92,12 +100,14 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
 
 
 def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                    *, store_path: str | Path | store.Store | None = None) -> dict[str, Any]:
-    """Load the checkpoint at ``path`` into ``model`` (and ``optimizer``), on their devices; every rank calls
-    it. Returns {"epoch": the epochs done, "extra": what was saved with it}.
+                    *, store_path: str | Path | store.Store | None = None, loader: Any = None) -> dict[str, Any]:
+    """Load the checkpoint at ``path`` into ``model`` (and ``optimizer``, and ``loader``'s position), on their
+    devices; every rank calls it. Returns {"epoch": the epochs done, "extra": what was saved with it} and, with
+    ``loader``, "position": the loader's (epoch, step).
 
-    A missing or unreadable file, or (with ``store_path``) a store of another graph than the checkpoint's, is a
-    :class:`CheckpointError` (one line, exit code 2)."""
+    A missing or unreadable file, (with ``store_path``) a store of another graph than the checkpoint's, (with
+    ``loader``) a checkpoint without a loader's position or of other batches, is a :class:`CheckpointError`
+    (one line, exit code 2)."""
     target = Path(path)
     if not target.is_file():
         raise CheckpointError(f"{target}: no checkpoint there")
@@ -111,6 +121,8 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
         raise CheckpointError(f"{target}: saved for another graph than the store {store_path}'s")
     if optimizer is not None and state["optimizer"] is None:
         raise CheckpointError(f"{target}: holds no optimizer state to resume")
+    if loader is not None and state.get("loader") is None:
+        raise CheckpointError(f"{target}: holds no mini-batch loader's position to resume")
     try:
         model.load_state_dict(state["model"])
         if optimizer is not None:
@@ -118,4 +130,15 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
     except (RuntimeError, ValueError, KeyError) as e:  # another model's or optimizer's state: one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CheckpointError(f"{target}: does not fit this model or optimizer ({first})") from None
-    return {"epoch": int(state["epoch"]), "extra": state["extra"]}
+    out = {"epoch": int(state["epoch"]), "extra": state["extra"]}
+    if loader is not None:
+        try:
+            loader.load_state_dict(state["loader"])
+        except UserError as e:
+            raise CheckpointError(f"{target}: {e}") from None
+        out["position"] = loader.position
+    return out
+
+
+save = save_checkpoint
+load = load_checkpoint

@@ -21,7 +21,22 @@ batch as on a block)::
             opt.zero_grad(); loss.backward(); td.sync_gradients(model.parameters()); opt.step()
 
 The next batch is made on a helper thread (:class:`~shgcn.trainer.minibatch.PlanAhead`)
-while the current one trains. Dropout keyed as the numpy trainer's: ``epoch=batch.key``.
+while the current one trains; the last batch of an epoch makes the next epoch's
+first. Dropout keyed as the numpy trainer's: ``epoch=batch.key``.
+
+The loader has a position, as a stateful ``DataLoader``: the batch after the
+last one it handed out (:attr:`MiniBatches.position`). ``loader.epoch(e)``
+starts there when ``e`` is the position's epoch (else at step 0), so a run
+that restores it (:meth:`MiniBatches.load_state_dict`, or
+:func:`~.checkpoint.load_checkpoint` with ``loader=``) and goes on from
+``loader.position[0]`` trains, mid-epoch too, the batches the run that was not
+stopped trained. A batch is a function of its number and the seed alone: the
+position is all the state there is.
+
+:meth:`MiniBatches.predicted_rows` gives what the store predicts a batch's
+exchange moves (its hypergraph volume under the store's partition, from the
+graph alone): every exchange of ``batch.graph`` sends ``sent[rank]`` rows
+forward and returns ``recv[rank]`` rows' gradients backward.
 """
 
 from __future__ import annotations
@@ -38,12 +53,12 @@ import torch.nn.functional as F
 
 from shgcn import store
 from shgcn.core.errors import UserError
-from shgcn.core.sample import SAMPLERS, SamplerConfig
+from shgcn.core.sample import SAMPLERS, TRAIN, SamplerConfig
 
 from ..minibatch import BatchSource, BatchView, PlanAhead
 from ..minibatch import MiniBatches as Restrictor
 from ..plan import comm_plan, full_local
-from .block import HaloPlan, TorchBlock, _world, open_block
+from .block import HaloPlan, TorchBlock, _world, batch_rows, graph_pattern, open_block
 from .graph import Graph
 from .halo import Halo
 from .objective import global_sum, masked_loss
@@ -127,6 +142,7 @@ class MiniBatches:
     Attributes
     ----------
     block : the rank's whole block; ``steps``; ``train_total`` (training rows of all ranks)
+    position : (epoch, step) of the next batch :meth:`epoch` and ``iter`` hand out
     """
 
     def __init__(self, path: str | Path | store.Store, *, batch_size: int, sampler: str = "node", seed: int = 0,
@@ -148,29 +164,77 @@ class MiniBatches:
         self.steps = int(steps) if steps is not None else -(-n // cfg.size)
         use_saint = sampler in WALKERS if saint is None else bool(saint)
         self._mb = Restrictor(_source(s, self.block.plan.rank, cfg), self.steps, use_saint, norm_batches)
+        self._store = s
+        self._pattern: tuple[Any, np.ndarray] | None = None  # Â's pattern and the partition, read on first use
+        # what a checkpoint's loader must match to resume here (the batches, not the ranks)
+        self.config = {"n": n, "sampler": sampler, "batch_size": cfg.size, "seed": int(seed), "steps": self.steps,
+                       "walk_length": int(walk_length), "normalisation": use_saint, "norm_batches": int(norm_batches)}
         self._perm = np.asarray(s.permutation(), np.int64)
         self.train_total = int(global_sum(self.block.train_mask.sum().reshape(1))[0])
         self.group = group
         # PlanAhead runs ``.view(epoch, step)`` of what it is given, on its thread: here this loader's (a MiniBatch)
         self._plans = PlanAhead(self, threaded=ahead)  # type: ignore[arg-type]
-        self._epoch = 0
+        self._epoch, self._step = 0, 0
 
     def __len__(self) -> int:
         return self.steps
 
+    @property
+    def position(self) -> tuple[int, int]:
+        """(epoch, step) of the next batch handed out: after batch (e, s), (e, s + 1), or (e + 1, 0) at the
+        epoch's end."""
+        return self._epoch, self._step
+
     def set_epoch(self, epoch: int) -> None:
-        """The epoch ``iter(loader)`` goes through (as a DataLoader's sampler's ``set_epoch``)."""
-        self._epoch = int(epoch)
+        """Start ``iter(loader)`` at step 0 of ``epoch`` (as a DataLoader's sampler's ``set_epoch``)."""
+        self.set_position(epoch, 0)
+
+    def set_position(self, epoch: int, step: int = 0) -> None:
+        """Hand out batch ``step`` of ``epoch`` next."""
+        if int(epoch) < 0 or not 0 <= int(step) < self.steps:
+            raise UserError(f"MiniBatches: position ({epoch}, {step}) is not an epoch >= 0 and a step in "
+                            f"0..{self.steps - 1}")
+        self._epoch, self._step = int(epoch), int(step)
 
     def __iter__(self) -> Iterator[MiniBatch]:
         return self.epoch(self._epoch)
 
     def epoch(self, epoch: int) -> Iterator[MiniBatch]:
-        """The batches of ``epoch`` in order, each next one made ahead while the caller trains on this one."""
-        for step in range(self.steps):
-            if step + 1 < self.steps:
-                self._plans.ahead(epoch, step + 1)
-            yield cast(MiniBatch, self._plans.get(epoch, step))
+        """The batches of ``epoch`` in order, from the position's step when ``epoch`` is the position's epoch
+        (a resumed run), else from step 0; each next one (the next epoch's first, after the last) made ahead
+        while the caller trains on this one."""
+        start = self._step if int(epoch) == self._epoch else 0
+        self._epoch, self._step = int(epoch), start
+        for step in range(start, self.steps):
+            nxt = (epoch, step + 1) if step + 1 < self.steps else (epoch + 1, 0)
+            self._plans.ahead(*nxt)
+            batch = cast(MiniBatch, self._plans.get(epoch, step))
+            self._epoch, self._step = nxt
+            yield batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """The position and the configuration of the batches (what :meth:`load_state_dict` takes)."""
+        return {"epoch": self._epoch, "step": self._step, "config": dict(self.config)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Go on from a saved position; a loader of other batches (another sampler, size, seed, steps or graph
+        size) is refused in one line (:class:`~shgcn.core.errors.UserError`); the number of ranks may differ."""
+        saved = dict(state.get("config", {}))
+        if saved != self.config:
+            diff = ", ".join(f"{k} {saved.get(k)} (here {v})" for k, v in self.config.items() if saved.get(k) != v)
+            raise UserError(f"MiniBatches: the saved position is of other batches: {diff}")
+        self.set_position(int(state["epoch"]), int(state["step"]))
+
+    def predicted_rows(self, epoch: int, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What the store predicts batch ``step`` of ``epoch`` moves per exchange, from the graph and the store's
+        partition alone (:func:`~.block.batch_rows`): (sent rows (P,), received rows (P,), messages sent (P,))
+        of every rank. The batch's ``graph.halo.traffic`` counts, per forward exchange of width d, ``4 d
+        sent[rank]`` bytes, and per backward one ``4 d recv[rank]``."""
+        if self._pattern is None:
+            self._pattern = graph_pattern(self._store)
+        pattern, part = self._pattern
+        vertices = self._mb.sampler.batch(self._mb.batch_number(epoch, step), TRAIN)
+        return batch_rows(pattern, part, self.block.plan.size, vertices)
 
     def batch(self, epoch: int, step: int) -> MiniBatch:
         """Batch ``step`` of ``epoch`` (made now, or taken from the helper thread if it made it)."""

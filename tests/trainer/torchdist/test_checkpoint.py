@@ -112,6 +112,29 @@ def test_the_identity_is_the_graphs_not_the_partitions(stores, built, tmp_path):
     assert str(e.value) == f"{tmp_path}/ck.pt: saved for another graph than the store {stores['other']}'s"
 
 
+def test_a_checkpoint_keeps_the_loaders_position(stores, tmp_path):
+    """``td.save`` / ``td.load`` with ``loader=``: the position mid-epoch comes back (at another P too); a
+    checkpoint without one, or of other batches, is one line."""
+    from shgcn.trainer import torchdist as td
+
+    model, opt = setup(0)
+    kw = {"batch_size": 100, "sampler": "rw", "seed": 1}
+    with td.MiniBatches(stores["p2"], rank=1, size=2, **kw) as loader:
+        it = loader.epoch(3)
+        next(it), next(it), next(it)
+        td.save(tmp_path / "ck.pt", model, opt, 3, store_path=stores["p2"], loader=loader)
+    save_checkpoint(tmp_path / "plain.pt", model, opt, 3)
+    with td.MiniBatches(stores["p1"], **kw) as other:
+        got = td.load(tmp_path / "ck.pt", model, opt, store_path=stores["p1"], loader=other)
+        assert got == {"epoch": 3, "extra": {}, "position": (3, 3)} and next(iter(other)).key == 3 * other.steps + 3
+        with pytest.raises(CheckpointError) as e:
+            load_checkpoint(tmp_path / "plain.pt", model, opt, loader=other)
+        assert str(e.value) == f"{tmp_path}/plain.pt: holds no mini-batch loader's position to resume"
+    with td.MiniBatches(stores["p1"], **{**kw, "seed": 2}) as third, pytest.raises(CheckpointError) as e:
+        load_checkpoint(tmp_path / "ck.pt", model, opt, loader=third)
+    assert str(e.value) == f"{tmp_path}/ck.pt: MiniBatches: the saved position is of other batches: seed 1 (here 2)"
+
+
 def run(store, log, *args, ranks=1):
     cmd = [sys.executable, str(EXAMPLE), str(store), "--arch", "sage", "--log-file", str(log), *args]
     res = subprocess.run([mpirun(), "-n", str(ranks), *cmd] if ranks > 1 else cmd, capture_output=True, text=True,

@@ -252,3 +252,82 @@ def test_two_ranks_train_what_one_process_trains(one_part, two_parts, tmp_path, 
     assert len(runs[1]["losses"]) == 2 * -(-600 // 120) and runs[1]["sent"] == 0 < runs[2]["sent"]
     assert runs[1]["losses"][-1] < runs[1]["losses"][0]
     np.testing.assert_allclose(runs[2]["losses"], runs[1]["losses"], rtol=1e-5)
+
+
+def test_the_position_resumes_mid_epoch(built):
+    """The position is the batch after the last one handed out; a loader given it (state_dict) hands out what
+    the first would have handed out next, mid-epoch and across epochs."""
+    first = td.MiniBatches(built.path, batch_size=SIZE, sampler="rw", seed=SEED, rank=1, size=3)
+    assert first.position == (0, 0)
+    seen = []
+    for batch in first.epoch(0):
+        seen.append(batch.key)
+    assert first.position == (1, 0) and seen == list(range(first.steps))
+    it = first.epoch(1)
+    next(it), next(it)
+    assert first.position == (1, 2)
+    state = first.state_dict()
+    assert state == {"epoch": 1, "step": 2, "config": {"n": 600, "sampler": "rw", "batch_size": SIZE, "seed": SEED,
+                                                       "steps": 5, "walk_length": 2, "normalisation": True,
+                                                       "norm_batches": 50}}
+    rest = [b for b in it] + list(first.epoch(2))
+    other = td.MiniBatches(built.path, batch_size=SIZE, sampler="rw", seed=SEED, rank=1, size=3, ahead=False)
+    other.load_state_dict(state)
+    resumed = [b for e in (1, 2) for b in other.epoch(e)]
+    assert [b.key for b in resumed] == [b.key for b in rest] == list(range(7, 15))
+    for a, b in zip(rest, resumed):
+        assert torch.equal(a.block.values, b.block.values) and torch.equal(a.rows, b.rows)
+    other.set_epoch(4)
+    assert [b.step for b in other] == list(range(5)) and other.position == (5, 0)
+    with pytest.raises(UserError, match=r"position \(0, 5\) is not an epoch >= 0 and a step in 0\.\.4"):
+        other.set_position(0, 5)
+    first.close()
+    other.close()
+
+
+def test_a_position_of_other_batches_is_refused(built):
+    with td.MiniBatches(built.path, batch_size=SIZE, sampler="node", seed=SEED, rank=0, size=3) as a, \
+            td.MiniBatches(built.path, batch_size=SIZE + 1, sampler="edge", seed=SEED, rank=0, size=3) as b:
+        with pytest.raises(UserError) as e:
+            b.load_state_dict(a.state_dict())
+    assert str(e.value) == ("MiniBatches: the saved position is of other batches: sampler node (here edge), "
+                            f"batch_size {SIZE} (here {SIZE + 1}), normalisation False (here True)")
+
+
+def test_the_next_epochs_first_batch_is_made_ahead(built):
+    loader = td.MiniBatches(built.path, batch_size=SIZE, sampler="edge", seed=SEED, rank=0, size=3)
+    inline = td.MiniBatches(built.path, batch_size=SIZE, sampler="edge", seed=SEED, rank=0, size=3, ahead=False)
+    *_, last = loader.epoch(0)
+    assert last.step == loader.steps - 1 and list(loader._plans.pending) == [(1, 0)]
+    first = next(iter(loader))
+    assert (first.epoch, first.step, first.key) == (1, 0, loader.steps) and list(loader._plans.pending) == [(1, 1)]
+    want = inline.batch(1, 0)
+    assert torch.equal(first.block.values, want.block.values) and torch.equal(first.rows, want.rows)
+    loader.close()
+    inline.close()
+
+
+@pytest.mark.parametrize("sampler", ["node", "edge"])
+def test_the_predicted_rows_are_the_batch_plans_and_the_pipelines(built, sampler):
+    """A batch's predicted rows (from the graph and the partition) are what every rank's batch plan sends and
+    receives, and the pipeline's batch volume (shgcn.pipeline.metrics.batches.batch_traffic)."""
+    import scipy.sparse as sp
+
+    from shgcn.pipeline.metrics.batches import batch_traffic
+
+    s = store.open_store(built.path)
+    pattern = sp.csc_matrix(s.graph() + sp.identity(600, dtype=np.float32, format="csr"))
+    part = s.partition(s.attrs["model"])
+    ls = loaders(built.path, sampler)
+    for epoch, step in [(0, 0), (2, 3)]:
+        sent, recv, msgs = ls[0].predicted_rows(epoch, step)
+        vertices = Sampler(s.graph(), SamplerConfig(kind=sampler, size=SIZE, seed=SEED)).batch(
+            epoch * ls[0].steps + step, TRAIN)
+        want_send, want_recv, _, _ = batch_traffic(pattern, vertices, part, 3)
+        assert sent.tolist() == want_send.tolist() and recv.tolist() == want_recv.tolist() and sent.sum() > 0
+        for r, loader in enumerate(ls):
+            plan = loader.batch(epoch, step).block.plan
+            assert sum(int(rows.numel()) for _, rows in plan.send) == sent[r]
+            assert plan.n_halo == sum(c for _, _, c in plan.recv) == recv[r] and len(plan.send) == msgs[r]
+    for loader in ls:
+        loader.close()
