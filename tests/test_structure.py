@@ -330,9 +330,6 @@ _ALLOWED_BY_REASON: dict[str, list[tuple[str, str, str]]] = {
         ("shgcn.pipeline.config", "model", "shp"), ("shgcn.pipeline.config", "model", "hp")],
     "shp starts from an hp or gp partition (its start order): shp's own choice of base models": [
         ("shgcn.pipeline.models.shp_build", "model", "gp"), ("shgcn.pipeline.models.shp_build", "model", "hp")],
-    "the report's baseline (rp) and its gp figure: a capability of the Model (issue 47 item 1)": [
-        ("shgcn.notebooks.figures", "model", "gp"), ("shgcn.notebooks.figures", "model", "rp"),
-        ("shgcn.notebooks.tables", "model", "rp")],
     "the simulator's per-algorithm figures: move onto each algorithm's spec (issue 47 item 1)": [
         ("shgcn.pipeline.simulate", "algorithm", "2d"), ("shgcn.pipeline.simulate", "algorithm", "1.5d")],
     "the options only p2p takes (trainer.config): each exchange's own options (issue 47 item 1)": [
