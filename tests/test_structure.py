@@ -319,10 +319,6 @@ _ALLOWED_BY_REASON: dict[str, list[tuple[str, str, str]]] = {
     "homonym: the ogb library a graph object comes from (sources.peers)": [("shgcn.pipeline.sources.peers", "reader",
                                                                             "ogb")],
     "homonym: the torch module (sys.modules), not the backend": [("shgcn.trainer.context", "backend", "torch")],
-    "planetoid's directory layout decided outside its reader: a capability of the Reader (issue 47 item 1)": [
-        ("shgcn.pipeline.builder", "reader", "planetoid"), ("shgcn.pipeline.sources.resolve", "reader", "planetoid")],
-    "per-format memory checks: move onto each Reader (issue 47 item 1; pipeline/sources is being edited)": [
-        ("shgcn.pipeline.sources.precheck", "reader", r) for r in ("npz", "ogb", "saint", "planetoid")],
     "shp starts from an hp or gp partition (its start order): shp's own choice of base models": [
         ("shgcn.pipeline.models.shp_build", "model", "gp"), ("shgcn.pipeline.models.shp_build", "model", "hp")],
     "the simulator's per-algorithm figures: move onto each algorithm's spec (issue 47 item 1)": [
