@@ -4,13 +4,17 @@ and ``minibatch`` datasets only.
 
 Ratios are to the random partition, the baseline of the paper's Table 2
 (:data:`BASELINE`); the mini-batch table also compares with the
-hypergraph model (:data:`MINIBATCH_REFERENCES`).
+hypergraph model (:data:`MINIBATCH_REFERENCES`), and the report's figure of
+every part's volume with the graph partition (:data:`REFERENCE`). These are
+the report's names of partition models: it reads stores, not the pipeline's
+registry (whose test checks that they are registered models).
 """
 
 from __future__ import annotations
 
 BASELINE = "rp"  # every ratio column ("vs_rp") is to this model's partition
 MINIBATCH_REFERENCES = (BASELINE, "hp")
+REFERENCE = "gp"  # the graph partition (what DistDGL partitions with): the report's figure of every part against it
 METRICS = ("total_volume", "avg_send", "max_send", "max_recv", "max_avg_send", "max_avg_recv", "avg_msgs",
            "max_msgs", "imbalance", "rows_imbalance", "work_imbalance", "edge_cut", "km1", "seconds")
 # imbalance: of the nonzeros (the load); rows_imbalance: of the rows; work_imbalance: of the modelled compute

@@ -9,6 +9,7 @@ import numpy as np
 
 from shgcn import store as store_mod
 from shgcn.core import runlog
+from shgcn.core.tables import BASELINE, REFERENCE
 
 from .tables import _simulation, predicted_bytes, preset_words, quality_table, run_labels
 
@@ -97,7 +98,7 @@ def fig_quality(s: store_mod.Store):
     for i, c in enumerate(cols):
         ax.bar(x + (i - (len(cols) - 1) / 2) * w, t[c].values, w, label=names.get(c, "total volume"))
     ax.set_xticks(x, t.index)
-    ax.set_ylabel("relative to rp" if "rp" in t.index else "rows per SpMM")
+    ax.set_ylabel(f"relative to {BASELINE}" if BASELINE in t.index else "rows per SpMM")
     ax.set_title("communication per full-batch SpMM", fontsize=10)
     _legend(fig)
     return fig
@@ -143,12 +144,14 @@ def fig_parts(s: store_mod.Store):
 
 
 def _reference(s: store_mod.Store) -> tuple[str | None, str]:
-    """The model to compare with (gp) and its name: METIS when built with --gp-backend metis."""
+    """The model to compare with (:data:`~shgcn.core.tables.REFERENCE`, gp) and its name: METIS when built with
+    --gp-backend metis."""
     models = [str(m) for m in s.quality()["model"].values]
-    if "gp" not in models:
+    if REFERENCE not in models:
         return None, ""
     backend = s.attrs.get("config", {}).get("options", {}).get("gp_backend", "kaminpar")
-    return "gp", "gp (METIS)" if backend == "metis" else f"gp ({backend}; --gp-backend metis for METIS)"
+    return REFERENCE, f"{REFERENCE} (METIS)" if backend == "metis" else \
+        f"{REFERENCE} ({backend}; --gp-backend metis for METIS)"
 
 
 def fig_parts_vs_metis(s: store_mod.Store):

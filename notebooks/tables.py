@@ -13,7 +13,7 @@ import numpy as np
 from shgcn import store as store_mod
 from shgcn.core import epoch, runlog
 from shgcn.core.exchanges import EXCHANGES
-from shgcn.core.tables import minibatch_rows, table_from_dataset
+from shgcn.core.tables import BASELINE, minibatch_rows, table_from_dataset
 
 
 def sig3(x) -> str:
@@ -211,12 +211,12 @@ def simulation_note(s: store_mod.Store, network: str = "infiniband", hidden: tup
     busiest rank's compute, rows and nonzeros against rp's, and its bytes."""
     t = _simulation(s, network, hidden)
     t = t[t["exchange"] == epoch.Job(()).exchange].set_index("model")  # the trainer's default exchange
-    if "rp" not in t.index:
+    if BASELINE not in t.index:
         return ""
-    rp = t.loc["rp"]
+    rp = t.loc[BASELINE]
     out = []
     for m, r in t.iterrows():
-        if m == "rp" or r["epoch"] <= rp["epoch"]:
+        if m == BASELINE or r["epoch"] <= rp["epoch"]:
             continue
         out.append(f"- **{m}** is predicted {pct3(r['epoch'] / rp['epoch'] - 1)} slower than rp: its slowest rank "
                    f"computes {sig3(r['compute'] * 1000)} ms against rp's {sig3(rp['compute'] * 1000)} ms (compute "

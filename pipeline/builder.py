@@ -28,6 +28,7 @@ from .runtime.client import Tasks, check_paths
 from .runtime.monitor import Monitor
 from .sources.records import NodeSource
 from .sources.registry import detect
+from .sources.registry import get as get_reader
 from .sources.resolve import is_path
 from .stages.ingest import ingest_stage
 from .stages.layout import layout_stage
@@ -102,6 +103,6 @@ def _inputs(cfg: BuildConfig) -> list[str]:
     paths = [p for p in cfg.partition_files]
     if cfg.features.endswith(".npy"):
         paths.append(cfg.features)
-    if isinstance(cfg.source, str) and is_path(cfg.source) and not detect(cfg.source) == "planetoid":
+    if isinstance(cfg.source, str) and is_path(cfg.source) and not get_reader(detect(cfg.source)).names_files:
         paths.append(cfg.source)
     return paths

@@ -107,8 +107,13 @@ class BuildConfig:
 
     @property
     def layout(self) -> str:
+        """``--layout-model``, else the first model the build computes that is laid out first (hp), else the
+        first model."""
+        from .models import REGISTRY
+
         models = self.all_models
-        return self.layout_model or ("hp" if "hp" in models else models[0])
+        first = [m for m in models if m in REGISTRY and REGISTRY[m].layout_first]
+        return self.layout_model or (first or list(models))[0]
 
     def partition_config(self, parts: int | None = None):
         """The :class:`~.models.PartitionConfig` every model of the build gets."""
@@ -224,18 +229,17 @@ class BuildConfig:
             get(m).check(pcfg)
 
     def _check_option_values(self) -> None:
-        """Every model option a number where a number is due (NaN passes every comparison), and shp's time budget
-        only beside the hp it is a factor of (without hp the factor was dropped without a word)."""
-        from .models import options
+        """Every model option a number where a number is due (NaN passes every comparison), and each model's
+        options that need another model (shp's time budget: only beside the hp it is a factor of)."""
+        from .models import get, options
 
         for o in options():
             value = self.options.get(o.dest, o.default)
             if isinstance(value, float) and not math.isfinite(value):
                 raise UserError(f"{option(o.flag, value)}: must be a finite number")
-        factor = self.options.get("shp_time_factor") or 0
-        if factor and "shp" in self.models and "hp" not in self.models:
-            raise UserError(f"{option('--shp-time-factor', factor)}: a budget of that many times hp's time, and the "
-                            f"build computes no hp: add hp to {option('--model')}, or leave the factor out")
+        pcfg = self.partition_config()
+        for m in self.models:
+            get(m).check_models(self.models, pcfg)
 
 
 @dataclass

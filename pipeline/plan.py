@@ -14,8 +14,11 @@ build's process and the largest child; every other stage the build's
 process alone. In the partition stage the build's process peaks writing
 the graph file, before a child starts, and holds less while it runs: the
 stage's most at once is the larger of the two (``beside``: the build's
-process while a child runs, fitted apart). A model that was not fitted takes the figures of the one
-it resembles, and the plan says so.
+process while a child runs, fitted apart). What the plan counts for a model
+is the model's to say (:meth:`~.models.base.Model.figures`: which of the
+fit's figures, what its child runs, what it measured apart); a model that
+was not fitted takes the figures of the one it ``resembles``, and the plan
+says so.
 
 The plan also flags the sizes where formats change: the partitioner's
 input beyond 2^31 adjacency entries (64-bit edge ids) and Â beyond 2^31
@@ -31,18 +34,14 @@ from pathlib import Path
 from shgcn.core.memory import gib
 
 from .errors import UserError, option
+from .models import get
+from .models.base import GENERAL, Figures
 from .sources.counts import Counts
 
 STAGES = ("ingest", "normalize", "partition", "place", "quality", "layout", "write")
 BUILD = "build (client+scheduler+worker)"
 BESIDE = "build, while the child runs"  # the build's process in the partition stage once the child has started
 INT32_LIMIT = 2**31
-METIS_BYTES_PER_NNZ = 220  # gp --gp-backend metis: pymetis's peak (pipeline.models.gp), not fitted here
-# gp --kaminpar-eps 0.03-0.05 (build's eps 0.01): KaMinPar's child per nonzero, against the fitted default's; measured
-# 0.55-0.6 at R-MAT scales 21 and 22 (branch kmem), 0.64, 0.68 and 0.71 at scales 23, 24 and 25 (--kaminpar-eps 0.05,
-# compressed: benchmarks/RESULTS.md, "Build plan: predicted against measured peak memory"); the largest, not fitted
-KAMINPAR_EPS_SHARE = 0.7
-FALLBACK = {"rp": "gp", "shp": "hp", "gp-vb": "gp", "hp-vb": "hp"}  # models without fitted figures: whose they take
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,7 @@ class Row:
     seconds: float
     note: str = ""
     features: float = 0.0  # of ``memory``: the feature values' share
+    advice: str = ""  # what makes this process smaller (its model's), for a refusal
 
 
 @dataclass(frozen=True)
@@ -163,17 +163,18 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
     models' options by ``dest``; ``feature_bytes``: 4, or 2 for float16)."""
     coef = coef or Coefficients.load()
     opts = options or {}
+    figures = {m: _figures(m, counts, opts, coef) for m in models}
     rows: list[Row] = []
     for s in STAGES:
         if s != "partition":
-            rows.append(_stage_term(s, models, counts, opts, coef).row(s, BUILD, counts, coef.seconds[s].at(counts)))
+            rows.append(_stage_term(s, figures, counts, coef).row(s, BUILD, counts, coef.seconds[s].at(counts)))
             continue
         for m in models:
-            rows.extend(_partition_rows(m, counts, opts, coef))
+            rows.extend(_partition_rows(m, figures[m], counts, opts, coef))
     # the fit's feature values were float32: float16 halves what they take in the store
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
     return Plan(counts, rows, store, coef.disk["scratch"].at(counts) + pieces_bytes(counts, feature_bytes),
-                _flags(counts, models, opts))
+                _flags(counts, models, figures))
 
 
 def pieces_bytes(counts: Counts, feature_bytes: int = 4) -> float:
@@ -186,70 +187,59 @@ def pieces_bytes(counts: Counts, feature_bytes: int = 4) -> float:
     return float(matrices * (8 * counts.nnz + 8 * counts.n) + counts.n * (feature_bytes * counts.features + 4 + 3 + 8))
 
 
-def _fitted(m: str, coef: Coefficients) -> str:
-    """The model whose figures ``m`` takes: its own when fitted, else the one it resembles."""
-    return m if f"partition:{m}" in coef.memory else FALLBACK.get(m, "gp")
+def _figures(m: str, c: Counts, opts: dict, coef: Coefficients) -> tuple[Figures, str]:
+    """The figures model ``m`` takes, and the model whose they are: its own when fitted, else those of the model
+    it resembles when fitted, else :data:`~.models.base.GENERAL`'s."""
+    base = next((b for b in (m, get(m).resembles) if f"partition:{b}" in coef.memory), GENERAL)
+    fitted = {*coef.memory, *(f"child:{k}" for k in coef.child)}
+    return get(base).figures(c, opts, fitted), base
 
 
-def _stage_term(stage: str, models: tuple[str, ...], c: Counts, opts: dict, coef: Coefficients) -> Term:
+def _stage_term(stage: str, figures: dict[str, tuple[Figures, str]], c: Counts, coef: Coefficients) -> Term:
     """The build's process in ``stage``: the stage's figures or, after the partition, the largest of the models'
-    own (``<stage>:<model>``, where fitted: hp keeps Â's blocks in memory to the layout)."""
+    own (``<stage>:<key>``, where fitted: hp keeps Â's blocks in memory to the layout)."""
     terms = [coef.memory[stage]]
     if STAGES.index(stage) > STAGES.index("partition"):
-        for m in models:
-            key = f"{stage}:{_hp_regime(_fitted(m, coef), c, opts, coef)}"
+        for fig, _ in figures.values():
+            key = f"{stage}:{fig.key}"
             terms += [coef.memory[key]] if key in coef.memory else []
     return max(terms, key=lambda t: t.at(c))
 
 
-def _partition_rows(m: str, c: Counts, opts: dict, coef: Coefficients) -> list[Row]:
-    """The build process and the child (if any) of model ``m`` in the partition stage."""
-    base = _fitted(m, coef)
-    main = _hp_regime(base, c, opts, coef)
+def _partition_rows(m: str, figures: tuple[Figures, str], c: Counts, opts: dict, coef: Coefficients) -> list[Row]:
+    """The build process and the child (if any: a model that partitions in the build's process has none) of model
+    ``m`` in the partition stage."""
+    fig, base = figures
     note = "" if base == m else f"not fitted: {base}'s figures"
-    seconds = coef.seconds.get(f"partition:{main}", Term()).at(c)
-    rows = [coef.memory[f"partition:{main}"].row("partition", BUILD, c, seconds, note)]
-    if m == "gp" and opts.get("gp_backend") == "metis":
-        rows.append(Row("partition", "child gp (METIS)", coef.child["gp"].base + METIS_BYTES_PER_NNZ * c.nnz, 0.0,
-                        f"METIS: {METIS_BYTES_PER_NNZ} bytes a nonzero (documented, not fitted)"))
-    elif m != "rp" and main in coef.child:  # rp runs in the build's process
-        from .models.gp import COMPRESS_EDGES
-
-        compressed = main == "gp" and c.graph_entries >= COMPRESS_EDGES and "gp-compressed" in coef.child
-        what = {"gp": "KaMinPar", "hp": "KaMinPar, METIS, Mt-KaHyPar", "hp-fast": "KaMinPar, Mt-KaHyPar"}.get(main, main)
-        term = coef.child["gp-compressed" if compressed else main]
-        kid_note = note
-        # KaMinPar partitions for --kaminpar-eps, or by default for 0.05 from COMPRESS_EDGES entries on (gp's
-        # kaminpar_eps; the plan takes the build's eps below 0.05, as the fit's builds had it)
-        if main == "gp" and (opts.get("kaminpar_eps") or c.graph_entries >= COMPRESS_EDGES):
-            term = replace(term, nnz=term.nnz * KAMINPAR_EPS_SHARE)
-            why = "--kaminpar-eps" if opts.get("kaminpar_eps") else "KaMinPar at eps 0.05 (the default from 50M entries)"
-            kid_note = note or f"{why}: {KAMINPAR_EPS_SHARE} of KaMinPar's bytes a nonzero (measured, not fitted)"
-        if main in coef.beside:
-            rows.append(coef.beside[main].row("partition", BESIDE, c, 0.0, note))
-        rows.append(term.row("partition", f"child {m} ({what})", c, 0.0, kid_note))
+    seconds = coef.seconds.get(f"partition:{fig.key}", Term()).at(c)
+    rows = [coef.memory[f"partition:{fig.key}"].row("partition", BUILD, c, seconds, note)]
+    model = get(m)
+    if not model.runs_in_child:
+        return rows
+    advice, doc = model.advice(c, opts), fig.documented if base == m else None
+    if doc is not None:  # its own partition's child, documented rather than fitted
+        rows.append(Row("partition", f"child {m} ({doc.libraries})", coef.child[fig.key].base + doc.nnz_bytes * c.nnz,
+                        0.0, doc.note, advice=advice))
+    elif fig.key in coef.child:
+        term = coef.child[fig.child or fig.key]
+        if fig.child_share != 1.0:
+            term = replace(term, nnz=term.nnz * fig.child_share)
+        if fig.key in coef.beside:
+            rows.append(coef.beside[fig.key].row("partition", BESIDE, c, 0.0, note))
+        row = term.row("partition", f"child {m} ({fig.libraries or fig.key})", c, 0.0, note or fig.note)
+        rows.append(replace(row, advice=advice))
     return rows
 
 
-def _hp_regime(model: str, c: Counts, opts: dict, coef: Coefficients) -> str:
-    """hp's figures: with METIS's start (its default preset up to :data:`METIS_START_NNZ` nonzeros), or without
-    (``hp-fast``: the fast preset, and every preset above that size)."""
-    from .models.hp import METIS_START_NNZ
-
-    if model != "hp" or "partition:hp-fast" not in coef.memory:
-        return model
-    return "hp-fast" if c.nnz > METIS_START_NNZ or opts.get("hp_preset") == "fast" else model
-
-
-def _flags(c: Counts, models: tuple[str, ...], opts: dict) -> list[str]:
+def _flags(c: Counts, models: tuple[str, ...], figures: dict[str, tuple[Figures, str]]) -> list[str]:
     out = []
     sym = c.graph_entries
-    graph_models = [m for m in models if m != "rp"]
+    graph_models = [m for m in models if get(m).needs]  # a model that needs nothing of the graph partitions none
     if graph_models and sym >= INT32_LIMIT:
-        metis = opts.get("gp_backend") == "metis" and "gp" in models
+        docs = [fig.documented for m, (fig, base) in figures.items() if m in graph_models and base == m]
+        notes = dict.fromkeys(d.graph_note for d in docs if d is not None and d.graph_note)
         out.append(f"the partitioners' graph has up to {sym:,} adjacency entries, beyond 2^31: KaMinPar reads its ParHIP "
-                   "file with 64-bit edge ids (the Python binding's default build)"
-                   + ("; METIS (--gp-backend metis) needs a 64-bit idx_t build" if metis else ""))
+                   "file with 64-bit edge ids (the Python binding's default build)" + "".join(f"; {n}" for n in notes))
     if c.nnz >= INT32_LIMIT or c.n >= INT32_LIMIT:
         out.append(f"Â has {c.nnz:,} nonzeros and {c.n:,} vertices: beyond 2^31, the build's matrix indices are int64 "
                    "(8 bytes a nonzero instead of 4)" + ("; the store's column ids too" if c.n >= INT32_LIMIT else ""))
@@ -328,15 +318,8 @@ def _advice(row: Row, c: Counts, features: str) -> str:
     if features and row.features > row.memory / 2:
         return (f"{option('--features', features)} ({c.n:,} vertices x {c.features:,} features) is most of it: "
                 "choose fewer features")
-    if "child gp" in row.process:
-        from .models.gp import COMPRESS_EDGES
-
-        if c.graph_entries >= COMPRESS_EDGES:  # KaMinPar is already at its lean default
-            return "partition with fewer models at once, or build on a machine with more memory"
-        return (f"use {option('--kaminpar-eps', '0.05')} (KaMinPar coarsens further: about 0.6x its memory, another "
-                f"partition, brought under --eps) or fewer models at once")
-    if "child hp" in row.process:
-        return f"use {option('--hp-preset', 'fast')} (no METIS start) or {option('--model', 'gp')}"
+    if row.advice:
+        return row.advice
     if row.stage == "partition":
         return "partition with fewer models at once (one --model per build)"
     return "build a smaller graph (fewer vertices or features)"

@@ -126,3 +126,17 @@ class PartitionerTests:
         assert p.needs_for(self.config()) <= p.needs
         for o in p.options:
             assert o.flag.startswith("--") and o.help
+
+    def test_the_build_plan_counts_it(self):
+        """The build's plan takes its figures (its own fitted ones, else those of the model it resembles) without
+        naming it, and counts a child process for it exactly when it partitions in one."""
+        from shgcn.pipeline.plan import Coefficients, make_plan
+        from shgcn.pipeline.sources.counts import input_counts
+
+        p = get(self.model)
+        coef = Coefficients.load()
+        plan = make_plan(input_counts("rmat:scale=12"), (self.model,), dict(self.options), coef=coef)
+        rows = [r for r in plan.rows if r.stage == "partition"]
+        assert rows[0].memory > 0 and isinstance(p.resembles, str)
+        children = [r for r in rows if r.process.startswith(f"child {self.model} (")]
+        assert len(children) <= 1 and (not children or p.runs_in_child)

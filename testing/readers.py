@@ -83,3 +83,16 @@ class ReaderTests:
         with pytest.raises(UserError) as e:
             readers.read(missing, self.fmt, client)
         assert "\n" not in str(e.value) and str(missing) in str(e.value)
+
+    def test_its_check_before_a_build_passes_its_file_and_names_a_missing_one(self, tmp_path):
+        """``precheck`` (what ``pipeline build --plan`` checks, on this machine) takes the sample and refuses a
+        missing path in one line naming it (the file it would open first, for a format whose path names its files);
+        ``names_files`` is a bool."""
+        r = registry.get(self.fmt)
+        r.precheck(str(self.write(tmp_path)), None)
+        (tmp_path / "sample").mkdir()
+        missing = tmp_path / "absent" / self.write(tmp_path / "sample").name
+        with pytest.raises(UserError) as e:
+            r.precheck(str(missing), None)
+        assert "\n" not in str(e.value) and str(tmp_path / "absent") in str(e.value)
+        assert isinstance(r.names_files, bool)

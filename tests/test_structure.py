@@ -315,26 +315,14 @@ _ALLOWED_BY_REASON: dict[str, list[tuple[str, str, str]]] = {
     "homonym: the GraphSAINT sampler's options, not the reader": [("shgcn.trainer.config", "reader", "saint")],
     "homonym: METIS the partitioner (gp's backend) or METIS' graph file format (export), not the reader": [
         ("shgcn.pipeline.commands", "reader", "metis"), ("shgcn.pipeline.models.gp", "reader", "metis"),
-        ("shgcn.pipeline.stages.graphfile", "reader", "metis"), ("shgcn.pipeline.plan", "reader", "metis"),
-        ("shgcn.notebooks.figures", "reader", "metis")],
+        ("shgcn.pipeline.stages.graphfile", "reader", "metis"), ("shgcn.notebooks.figures", "reader", "metis")],
     "homonym: the dataset registry's hosts and layouts (sources.datasets), not the readers": [
         ("shgcn.pipeline.sources.datasets", "reader", r) for r in ("metis", "ogb", "planetoid", "saint", "npz")],
     "homonym: the ogb library a graph object comes from (sources.peers)": [("shgcn.pipeline.sources.peers", "reader",
                                                                             "ogb")],
     "homonym: the torch module (sys.modules), not the backend": [("shgcn.trainer.context", "backend", "torch")],
-    "planetoid's directory layout decided outside its reader: a capability of the Reader (issue 47 item 1)": [
-        ("shgcn.pipeline.builder", "reader", "planetoid"), ("shgcn.pipeline.sources.resolve", "reader", "planetoid")],
-    "per-format memory checks: move onto each Reader (issue 47 item 1; pipeline/sources is being edited)": [
-        ("shgcn.pipeline.sources.precheck", "reader", r) for r in ("npz", "ogb", "saint", "planetoid")],
-    "the plan's per-model figures: move onto each Model (issue 47 item 1)": [
-        ("shgcn.pipeline.plan", "model", m) for m in ("rp", "gp", "hp", "shp", "gp-vb", "hp-vb")],
-    "the models the config's checks name: move onto each Model (issue 47 item 1)": [
-        ("shgcn.pipeline.config", "model", "shp"), ("shgcn.pipeline.config", "model", "hp")],
     "shp starts from an hp or gp partition (its start order): shp's own choice of base models": [
         ("shgcn.pipeline.models.shp_build", "model", "gp"), ("shgcn.pipeline.models.shp_build", "model", "hp")],
-    "the report's baseline (rp) and its gp figure: a capability of the Model (issue 47 item 1)": [
-        ("shgcn.notebooks.figures", "model", "gp"), ("shgcn.notebooks.figures", "model", "rp"),
-        ("shgcn.notebooks.tables", "model", "rp")],
 }
 NAMES_ALLOWED: dict[tuple[str, str, str], str] = {k: why for why, keys in _ALLOWED_BY_REASON.items() for k in keys}
 

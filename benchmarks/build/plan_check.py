@@ -210,7 +210,7 @@ def _child_at_build_eps(rec: dict) -> float:
     """The child's peak as if KaMinPar had partitioned for the build's eps: the plan's child term is that, times
     ``KAMINPAR_EPS_SHARE`` where KaMinPar runs leaner (``--kaminpar-eps``, or by default from COMPRESS_EDGES
     entries on), so a record of a lean run (its store says ``kaminpar_eps``) counts its child over the share."""
-    from shgcn.pipeline.plan import KAMINPAR_EPS_SHARE
+    from shgcn.pipeline.models.gp import KAMINPAR_EPS_SHARE
 
     peak = _peaks(rec, "partition")[f"child {rec['model']}"]
     lean = rec["info"].get("partitions", {}).get(rec["model"], {}).get("kaminpar_eps")

@@ -4,9 +4,11 @@ A model is a small object that says what it is (``name``, ``description``),
 which command-line options it adds (``options``: :class:`Option`), what it
 needs from the build (``needs``: Â, the graph's pattern for samplers, the
 partitions of other models it starts from), whether it runs in a child
-process (native code that holds the GIL), and how to turn :class:`Inputs`
-into an :class:`Assignment`. The build, the CLI, ``simulate`` and the report
-never name a model: they ask the registry (:mod:`shgcn.pipeline.models`).
+process (native code that holds the GIL), what the build's plan counts for it
+(:meth:`Model.figures`: its fitted figures, or those of the model it
+``resembles``) and how to turn :class:`Inputs` into an :class:`Assignment`.
+The build, the CLI, ``simulate`` and the plan never name a model: they ask
+the registry (:mod:`shgcn.pipeline.models`).
 
 This module imports nothing heavy: ``pipeline build --help`` lists every
 model and its options from these descriptions alone.
@@ -14,7 +16,7 @@ model and its options from these descriptions alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +25,8 @@ from shgcn.core.options import Option
 if TYPE_CHECKING:
     import numpy as np
     import scipy.sparse as sp
+
+    from ..sources.counts import Counts
 
 # what a model may need from the build
 MATRIX = "matrix"  # Â (nonzero diagonal; row nonzeros = the default vertex weights)
@@ -119,6 +123,57 @@ class PartitionResult:
     peak_rss_mib: float = 0.0
 
 
+GENERAL = "gp"  # the default graph partitioner: the plan's figures for a model neither fitted nor like a fitted one
+
+
+@dataclass(frozen=True)
+class Documented:
+    """A child's memory documented rather than fitted (METIS's bytes a
+    nonzero): the plan counts it for the model's own partition only (a model
+    that takes this one's figures takes the fitted ones).
+
+    Attributes
+    ----------
+    libraries : what the child runs, for the plan's row
+    nnz_bytes : its bytes a nonzero, over the fitted child's base
+    note : where the figure comes from
+    graph_note : what a partitioner's graph beyond 2^31 adjacency entries
+        needs then besides KaMinPar's 64-bit edge ids ('': nothing)
+    """
+
+    libraries: str
+    nnz_bytes: float
+    note: str
+    graph_note: str = ""
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What the build's plan (:mod:`shgcn.pipeline.plan`) takes from its fit
+    (``pipeline/plan-this.json``) for a model's partition.
+
+    Attributes
+    ----------
+    key : the fit's name of the figures: ``partition:<key>`` (the build's
+        process), ``<stage>:<key>`` (after the partition, where fitted),
+        ``child[<key>]`` and ``beside[<key>]``
+    libraries : what its child process runs, for the plan's row ('': ``key``)
+    child : the fit's name of the child's term when not ``key``'s
+    child_share : the share of the fitted child's bytes a nonzero the child
+        takes (measured apart, not fitted)
+    note : why the child's figure is not the fit's ('': it is)
+    documented : the child's memory documented instead of fitted (its own
+        partition only), or None
+    """
+
+    key: str
+    libraries: str = ""
+    child: str = ""
+    child_share: float = 1.0
+    note: str = ""
+    documented: Documented | None = None
+
+
 class Partitioner(Protocol):
     """A partition model.
 
@@ -135,6 +190,13 @@ class Partitioner(Protocol):
         within ``eps``) or ``rows`` (row counts differ by at most one)
     record : ``partitions`` (its ``info`` joins the partitions table) or
         ``attribute`` (a long record: a root attribute of the model's name)
+    runs_in_child : partitions in a child process for some inputs at least
+        (:meth:`in_child` says when): the build's plan counts one
+    resembles : the model whose fitted figures the plan takes while the fit
+        has none of this model's own (when it has none of that one's either:
+        :data:`GENERAL`'s)
+    layout_first : the build lays the store out by this model's partition
+        when it computes it and no ``--layout-model`` is given
     """
 
     @property
@@ -158,11 +220,31 @@ class Partitioner(Protocol):
     @property
     def record(self) -> str: ...
 
+    @property
+    def runs_in_child(self) -> bool: ...
+
+    @property
+    def resembles(self) -> str: ...
+
+    @property
+    def layout_first(self) -> bool: ...
+
     def needs_for(self, cfg: PartitionConfig) -> frozenset[str]:
         """What it needs with the options of ``cfg`` (a subset of ``needs``)."""
 
     def check(self, cfg: PartitionConfig) -> None:
         """Raise :class:`~shgcn.store.UserError` for option values it cannot use."""
+
+    def check_models(self, models: tuple[str, ...], cfg: PartitionConfig) -> None:
+        """Raise :class:`~shgcn.store.UserError` for an option that needs a model the build does not compute
+        (``models``: the build's)."""
+
+    def figures(self, counts: Counts, options: Mapping[str, Any], fitted: Collection[str]) -> Figures:
+        """The plan's figures of its partition of a graph of ``counts`` with the build's ``options`` (given ones,
+        by ``dest``); ``fitted``: the fit's keys (``partition:<key>`` and the like, a child's as ``child:<key>``)."""
+
+    def advice(self, counts: Counts, options: Mapping[str, Any]) -> str:
+        """What makes its child smaller, for a plan that does not fit ('': none of its own)."""
 
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
         """Run in a child process (native code that holds the GIL)?"""
@@ -188,6 +270,9 @@ class Model:
     starts_from: tuple[str, ...] = ()
     balance: str = "weight"
     record: str = "partitions"
+    runs_in_child: bool = False
+    resembles: str = GENERAL
+    layout_first: bool = False
 
     def needs_for(self, cfg: PartitionConfig) -> frozenset[str]:
         return self.needs
@@ -201,8 +286,17 @@ class Model:
                 said = quoted(opt.flag, value) if isinstance(value, str) else option(opt.flag, value)
                 raise UserError(f"{said}: choose one of {', '.join(map(str, opt.choices))}")
 
+    def check_models(self, models: tuple[str, ...], cfg: PartitionConfig) -> None:
+        return None
+
+    def figures(self, counts: Counts, options: Mapping[str, Any], fitted: Collection[str]) -> Figures:
+        return Figures(self.name)
+
+    def advice(self, counts: Counts, options: Mapping[str, Any]) -> str:
+        return ""
+
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
-        return False
+        return self.runs_in_child
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
         raise NotImplementedError

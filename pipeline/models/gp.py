@@ -25,11 +25,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import GRAPH_FILE, MATRIX, Assignment, Inputs, Model, Option, PartitionConfig
+from ..errors import option
+from .base import GRAPH_FILE, MATRIX, Assignment, Documented, Figures, Inputs, Model, Option, PartitionConfig
+
+if TYPE_CHECKING:
+    from ..sources.counts import Counts
 
 CHILD_NNZ = 2_000_000  # METIS runs in a child from this size on (it can run for minutes, holding the GIL)
 COMPRESS_EDGES = 50_000_000  # KaMinPar compresses the graph it loads from this many adjacency entries on
@@ -39,6 +45,11 @@ BACKEND = Option("--gp-backend", "kaminpar", "gp: KaMinPar (from a graph file th
 PRESET = Option("--kaminpar-preset", "default", "gp with KaMinPar: its preset (default, fast, eco, strong, "
                 "terapart: memory-lean, largek...: many parts)",
                 choices=("default", "fast", "eco", "strong", "terapart", "largek", "largek-fast"))
+METIS_BYTES_PER_NNZ = 220  # METIS's child at its peak (pymetis, documented): the build's plan, not fitted
+# --kaminpar-eps 0.03-0.05 (build's eps 0.01): KaMinPar's child per nonzero, against the fitted default's; measured
+# 0.55-0.6 at R-MAT scales 21 and 22 (branch kmem), 0.64, 0.68 and 0.71 at scales 23, 24 and 25 (--kaminpar-eps 0.05,
+# compressed: benchmarks/RESULTS.md, "Build plan: predicted against measured peak memory"); the largest, not fitted
+KAMINPAR_EPS_SHARE = 0.7
 LEAN_EPS = 0.05  # what KaMinPar partitions for by default on a graph of COMPRESS_EDGES adjacency entries or more
 KAMINPAR_EPS = Option("--kaminpar-eps", 0.0, "gp (and hp's start) with KaMinPar: the imbalance KaMinPar partitions "
                       "for, its result then brought under --eps; 0 (auto): for gp the build's --eps below 50M "
@@ -130,6 +141,32 @@ class GraphPartition(Model):
     def needs_for(self, cfg: PartitionConfig) -> frozenset[str]:
         return frozenset({GRAPH_FILE} if cfg.option(BACKEND) == "kaminpar" else {MATRIX})
 
+    def figures(self, counts: Counts, options: Mapping[str, Any], fitted: Collection[str]) -> Figures:
+        """KaMinPar's child as fitted (compressed from :data:`COMPRESS_EDGES` entries, where fitted apart),
+        leaner for a larger eps than the build's: ``--kaminpar-eps``, or the default from :data:`COMPRESS_EDGES`
+        entries on (the fit's builds partitioned for the build's eps below that); METIS's (``--gp-backend
+        metis``) documented, not fitted."""
+        metis = None
+        if options.get(BACKEND.dest) == "metis":
+            metis = Documented("METIS", METIS_BYTES_PER_NNZ,
+                               f"METIS: {METIS_BYTES_PER_NNZ} bytes a nonzero (documented, not fitted)",
+                               "METIS (--gp-backend metis) needs a 64-bit idx_t build")
+        big = counts.graph_entries >= COMPRESS_EDGES
+        compressed = f"{self.name}-compressed"
+        child = compressed if big and f"child:{compressed}" in fitted else ""
+        chosen = options.get(KAMINPAR_EPS.dest)
+        if not (chosen or big):
+            return Figures(self.name, "KaMinPar", child=child, documented=metis)
+        why = "--kaminpar-eps" if chosen else "KaMinPar at eps 0.05 (the default from 50M entries)"
+        return Figures(self.name, "KaMinPar", child=child, child_share=KAMINPAR_EPS_SHARE, documented=metis,
+                       note=f"{why}: {KAMINPAR_EPS_SHARE} of KaMinPar's bytes a nonzero (measured, not fitted)")
+
+    def advice(self, counts: Counts, options: Mapping[str, Any]) -> str:
+        if counts.graph_entries >= COMPRESS_EDGES:  # KaMinPar is already at its lean default
+            return "partition with fewer models at once, or build on a machine with more memory"
+        return (f"use {option('--kaminpar-eps', '0.05')} (KaMinPar coarsens further: about 0.6x its memory, another "
+                f"partition, brought under --eps) or fewer models at once")
+
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
         if cfg.option(BACKEND) == "kaminpar":
             return True  # native, holds the GIL
@@ -194,4 +231,5 @@ def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str, auto: b
 
 MODEL = GraphPartition("gp", "graph partition of the symmetrized graph, the build's vertex weights balanced "
                              "(as DistDGL): KaMinPar (--gp-backend kaminpar) or METIS",
-                       options=(BACKEND, PRESET, KAMINPAR_EPS), needs=frozenset({MATRIX, GRAPH_FILE}))
+                       options=(BACKEND, PRESET, KAMINPAR_EPS), needs=frozenset({MATRIX, GRAPH_FILE}),
+                       runs_in_child=True)

@@ -33,11 +33,17 @@ may come from another backend or preset than hp's own starts).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import GRAPH_FILE, MATRIX, Assignment, Inputs, Model, Option, PartitionConfig
+from ..errors import option
+from .base import GRAPH_FILE, MATRIX, Assignment, Figures, Inputs, Model, Option, PartitionConfig
+
+if TYPE_CHECKING:
+    from ..sources.counts import Counts
 
 KAHYPAR_PRESETS = ("deterministic", "default", "quality", "deterministic_quality", "highest_quality", "large_k")
 SCRATCH = tuple(f"mtkahypar-{p}" for p in KAHYPAR_PRESETS)
@@ -105,8 +111,16 @@ class HypergraphPartition(Model):
     def needs_for(self, cfg: PartitionConfig) -> frozenset[str]:
         return frozenset({MATRIX} if cfg.option(PRESET) in SCRATCH else {MATRIX, GRAPH_FILE})
 
-    def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
-        return True
+    def figures(self, counts: Counts, options: Mapping[str, Any], fitted: Collection[str]) -> Figures:
+        """With METIS's start (the default preset up to :data:`METIS_START_NNZ` nonzeros), or without it
+        (``<name>-fast``, where fitted: the fast preset, and every preset above that size)."""
+        fast = f"{self.name}-fast"
+        if f"partition:{fast}" in fitted and (counts.nnz > METIS_START_NNZ or options.get(PRESET.dest) == "fast"):
+            return Figures(fast, "KaMinPar, Mt-KaHyPar")
+        return Figures(self.name, "KaMinPar, METIS, Mt-KaHyPar")
+
+    def advice(self, counts: Counts, options: Mapping[str, Any]) -> str:
+        return f"use {option('--hp-preset', 'fast')} (no METIS start) or {option('--model', 'gp')}"
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
         from ..metrics.hypergraph import column_net, connectivity_minus_one
@@ -134,4 +148,5 @@ class HypergraphPartition(Model):
 MODEL = HypergraphPartition("hp", "the column-net hypergraph of Â (connectivity-1 = exact volume): graph partitions "
                                   "refined for connectivity (--hp-preset fast, default), then Mt-KaHyPar V-cycles "
                                   "(quality, highest), or Mt-KaHyPar from scratch",
-                            options=(PRESET,), needs=frozenset({MATRIX, GRAPH_FILE}), starts_from=("gp",))
+                            options=(PRESET,), needs=frozenset({MATRIX, GRAPH_FILE}), starts_from=("gp",),
+                            runs_in_child=True, layout_first=True)

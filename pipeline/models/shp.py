@@ -86,6 +86,7 @@ from dataclasses import dataclass
 
 from ..errors import UserError, option
 from .base import GRAPH, MATRIX, Assignment, Inputs, Model, PartitionConfig
+from .hp import MODEL as HP
 from .hp import PRESET
 from .shp_config import OPTIONS, SHPConfig
 
@@ -100,8 +101,13 @@ class StochasticHypergraph(Model):
             raise UserError(f"{option('--shp-time-factor', factor)}: must be a finite number >= 0")
         SHPConfig.of(cfg).check()
 
-    def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
-        return True
+    def check_models(self, models: tuple[str, ...], cfg: PartitionConfig) -> None:
+        """``--shp-time-factor``: a budget of that many times hp's time, only beside the hp it is a factor of
+        (without hp the factor was dropped without a word)."""
+        factor = cfg.options.get("shp_time_factor") or 0
+        if factor and HP.name not in models:
+            raise UserError(f"{option('--shp-time-factor', factor)}: a budget of that many times hp's time, and the "
+                            f"build computes no hp: add hp to {option('--model')}, or leave the factor out")
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
         from .shp_build import build_shp
@@ -124,5 +130,5 @@ class StochasticHypergraph(Model):
 MODEL = StochasticHypergraph(
     "shp", "mini-batch training: the expected volume of a random mini-batch (stochastic hypergraph, refined from "
     "the best of gp and hp)", options=(*OPTIONS, PRESET), needs=frozenset({MATRIX, GRAPH}), starts_from=("gp", "hp"),
-    record="attribute")
+    record="attribute", runs_in_child=True, resembles=HP.name)
 

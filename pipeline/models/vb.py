@@ -92,8 +92,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -102,6 +103,8 @@ from .base import Assignment, Inputs, Model, Option, PartitionConfig, Partitione
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
+
+    from ..sources.counts import Counts
 
 log = logging.getLogger(__name__)
 
@@ -291,6 +294,9 @@ class VolumeBalanced(Model):
             raise ValueError(f"{self.name}: no base model (make it with refined(base))")
         return self.base
 
+    def advice(self, counts: Counts, options: Mapping[str, Any]) -> str:
+        return self.base_model.advice(counts, options)  # its child computes the base when the build has none
+
     def in_child(self, inputs: Inputs, cfg: PartitionConfig) -> bool:
         # the refinement releases the GIL (numba, nogil); the base partitioner, when it must run too, may not
         return self.base_model.name not in inputs.starts
@@ -332,4 +338,5 @@ def refined(base: Partitioner) -> VolumeBalanced:
     return VolumeBalanced(
         f"{base.name}-vb", f"{what} partition with boundary vertices moved to lower the maximum send and receive "
         "volume (total within --max-total-increase, load within eps)",
-        options=(MAX_TOTAL_INCREASE, MESSAGES), needs=base.needs, starts_from=(base.name,), base=base)
+        options=(MAX_TOTAL_INCREASE, MESSAGES), needs=base.needs, starts_from=(base.name,), base=base,
+        runs_in_child=True, resembles=base.name)

@@ -3,7 +3,9 @@
 A reader is a small object that says what it is (``name``: its
 ``--format``), which paths it claims (``recognizes``: a :class:`Recognizes`,
 matched by :func:`.probe.detect_format`, the one place that decides a
-path's format) and how to start reading a path on the Dask workers
+path's format), whether a path names its files rather than being one
+(``names_files``), how it checks a path before a build (``precheck``: what
+``--plan`` checks) and how to start reading a path on the Dask workers
 (``submit(tasks, path, opts) -> RawSource``: futures, never the edges). The
 registry (:mod:`.registry`) lists the readers by name; :mod:`.readers`
 reads a path with them.
@@ -119,6 +121,9 @@ class Reader(Protocol):
     ----------
     name : the format's name (``--format``)
     recognizes : the paths it claims when no ``--format`` is given
+    names_files : a SOURCE of this format names the files it reads (Planetoid's
+        prefix ``DIR/ind.cora``) rather than being one: the path need not
+        exist, and it is not a file the workers must read
     """
 
     @property
@@ -126,6 +131,14 @@ class Reader(Protocol):
 
     @property
     def recognizes(self) -> Recognizes: ...
+
+    @property
+    def names_files(self) -> bool: ...
+
+    def precheck(self, path: str, split_scheme: str | None) -> None:
+        """Its own first look at ``path`` (its ``ingest-probe``, on this machine), without its memory guard (the
+        build's plan checks the memory from the counts): the one-line
+        :class:`~shgcn.pipeline.errors.UserError` the build would raise before reading anything."""
 
     def submit(self, tasks, path: str, opts: ReadOptions) -> RawSource:
         """Start reading ``path`` on the workers (``tasks``: a

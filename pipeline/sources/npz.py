@@ -65,6 +65,12 @@ class Npz:
 
     name: str = "npz"
     recognizes: Recognizes = Recognizes(suffixes=(".npz",))
+    names_files: bool = False
+
+    def precheck(self, path: str, split_scheme: str | None = None) -> None:
+        """The file and the sizes its arrays declare."""
+        check_file(path, self.name)
+        npz_declared(path)
 
     def submit(self, tasks, path: str, opts: ReadOptions) -> RawSource:
         tasks.submit("ingest-probe", check_file, path, self.name).result()  # on a worker: it reads the file

@@ -270,6 +270,11 @@ class Ogb:
     # its edges (raw/edge.csv.gz or raw/data.npz); else its raw/ or split/ folder (the reader names what is missing)
     recognizes: Recognizes = Recognizes(files=("raw/edge.csv.gz", "raw/edge.csv", "raw/data.npz"),
                                         folders=("raw", "split"))
+    names_files: bool = False
+
+    def precheck(self, path: str, split_scheme: str | None = None) -> None:
+        """The directory's layout (:func:`probe_ogb`)."""
+        probe_ogb(path, split_scheme)
 
     def submit(self, tasks, path: str, opts: ReadOptions) -> RawSource:
         return submit_ogb(tasks, path, opts)

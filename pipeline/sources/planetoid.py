@@ -85,6 +85,15 @@ def _dense(x, path, limit: int | None = None) -> np.ndarray:
     raise located(path, f"unexpected object of type {type(x).__name__}")
 
 
+def files_base(prefix: str) -> Path:
+    """``<dir>/ind.<name>``, the files' common start, of a prefix (or of any of its files)."""
+    p = Path(prefix)
+    if p.name.startswith("ind.") and p.name.count(".") >= 2:
+        p = p.with_name(".".join(p.name.split(".")[:2]))
+    name = p.name.split(".", 1)[1] if p.name.startswith("ind.") else p.name
+    return p.parent / f"ind.{name}"
+
+
 def read_planetoid(prefix: str, limit: int | None = None) -> RawGraph:
     """Read the Planetoid files ``<dir>/ind.<name>.{x,y,tx,ty,allx,ally,graph,test.index}``.
 
@@ -99,11 +108,7 @@ def read_planetoid(prefix: str, limit: int | None = None) -> RawGraph:
     before anything of that size is allocated.
     """
     limit = limit or budget.machine_memory()
-    p = Path(prefix)
-    if p.name.startswith("ind.") and p.name.count(".") >= 2:
-        p = p.with_name(".".join(p.name.split(".")[:2]))
-    name = p.name.split(".", 1)[1] if p.name.startswith("ind.") else p.name
-    base = p.parent / f"ind.{name}"
+    base = files_base(prefix)
 
     def f(ext):
         return Path(f"{base}.{ext}")
@@ -208,6 +213,16 @@ class Planetoid:
     name: str = "planetoid"
     # ``ind.NAME.*`` files, and a directory no other reader claims
     recognizes: Recognizes = Recognizes(prefixes=("ind.",), directory=True)
+    names_files: bool = True  # DIR/ind.cora names ind.cora.x, ind.cora.graph...
+
+    def precheck(self, path: str, split_scheme: str | None = None) -> None:
+        """The file a read opens first (``ind.NAME.graph``), named as the reader names it."""
+        from .probe import readable
+
+        graph = Path(f"{files_base(path)}.graph")
+        if not graph.exists():
+            raise UserError(f"{graph}: file not found")
+        readable(graph)
 
     def submit(self, tasks, path: str, opts: ReadOptions) -> RawSource:
         return submit_whole(tasks, "ingest-read", path, read_planetoid_whole, path, opts.limit)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import UserError, option
 from . import datasets, registry, synthetic
-from .probe import check_file, readable
+from .probe import readable
 from .resolve import preflight
 
 
@@ -49,43 +49,7 @@ def _check_files(files: tuple[str, ...]) -> None:
 def _check_format(path: str, fmt: str, split_scheme: str | None) -> None:
     """The reader's own first look at ``path`` (its ``ingest-probe``), without its memory guard: the plan checks
     the memory from these counts."""
-    reader = registry.get(fmt)
-    if fmt == "npz":
-        from .npz import npz_declared
-
-        check_file(path, fmt)
-        npz_declared(path)
-    elif fmt == "ogb":
-        from .ogb import probe_ogb
-
-        probe_ogb(path, split_scheme)
-    elif fmt == "saint":
-        from .saint import probe_saint
-
-        probe_saint(path)
-    elif fmt == "planetoid":
-        _check_planetoid(path)
-    else:  # the text formats: the file, its compression, and the header of a format that has one (the build's
-        # probe without its scan of a BGZF file's members, which only splits the parse)
-        from .probe import Probe, gzip_named, head_lines
-
-        size = check_file(path, fmt)
-        gz = gzip_named(path)
-        head = getattr(reader, "head", None)
-        if head is not None:
-            head(Probe(path, fmt, size, gz), head_lines(path, gz), None)
-
-
-def _check_planetoid(prefix: str) -> None:
-    """The file a Planetoid read opens first (``ind.NAME.graph``), named as the reader names it."""
-    p = Path(prefix)
-    if p.name.startswith("ind.") and p.name.count(".") >= 2:
-        p = p.with_name(".".join(p.name.split(".")[:2]))
-    name = p.name.split(".", 1)[1] if p.name.startswith("ind.") else p.name
-    graph = Path(f"{p.parent / f'ind.{name}'}.graph")
-    if not graph.exists():
-        raise UserError(f"{graph}: file not found")
-    readable(graph)
+    registry.get(fmt).precheck(path, split_scheme)
 
 
 def input_files(cfg) -> tuple[str, ...]:

@@ -54,7 +54,7 @@ def preflight(source: Any, data_dir: str | None, files: tuple[str, ...] = (), lo
         return
     for p in paths:
         if not Path(p).exists():
-            if p == source and not _planetoid_prefix(p):
+            if p == source and not _names_files(p):
                 known = ", ".join(sorted(datasets.REGISTRY))
                 raise UserError(f"{p}: no such file, and not a known dataset ({known}) or rmat:/sbm: spec")
             if p != source:
@@ -64,10 +64,10 @@ def preflight(source: Any, data_dir: str | None, files: tuple[str, ...] = (), lo
             readable(p)
 
 
-def _planetoid_prefix(path: str) -> bool:
-    """A path that need not exist: a Planetoid prefix (``DIR/ind.cora``) names its files."""
+def _names_files(path: str) -> bool:
+    """A path that need not exist: its format's SOURCE names its files (a Planetoid prefix ``DIR/ind.cora``)."""
     try:
-        return registry.detect(path) == "planetoid"
+        return registry.get(registry.detect(path)).names_files
     except UserError:
         return False
 

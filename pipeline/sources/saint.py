@@ -193,6 +193,11 @@ class Saint:
     name: str = "saint"
     # either file names a GraphSAINT directory (its reader names any other that is missing)
     recognizes: Recognizes = Recognizes(files=("adj_full.npz", "role.json"))
+    names_files: bool = False
+
+    def precheck(self, path: str, split_scheme: str | None = None) -> None:
+        """The directory's layout (:func:`probe_saint`)."""
+        probe_saint(path)
 
     def submit(self, tasks, path: str, opts: ReadOptions) -> RawSource:
         return submit_saint(tasks, path, opts)

@@ -19,7 +19,7 @@ from ..errors import located
 from . import budget, parsing
 from . import chunks as chunk_tasks
 from .base import RawSource, ReadOptions, Recognizes
-from .probe import Probe, head_lines, probe
+from .probe import Probe, check_file, gzip_named, head_lines, probe
 
 # a format's header reader: (the file's probe, its first lines, the memory budget) -> the probe with the header
 Head = Callable[[Probe, list[bytes], int | None], Probe]
@@ -43,6 +43,15 @@ class TextReader:
     recognizes: Recognizes
     head: Head | None = None
     empty: str = "no entries found"  # the message for a file without any entry
+    names_files: bool = False
+
+    def precheck(self, path: str, split_scheme: str | None = None) -> None:
+        """The file, its compression, and the header of a format that has one (the probe without its scan of a
+        BGZF file's members, which only splits the parse)."""
+        size = check_file(path, self.name)
+        gz = gzip_named(path)
+        if self.head is not None:
+            self.head(Probe(path, self.name, size, gz), head_lines(path, gz), None)
 
     def submit(self, tasks, path: str, opts: ReadOptions) -> RawSource:
         pb: Probe = tasks.submit("ingest-probe", probe_text, path, self.name, self.head, opts.limit).result()

@@ -8,7 +8,7 @@ from helpers import build_cli, one_line
 
 from shgcn.pipeline import plan
 from shgcn.pipeline.errors import UserError
-from shgcn.pipeline.models.gp import COMPRESS_EDGES
+from shgcn.pipeline.models.gp import COMPRESS_EDGES, KAMINPAR_EPS_SHARE, METIS_BYTES_PER_NNZ
 from shgcn.pipeline.sources.counts import Counts, input_counts
 
 MIB, GIB = 2**20, 2**30
@@ -46,11 +46,11 @@ def test_a_small_case_by_hand():
     assert undirected.scratch == 16e6 + pieces - (8 * 1_000_000 + 8 * 1000)
     lean = plan.make_plan(C, ("gp",), {"kaminpar_eps": 0.05}, coef=small_coefficients())  # KaMinPar coarsens further
     kid = [r for r in lean.rows if r.process == "child gp (KaMinPar)"][0]
-    assert kid.memory == pytest.approx(50 * MIB + plan.KAMINPAR_EPS_SHARE * 300e6) and "--kaminpar-eps" in kid.note
+    assert kid.memory == pytest.approx(50 * MIB + KAMINPAR_EPS_SHARE * 300e6) and "--kaminpar-eps" in kid.note
     assert [r.memory for r in lean.rows if r.process != kid.process] == [r.memory for r in p.rows if r.process != kid.process]
     big = replace(C, symmetric=COMPRESS_EDGES)  # KaMinPar's lean eps by default from its compressed size on
     auto = [r for r in plan.make_plan(big, ("gp",), coef=small_coefficients()).rows if r.process == kid.process][0]
-    assert auto.memory == pytest.approx(50 * MIB + plan.KAMINPAR_EPS_SHARE * 300e6) and "default from 50M" in auto.note
+    assert auto.memory == pytest.approx(50 * MIB + KAMINPAR_EPS_SHARE * 300e6) and "default from 50M" in auto.note
 
 
 def test_models_run_one_after_another_so_the_largest_child_counts():
@@ -110,7 +110,20 @@ def test_unfitted_models_borrow_and_say_so():
     assert not any(r.process.startswith("child rp") for r in p.rows)  # rp runs in the build's process
     metis = plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients())
     child = [r for r in metis.rows if r.process.startswith("child")][0]
-    assert child.memory == 50 * MIB + plan.METIS_BYTES_PER_NNZ * 1e6
+    assert child.memory == 50 * MIB + METIS_BYTES_PER_NNZ * 1e6
+
+
+def test_a_model_like_an_unfitted_one_takes_the_general_figures_and_a_documented_child_is_its_models_own():
+    """shp-vb resembles shp, which is not fitted either: gp's figures; gp-vb takes gp's fitted KaMinPar child even
+    under --gp-backend metis (METIS's documented figure is gp's own partition's), and the 2^31 flag names METIS
+    only for gp itself."""
+    p = plan.make_plan(C, ("shp-vb", "gp-vb"), {"gp_backend": "metis"}, coef=small_coefficients())
+    gp_s = "not fitted: gp's figures"
+    assert [(r.process, r.note) for r in p.rows if r.stage == "partition"] == [
+        (plan.BUILD, gp_s), ("child shp-vb (KaMinPar)", gp_s), (plan.BUILD, gp_s), ("child gp-vb (KaMinPar)", gp_s)]
+    big = replace(C, symmetric=plan.INT32_LIMIT)
+    assert "METIS" not in plan.make_plan(big, ("gp-vb",), {"gp_backend": "metis"}, coef=small_coefficients()).flags[0]
+    assert "METIS" in plan.make_plan(big, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients()).flags[0]
 
 
 @pytest.mark.parametrize("models", [("gp",), ("hp",), ("rp", "gp", "hp")])
@@ -258,4 +271,4 @@ def test_the_fit_counts_a_lean_kaminpar_child_at_the_build_eps(monkeypatch):
 
     assert _child_at_build_eps(rec({"gp": {"backend": "kaminpar"}})) == 700 * 2**20
     lean = _child_at_build_eps(rec({"gp": {"backend": "kaminpar", "kaminpar_eps": 0.05}}))
-    assert lean == pytest.approx(700 * 2**20 / plan.KAMINPAR_EPS_SHARE)
+    assert lean == pytest.approx(700 * 2**20 / KAMINPAR_EPS_SHARE)

@@ -5,7 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 from shgcn.pipeline.errors import UserError
-from shgcn.pipeline.models.base import MATRIX, Assignment, Inputs, Model, Option, PartitionConfig, PartitionResult
+from shgcn.pipeline.models.base import MATRIX, Assignment, Figures, Inputs, Model, Option, PartitionConfig, PartitionResult
+from shgcn.pipeline.sources.counts import Counts
 
 PRESET = Option("--my-preset", "fast", "a preset", choices=("fast", "slow"))
 
@@ -30,6 +31,11 @@ def test_model_defaults():
     assert m.needs == frozenset({MATRIX}) and m.needs_for(cfg) == m.needs and m.starts_from == ()
     assert (m.balance, m.record) == ("weight", "partitions")
     assert not m.in_child(Inputs(2), cfg) and m.extra_quality(cfg, 2) is None
+    assert Model("c", "in a child", runs_in_child=True).in_child(Inputs(2), cfg)  # native code: in a child
+    # the plan: its own fitted figures under its name, else gp's (the default graph partitioner), no advice
+    c = Counts(n=2, nnz=4, edges=2, features=1, classes=2, directed=False, how="test")
+    assert m.figures(c, {}, set()) == Figures("m") and (m.resembles, m.advice(c, {})) == ("gp", "")
+    assert not m.layout_first and m.check_models(("m",), cfg) is None
     m.check(cfg)
     with pytest.raises(UserError, match=r"^--my-preset 'medium': choose one of fast, slow$"):
         m.check(PartitionConfig(parts=2, options={"my_preset": "medium"}))

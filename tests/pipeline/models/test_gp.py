@@ -123,3 +123,31 @@ def test_gp_records_the_eps_kaminpar_partitioned_for_and_keeps_the_bound(tmp_pat
     hp = get("hp").run(Inputs(a.shape[0], a=a, graph_file=path, weights=w), cfg)  # hp's start keeps the build's eps
     start = hp.info["starts"]["kaminpar default"]["rebalance"]
     assert "lmax" in start and "kaminpar_eps" not in start
+
+
+def test_the_plan_figures_of_each_backend():
+    """METIS: a documented child (bytes a nonzero over the fitted base); KaMinPar: the fitted child, compressed
+    from COMPRESS_EDGES entries where fitted apart, and leaner for a larger eps than the build's."""
+    from dataclasses import replace
+
+    from shgcn.pipeline.models.gp import COMPRESS_EDGES, KAMINPAR_EPS_SHARE, METIS_BYTES_PER_NNZ
+    from shgcn.pipeline.sources.counts import Counts
+
+    gp = get("gp")
+    small = Counts(n=10, nnz=100, edges=90, features=1, classes=2, directed=False, how="t")
+    big = Counts(n=10, nnz=100, edges=90, features=1, classes=2, directed=False, how="t", symmetric=COMPRESS_EDGES)
+    fitted = {"partition:gp", "child:gp", "child:gp-compressed"}
+    metis = gp.figures(small, {"gp_backend": "metis"}, fitted)  # documented for gp's own; fitted for one like it
+    assert (metis.documented.libraries, metis.documented.nnz_bytes) == ("METIS", METIS_BYTES_PER_NNZ)
+    assert "64-bit idx_t" in metis.documented.graph_note
+    assert gp.figures(small, {}, fitted) == gp.figures(small, {"gp_backend": "kaminpar"}, fitted)
+    plain = gp.figures(small, {}, fitted)
+    assert (plain.key, plain.libraries, plain.child, plain.child_share, plain.note) == ("gp", "KaMinPar", "", 1.0, "")
+    assert plain.documented is None and metis == replace(plain, documented=metis.documented)
+    lean = gp.figures(big, {}, fitted)
+    assert (lean.child, lean.child_share) == ("gp-compressed", KAMINPAR_EPS_SHARE) and "default from 50M" in lean.note
+    assert gp.figures(big, {}, {"partition:gp", "child:gp"}).child == ""  # no compressed fit: the plain one
+    chosen = gp.figures(small, {"kaminpar_eps": 0.05}, fitted)
+    assert chosen.child_share == KAMINPAR_EPS_SHARE and chosen.note.startswith("--kaminpar-eps")
+    assert "--kaminpar-eps 0.05" in gp.advice(small, {}) and "fewer models" in gp.advice(big, {})
+    assert get("gp-vb").advice(small, {}) == gp.advice(small, {})  # its child computes gp when the build has none

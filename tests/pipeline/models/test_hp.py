@@ -118,3 +118,20 @@ def test_each_preset_names_its_mtkahypar_preset():
     assert [kahypar_preset(_cfg(hp_preset=p)) for p in ("fast", "default", "quality", "highest",
                                                         "mtkahypar-highest_quality")] == \
         ["deterministic", "deterministic", "deterministic", "deterministic", "highest_quality"]
+
+
+def test_the_plan_figures_with_and_without_metis_start():
+    """METIS is a start up to METIS_START_NNZ nonzeros of the default presets: beyond, or with the fast preset, hp
+    takes the figures fitted without it (where fitted)."""
+    from shgcn.pipeline.models import get
+    from shgcn.pipeline.models.hp import METIS_START_NNZ
+    from shgcn.pipeline.sources.counts import Counts
+
+    hp = get("hp")
+    small = Counts(n=10, nnz=100, edges=90, features=1, classes=2, directed=True, how="t")
+    big = Counts(n=10, nnz=METIS_START_NNZ + 1, edges=90, features=1, classes=2, directed=True, how="t")
+    fitted = {"partition:hp", "partition:hp-fast"}
+    assert hp.figures(small, {}, fitted).key == "hp" and "METIS" in hp.figures(small, {}, fitted).libraries
+    assert hp.figures(small, {"hp_preset": "fast"}, fitted).key == hp.figures(big, {}, fitted).key == "hp-fast"
+    assert hp.figures(big, {}, {"partition:hp"}).key == "hp"  # no fit without METIS: the one fitted
+    assert "--hp-preset fast" in hp.advice(small, {}) and get("hp-vb").advice(small, {}) == hp.advice(small, {})

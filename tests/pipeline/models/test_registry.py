@@ -28,3 +28,16 @@ def test_shared_options_appear_once_with_their_defaults():
     flags = [o.flag for o in options()]
     assert len(flags) == len(set(flags)) and "--hp-preset" in flags and "--max-total-increase" in flags
     assert default_options()["hp_preset"] == "default"
+
+
+def test_what_the_plan_and_the_build_ask_of_the_models():
+    """Every model's plan figures lead to a registered model (its own or the one it resembles, in turn); rp alone
+    partitions in the build's process; hp alone is laid out first; the report's baseline is a registered model."""
+    from shgcn.core.tables import BASELINE, REFERENCE
+
+    for name, m in REGISTRY.items():
+        assert m.resembles in REGISTRY, name
+    assert [n for n, m in REGISTRY.items() if not m.runs_in_child] == ["rp"]
+    assert [n for n, m in REGISTRY.items() if m.layout_first] == ["hp"]
+    assert (get("shp").resembles, get("hp-vb").resembles, get("shp-vb").resembles) == ("hp", "hp", "shp")
+    assert BASELINE in REGISTRY and get(BASELINE).balance == "rows" and REFERENCE in REGISTRY

@@ -2,6 +2,7 @@
 back at their ids, and the reader of ``ind.NAME.*`` files."""
 
 import pickle
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -90,3 +91,15 @@ def test_a_neighbour_outside_the_graph_is_one_line(tmp_path):
     (tmp_path / "ind.tiny.graph").write_bytes(pickle.dumps({0: [1], 1: [0, 9], 2: [1], 3: [2]}, protocol=2))
     with pytest.raises(UserError, match=r"ind.tiny.graph: neighbour id outside 0..3"):
         planetoid.read_planetoid(str(tmp_path / "ind.tiny"))
+
+
+def test_a_prefix_names_its_files_and_the_precheck_opens_the_graph_file(tmp_path):
+    """``DIR/ind.tiny`` (or any of its files) need not exist itself: the reader says so, and its check before a
+    build names the graph file it would open first."""
+    assert planetoid.READER.names_files
+    assert planetoid.files_base(str(tmp_path / "ind.tiny.ty")) == planetoid.files_base(str(tmp_path / "ind.tiny")) \
+        == tmp_path / "ind.tiny"
+    with pytest.raises(UserError, match=f"^{re.escape(str(tmp_path / 'ind.tiny.graph'))}: file not found$"):
+        planetoid.READER.precheck(str(tmp_path / "ind.tiny"), None)
+    write_planetoid(tmp_path)
+    planetoid.READER.precheck(str(tmp_path / "ind.tiny.x"), None)

@@ -34,3 +34,10 @@ def test_the_registry_imports_nothing_heavy():
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'pyarrow', 'dask', 'distributed'}))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stderr  # --help lists the formats from here
+
+
+def test_only_planetoid_names_its_files_and_every_reader_checks_a_path_before_a_build(tmp_path):
+    assert [f for f, r in registry.READERS.items() if r.names_files] == ["planetoid"]
+    for r in registry.READERS.values():  # a missing path is the reader's one line, before any worker
+        with pytest.raises(UserError, match="missing"):
+            r.precheck(str(tmp_path / "missing"), None)
