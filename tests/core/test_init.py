@@ -9,9 +9,8 @@ from helpers import REPO
 
 import shgcn.core
 
-SUBMODULES = ["algorithms", "archs", "costs", "csr", "epoch", "errors", "exchanges", "machine", "machine_check", "memory",
-              "partition",
-              "registry", "runlog", "sample", "tables", "work"]
+SUBMODULES = ["algorithms", "archs", "contention", "costs", "csr", "epoch", "errors", "exchanges", "machine",
+              "machine_check", "memory", "partition", "profile", "registry", "runlog", "sample", "tables", "work"]
 
 
 def test_all_names_every_submodule_and_only_those():
