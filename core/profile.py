@@ -192,4 +192,5 @@ def profile_of(cost: PartitionCost) -> dict[str, float]:
 def ratios_of(cost: PartitionCost, base: PartitionCost, name: str = "") -> Ratios:
     """``cost``'s profile as :class:`Ratios` to ``base``'s."""
     a, b = profile_of(cost), profile_of(base)
-    return Ratios(*(a[k] / b[k] for k in ("volume_avg", "volume_max", "msgs_avg", "msgs_max")), name=name)
+    return Ratios(a["volume_avg"] / b["volume_avg"], a["volume_max"] / b["volume_max"], a["msgs_avg"] / b["msgs_avg"],
+                  a["msgs_max"] / b["msgs_max"], name=name)
