@@ -6,7 +6,9 @@ report share, none of which knows the store's layout.
   and the :class:`~.costs.Job` they describe together (:mod:`.costs`);
 - the models of cost and time: :mod:`.partition` (what a partition costs),
   :mod:`.machine` (nodes, paths, links, fitted compute; presets in
-  ``machines/*.json``; every figure checked by :mod:`.machine_check`), :mod:`.epoch` (the epoch model), :mod:`.memory`,
+  ``machines/*.json``; every figure checked by :mod:`.machine_check`), :mod:`.contention` (what a rank's
+  messages cost while its node's other ranks send), :mod:`.epoch` (the epoch model), :mod:`.profile` (a
+  partition given by its ratios to a baseline's volumes and messages), :mod:`.memory`,
   :mod:`.work` (the partitioners' vertex weights);
 - :mod:`.sample` (the mini-batch samplers), :mod:`.runlog` (the run log's
   records), :mod:`.tables` (the quality tables as text), :mod:`.csr`,
@@ -22,8 +24,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["algorithms", "archs", "costs", "csr", "epoch", "errors", "exchanges", "machine", "machine_check", "memory",
-           "options", "partition", "registry", "runlog", "sample", "tables", "work"]
+__all__ = ["algorithms", "archs", "contention", "costs", "csr", "epoch", "errors", "exchanges", "machine",
+           "machine_check", "memory", "options", "partition", "profile", "registry", "runlog", "sample", "tables",
+           "thread_scaling", "work"]
 
 
 def __dir__() -> list[str]:

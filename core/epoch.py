@@ -42,8 +42,9 @@ from .machine import ComputeModel, Machine, machine_of
 from .partition import PartitionCost, dims_of, own_nonzeros
 from .tables import BASELINE
 
-__all__ = ["ComputeModel", "Job", "Machine", "PartitionCost", "compute_features", "dims_of", "fit_compute",
-           "machine_of", "own_nonzeros", "predict", "predict_algorithm", "rank_times", "rank_traffic", "recommend"]
+__all__ = ["BREAKDOWN", "ComputeModel", "Job", "Machine", "PartitionCost", "compute_features", "dims_of",
+           "fit_compute", "machine_of", "own_nonzeros", "predict", "predict_algorithm", "rank_breakdown", "rank_times",
+           "rank_traffic", "recommend"]
 
 
 def rank_traffic(cost: PartitionCost, job: Job) -> dict[str, np.ndarray]:
@@ -60,6 +61,31 @@ def rank_times(cost: PartitionCost, job: Job, machine: str | Machine) -> dict[st
     allreduce included), ``total`` (P,), and ``epoch`` (the slowest rank)."""
     EXCHANGES.get_spec(job.exchange)
     return ALGORITHMS.get_spec(job.algorithm).times(cost, job, machine_of(machine).with_threads(job.threads))
+
+
+BREAKDOWN = ("compute", "latency", "intra", "injection", "ejection", "link_send", "link_recv", "exchanges", "comm",
+             "total")  # rank_breakdown's terms, in the order simulate --breakdown prints them
+
+
+def rank_breakdown(cost: PartitionCost, job: Job, machine: str | Machine) -> dict[str, np.ndarray]:
+    """Every term of every rank's predicted step (:data:`BREAKDOWN`, (P,) seconds each): ``compute`` (SpMM and
+    dense work); over all the step's exchanges and their stages, the rank's ``latency`` and each of its bandwidth
+    terms as if it were the only one (``intra``; ``injection``, ``ejection``: its inter-node bytes out and in at
+    its own rate; ``link_send``, ``link_recv``: the same through its node's link at the share the machine's
+    contention model gives it: :mod:`.contention`), ``exchanges`` (each stage's latency plus its largest
+    bandwidth term, summed: what the rank waits on its own messages); ``comm``: what the model charges the rank
+    for communication after the overlap with its own-column product, its node's slowest rank in a staged
+    exchange and the gradient allreduce; ``total`` (compute + comm). An exchange that is not a list of messages
+    (bcast: a broadcast per block) has its time in ``comm`` only."""
+    from .contention import recording
+
+    with recording() as rec:
+        t = rank_times(cost, job, machine)
+    terms = rec.summed(cost.parts)
+    out = {"compute": t["compute"], **{k: terms[k] for k in ("latency", "intra", "injection", "ejection",
+                                                                  "link_send", "link_recv")},
+           "exchanges": terms["total"], "comm": t["comm"], "total": t["total"]}
+    return {k: np.asarray(out[k], float) for k in BREAKDOWN}
 
 
 def _imbalance(x) -> float:

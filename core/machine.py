@@ -9,9 +9,11 @@ blocks: ranks ``k i .. k i + k - 1`` share node ``i``), with
   message of one rank),
 - an inter-node path (:attr:`Machine.inter`: α per message, β the inverse
   of one rank's injection rate),
-- the node's link, shared by its ranks (:attr:`Machine.link_rate`, bytes/s):
-  a max-rate model, so a node's inter-node bytes take at least
-  ``bytes / link_rate`` however many ranks send them,
+- the node's link, shared by its ranks (:attr:`Machine.link_rate`, bytes/s),
+  each rank's share of it while the node's other ranks send given by the
+  machine's contention model (:attr:`Machine.contention`,
+  :mod:`.contention`: max-min fair sharing, the static share, or the node's
+  bytes as one pipe),
 - the compute model of a rank (:class:`ComputeModel`, fitted on the machine by
   ``python -m benchmarks.training.simulate_bench --fit-only``, which writes
   ``core/machines/this.json``; another CPU's is scaled by a documented factor).
@@ -128,6 +130,8 @@ class Machine:
         node's cores): a waiting MPI rank busy-polls, so the rank it waits for gets its core a scheduling slice
         later (measured here by ``benchmarks.training.pingpong --oversubscribed``; 0: not modelled)
     threads : threads in each rank (:meth:`with_threads`; ``compute`` is a rank's with them)
+    contention : how a node's ranks share its link (:data:`shgcn.core.contention.MODELS`: ``maxmin``, ``share``,
+        ``aggregate``); a machine built in code without one: ``aggregate``, the model before issue 53
     """
 
     name: str
@@ -141,6 +145,7 @@ class Machine:
     source: str = ""
     oversubscribed_sync: float = 0.0
     threads: int = 1
+    contention: str = "aggregate"
 
     def nodes(self, ranks: int) -> int:
         """Nodes a job of ``ranks`` ranks spans."""
@@ -248,7 +253,8 @@ def machine_from_json(d: dict, where: str | None = None) -> Machine:
                     link_rate=float(d["link"]["rate"]) if d.get("link") else None,
                     cores_per_node=whole(d["cores_per_node"]), compute=_compute_of(d["compute"]),
                     description=str(d.get("description", "")), source=str(d.get("source", "")),
-                    oversubscribed_sync=float(d.get("oversubscribed_sync", {}).get("seconds", 0.0)))
+                    oversubscribed_sync=float(d.get("oversubscribed_sync", {}).get("seconds", 0.0)),
+                    contention=str(d["link"].get("contention", "aggregate")) if d.get("link") else "aggregate")
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise UserError(f"{where}: not a machine description ({type(e).__name__}: {e})") from None
     return check_machine(m, where)
@@ -329,18 +335,26 @@ def _spec_field(key: str, value: str, item: str) -> tuple[str, object]:
         return "compute", _spec_compute(value, item)
     if key == "sync":
         return "oversubscribed_sync", _time(value, item)
+    if key == "contention":
+        from .contention import MODELS
+
+        if value not in MODELS:
+            raise UserError(f"machine spec: {item!r}: choose a contention model from {', '.join(MODELS)}")
+        return "contention", value
     if key == "name":
         if not value.strip():
             raise UserError(f"machine spec: {item!r}: name the machine")
         return "name", value
-    raise UserError(f"machine spec: unknown key {key!r} (ranks, intra, inter, link, cores, compute, sync, name)")
+    raise UserError(f"machine spec: unknown key {key!r} (ranks, intra, inter, link, contention, cores, compute, sync, "
+                    "name)")
 
 
 def machine_from_spec(text: str, base: Machine | None = None) -> Machine:
     """A machine from ``key=value`` pairs over ``base`` (default: the ``this`` preset).
 
     Keys: ``ranks`` (ranks per node), ``intra`` and ``inter`` (``LATENCY:RATE``, e.g. ``1.5us:12GB/s``),
-    ``link`` (a rate, or ``none``), ``cores``, ``compute`` (``NAME*FACTOR``: a fitted model scaled), ``sync``
+    ``link`` (a rate, or ``none``), ``contention`` (how a node's ranks share the link: ``maxmin``, ``share``,
+    ``aggregate``; :mod:`.contention`), ``cores``, ``compute`` (``NAME*FACTOR``: a fitted model scaled), ``sync``
     (a time: one synchronization's cost per unit of oversubscription), ``name``. Every value is checked: a
     malformed, zero, negative or infinite one is one line naming its ``key=value``.
     """

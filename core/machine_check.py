@@ -41,6 +41,10 @@ def check_machine(m: M, where: str) -> M:
             raise bad(field, x, "finite and >= 0")
     if m.link_rate is not None and not (math.isfinite(m.link_rate) and m.link_rate > 0):
         raise bad("link.rate", m.link_rate, "finite and above 0 bytes/s (no link: leave it out)")
+    from .contention import MODELS
+
+    if getattr(m, "contention", MODELS[-1]) not in MODELS:
+        raise bad("link.contention", m.contention, f"one of {', '.join(MODELS)}")
     for field, f in zip(("spmm", "dense", "elem", "const"), c.parallel):
         if not 0 <= f <= 1:
             raise bad(f"compute.parallel.{field}", f, "a fraction from 0 to 1")

@@ -12,6 +12,8 @@ registry (whose test checks that they are registered models).
 
 from __future__ import annotations
 
+import numpy as np
+
 BASELINE = "rp"  # every ratio column ("vs_rp") is to this model's partition
 MINIBATCH_REFERENCES = (BASELINE, "hp")
 REFERENCE = "gp"  # the graph partition (what DistDGL partitions with): the report's figure of every part against it
@@ -129,3 +131,20 @@ def format_grid(rows: list[dict]) -> str:
         cells.append([f.format(r[k] * scale.get(k, 1)) for k, _, f in cols])
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)
+
+
+def format_breakdown(row: dict, ranks_per_node: int) -> str:
+    """Fixed-width text of one :func:`shgcn.pipeline.simulate.breakdown_rows` row: a heading, then every rank's
+    terms (:data:`shgcn.core.epoch.BREAKDOWN`, in the row's order; ms per step), the slowest rank marked ``*``."""
+    t = row["terms"]
+    terms = list(t)
+    slow = int(np.argmax(t["total"]))
+    head = (f"P={row['parts']} {row['model']} {row['exchange']}, {row['ranks_per_node']} ranks per node x "
+            f"{row['threads']} threads: every rank's terms, ms per step (* the slowest)")
+    names = {"link_send": "link send", "link_recv": "link recv"}
+    cells = [["rank", "node #", *(names.get(k, k) for k in terms)]]
+    for r in range(t["total"].size):
+        cells.append([f"{r}{'*' if r == slow else ''}", str(r // max(1, ranks_per_node)),
+                      *(f"{t[k][r] * 1e3:.4f}" for k in terms)])
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
+    return head + "\n" + "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in cells)

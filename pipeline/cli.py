@@ -237,8 +237,8 @@ def _simulate_parser(sub, common) -> None:
                          description="Predict a full-batch epoch of every model of STORE: per rank, computation "
                                      "from its rows and nonzeros (fitted on this machine), communication from its "
                                      "exact send and receive rows and messages through a latency-bandwidth model "
-                                     "of the exchange; the epoch is the slowest rank. Prints the speedup over rp "
-                                     "and over bcast. See shgcn.core.epoch.")
+                                     "of the exchange and its node's link (shgcn.core.contention); the epoch is the "
+                                     "slowest rank. Prints the speedup over rp and bcast. See shgcn.core.epoch.")
     sim.add_argument("store", metavar="STORE")
     sim.add_argument("--ranks", type=_ints, default=None,
                      help="rank counts, e.g. 64,128,256 (default: the store's; others re-partition Â)")
@@ -263,6 +263,7 @@ def _simulate_parser(sub, common) -> None:
                           "count (1.5d with each --replication c: k = P / c parts; 2d: k = sqrt(P)) and "
                           "recommend the fastest per P")
     sim.add_argument("--replication", type=_ints, default=(2, 4), help="1.5d: replications to predict (P / c parts)")
+    sim.add_argument("--breakdown", action="store_true", help="then every rank's terms, ms (epoch.rank_breakdown)")
 
 
 def _export_parser(sub, common) -> None:

@@ -212,9 +212,11 @@ def cmd_simulate(args) -> int:
     from shgcn.core import epoch
 
     from .simulate import (
+        breakdown_rows,
         fastest_line,
         model_partitioner,
         no_plans,
+        oversubscribed,
         predict_algorithms,
         predict_ranks,
         simulation_jobs,
@@ -226,6 +228,9 @@ def cmd_simulate(args) -> int:
     machine = simulation_machine(args.machine, args.alpha, args.beta)
     exchanges = simulation_list(args.exchange, "--exchange")
     jobs = simulation_jobs(s, args.hidden, args.arch, machine, args.ranks_per_node, args.threads)
+    refused = oversubscribed(args.ranks or [s.parts], jobs, machine)
+    if refused:  # more ranks x threads than a node's cores: not predicted (issue 53)
+        raise UserError(refused)
     if args.algorithm is not None:
         algorithms = simulation_list(args.algorithm, "--algorithm")
         rows = predict_algorithms(s, args.ranks, algorithms, args.replication, jobs[0], machine=machine,
@@ -243,6 +248,10 @@ def cmd_simulate(args) -> int:
         rows += predict_ranks(s, args.ranks, job, machine, exchanges, partitioner=model_partitioner(s))
     print(f"machine {machine.name}: {machine.description or machine.source}")
     print(tables.format_epochs(rows))
+    if args.breakdown:
+        for job in jobs:
+            for b in breakdown_rows(s, args.ranks, job, machine, exchanges, partitioner=model_partitioner(s)):
+                print(tables.format_breakdown(b, machine.node_size(b["parts"])))
     _print_splits(s, args, jobs[0], exchanges)
     for r in epoch.recommend([{**r, "ranks": r["parts"]} for r in rows]):
         print(fastest_line(r))

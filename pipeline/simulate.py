@@ -53,6 +53,39 @@ def predict_ranks(store, ranks: Iterable[int] | None, job: Job, machine: str | M
     return rows
 
 
+def breakdown_rows(store, ranks: Iterable[int] | None, job: Job, machine: str | Machine = "infiniband",
+                   exchanges: Iterable[str] | None = None,
+                   partitioner: Callable[[sp.csr_matrix, str, int], np.ndarray] | None = None) -> list[dict]:
+    """Every rank's terms (:func:`shgcn.core.epoch.rank_breakdown`) of every model of a store with each exchange at
+    each of ``ranks`` (as :func:`predict_ranks`): one dict per (P, model, exchange) with ``parts``, ``model``,
+    ``exchange``, ``ranks_per_node``, ``threads`` and ``terms`` (name -> (P,) seconds)."""
+    s = as_store(store)
+    out = []
+    for p in [s.parts] if ranks is None else [int(r) for r in ranks]:
+        for c in placed(_costs_at(s, p, partitioner), job.ranks_per_node, s):
+            for ex in (list(exchanges) if exchanges is not None else [job.exchange]):
+                j = job.with_(exchange=ex)
+                out.append({"parts": c.parts, "model": c.model, "exchange": ex, "ranks_per_node": j.ranks_per_node,
+                            "threads": j.threads, "terms": epoch.rank_breakdown(c, j, machine)})
+    return out
+
+
+def oversubscribed(ranks: Iterable[int], jobs: Iterable[Job], machine: Machine) -> str | None:
+    """The one line ``pipeline simulate`` refuses with when a job puts more ranks x threads on a node than it has
+    cores (None when every job fits): the model does not predict that (issue 53). Measured here, 4 and 8 ranks on
+    2 cores took 1.5-2.7x the epoch the oversubscription terms predict (benchmarks/RESULTS.md, 'Nodes on this
+    machine'), so a prediction would mislead."""
+    for p in ranks:
+        for job in jobs:
+            if machine.oversubscription(p, job.threads) > 1:
+                per_node = machine.node_size(p)
+                return (f"P={p}: {per_node} ranks x {job.threads} threads on a node of {machine.cores_per_node} cores "
+                        f"(machine {machine.name}) oversubscribe it, and the model does not predict that (measured "
+                        "1.5-2.7x its epoch at 4 and 8 ranks on 2 cores): give --ranks-per-node, --threads or a "
+                        "machine with the cores")
+    return None
+
+
 def fastest_line(r: dict) -> str:
     """``pipeline simulate``'s line for the fastest of a rank count (an :func:`shgcn.core.epoch.recommend` row):
     its speed against rp's with the same exchange, or, for a store without an rp partition (``vs_rp`` NaN),

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..machine import Channel, Machine
+from ..contention import stage_terms
+from ..machine import Machine
 from ..options import Option
 from ..partition import PartitionCost
 
@@ -120,35 +121,11 @@ def stage_time(msgs: Messages, row_bytes: int, machine: Machine, P: int, latency
 
     Per message, the latency of its path (intra- or inter-node on the machine's nodes, not the job's virtual
     ones) adds up on both ends; the bytes overlap: the slowest of each path's bytes at its rate (the larger
-    of what the rank sends and receives, full duplex) and of its node's link (the node's inter-node bytes
-    out or in at the link rate). ``latency_msgs`` (P,): count this many inter-node latencies per rank
-    instead (a collective's steps)."""
-    phys = Layout(P, machine.node_size(P))
-    nbytes = (msgs.rows * int(row_bytes)).astype(float)
-    inter = phys.node_of(msgs.src) != phys.node_of(msgs.dst)
-    t_lat = np.zeros(P)
-    t_bw = np.zeros(P)
-    for sel, ch in ((~inter, machine.intra), (inter, machine.inter)):
-        out_b = np.bincount(msgs.src[sel], weights=nbytes[sel], minlength=P)
-        in_b = np.bincount(msgs.dst[sel], weights=nbytes[sel], minlength=P)
-        n = np.maximum(np.bincount(msgs.src[sel], minlength=P), np.bincount(msgs.dst[sel], minlength=P))
-        t_lat += ch.alpha * n
-        t_bw = np.maximum(t_bw, ch.beta * np.maximum(out_b, in_b))
-    if latency_msgs is not None:
-        t_lat = _channel(machine, P).alpha * np.asarray(latency_msgs, float)
-    if machine.link_rate and inter.any():
-        node = phys.node_of()
-        out_n = np.bincount(phys.node_of(msgs.src[inter]), weights=nbytes[inter], minlength=phys.nodes)
-        in_n = np.bincount(phys.node_of(msgs.dst[inter]), weights=nbytes[inter], minlength=phys.nodes)
-        t_bw = np.maximum(t_bw, np.maximum(out_n, in_n)[node] / machine.link_rate)
-    busy = np.zeros(P, bool)
-    busy[msgs.src] = True
-    busy[msgs.dst] = True
-    return np.where(busy | (latency_msgs is not None), t_lat + t_bw, 0.0)
-
-
-def _channel(machine: Machine, P: int) -> Channel:
-    return machine.flat_path(P)
+    of what the rank sends and receives, full duplex; inter-node out and in at one rank's injection rate) and
+    of its inter-node bytes out and in through its node's link, at the share the machine's contention model
+    gives it while the node's other ranks also send (:mod:`shgcn.core.contention`, which has every term).
+    ``latency_msgs`` (P,): count this many inter-node latencies per rank instead (a collective's steps)."""
+    return stage_terms(msgs, row_bytes, machine, P, latency_msgs)["total"]
 
 
 class ExchangeCost(ABC):

@@ -9,9 +9,9 @@ from helpers import REPO
 
 import shgcn.core
 
-SUBMODULES = ["algorithms", "archs", "costs", "csr", "epoch", "errors", "exchanges", "machine", "machine_check", "memory",
-              "options", "partition",
-              "registry", "runlog", "sample", "tables", "work"]
+SUBMODULES = ["algorithms", "archs", "contention", "costs", "csr", "epoch", "errors", "exchanges", "machine",
+              "machine_check", "memory", "options", "partition", "profile", "registry", "runlog", "sample", "tables",
+              "thread_scaling", "work"]
 
 
 def test_all_names_every_submodule_and_only_those():

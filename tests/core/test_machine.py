@@ -38,8 +38,11 @@ def test_every_preset_loads_with_its_sources():
 def test_the_presets_numbers():
     ms = presets()
     paper = ms["paper"]
-    assert (paper.ranks_per_node, paper.cores_per_node, paper.link_rate) == (48, 48, 12.5e9)
-    assert (paper.inter.alpha, paper.inter.beta, paper.intra.alpha) == (1.5e-6, 8.333e-11, 4e-7)
+    assert (paper.ranks_per_node, paper.cores_per_node, paper.link_rate) == (48, 48, 12.3e9)
+    # issue 53: osu_latency and osu_mbw_mr (one pair, 56 pairs) on a 100 Gb/s Cascade Lake cluster, cited in the file
+    assert (paper.inter.alpha, paper.inter.beta, paper.intra.alpha) == (9.8e-7, 8.114e-11, 4e-7)
+    assert paper.contention == "share" and ms["hdr128"].contention == "share"
+    assert ms["this"].contention == "aggregate"  # no link: the default, which nothing reads
     assert ms["hdr128"].link_rate == 25e9 and ms["hdr128"].ranks_per_node == 128
     assert ms["this"].link_rate is None and ms["shm"].link_rate is None
     assert (ms["this"].ranks_per_node, ms["this"].cores_per_node) == (4096, 2)
