@@ -6,7 +6,7 @@ report share, none of which knows the store's layout.
   and the :class:`~.costs.Job` they describe together (:mod:`.costs`);
 - the models of cost and time: :mod:`.partition` (what a partition costs),
   :mod:`.machine` (nodes, paths, links, fitted compute; presets in
-  ``machines/*.json``; every figure checked by :mod:`.machine_check`), :mod:`.contention` (what a rank's
+  ``machines/*.json``; every figure checked by :mod:`.machine_check`), :mod:`.collectives`, :mod:`.contention` (what a rank's
   messages cost while its node's other ranks send), :mod:`.epoch` (the epoch model), :mod:`.profile` (a
   partition given by its ratios to a baseline's volumes and messages), :mod:`.memory`,
   :mod:`.work` (the partitioners' vertex weights);
@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["algorithms", "archs", "contention", "costs", "csr", "epoch", "errors", "exchanges", "machine",
+__all__ = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges", "machine",
            "machine_check", "memory", "options", "partition", "profile", "registry", "runlog", "sample", "tables",
            "thread_scaling", "work"]
 

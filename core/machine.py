@@ -180,24 +180,6 @@ class Machine:
         return self.oversubscribed_sync * os_ if os_ > 1 else 0.0
 
 
-def _log2(p: int) -> int:
-    return math.ceil(math.log2(p)) if p > 1 else 0
-
-
-def bcast_time(nbytes: np.ndarray | float, parts: int, path: Channel) -> np.ndarray | float:
-    """One broadcast (or reduce) of ``nbytes`` among ``parts`` ranks: scatter + allgather."""
-    if parts == 1:
-        return 0.0 * np.asarray(nbytes)
-    return path.alpha * (_log2(parts) + parts - 1) + 2 * path.beta * np.asarray(nbytes, float) * (parts - 1) / parts
-
-
-def allreduce_time(nbytes: float, parts: int, path: Channel) -> float:
-    """Allreduce of ``nbytes`` (recursive halving/doubling: reduce-scatter + allgather)."""
-    if parts == 1:
-        return 0.0
-    return 2 * path.alpha * _log2(parts) + 2 * path.beta * nbytes * (parts - 1) / parts
-
-
 # ---------------------------------------------------------------- presets (data files)
 
 _DIR = Path(__file__).resolve().parent / "machines"  # package data: the preset machines and fitted compute models

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from ..collectives import allreduce_time
 from ..costs import Job, input_terms, optimizer_terms, work_terms
 from ..errors import UserError
-from ..machine import Machine, allreduce_time
+from ..machine import Machine
 from ..options import Option
 from ..partition import PartitionCost
 from .grid import GridShape

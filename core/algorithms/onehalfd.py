@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from ..collectives import bcast_time
 from ..costs import Job
 from ..errors import UserError
 from ..exchanges import EXCHANGES
-from ..machine import Channel, Machine, bcast_time
+from ..machine import Channel, Machine
 from ..memory import Held, rank_bytes
 from ..options import Option
 from ..partition import PartitionCost

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..archs import NORM
+from ..collectives import bcast_time
 from ..costs import Job
 from ..errors import UserError
-from ..machine import Channel, Machine, bcast_time
+from ..machine import Channel, Machine
 from ..memory import Held, rank_bytes
 from ..partition import PartitionCost
 from .base import AlgorithmCost, Call, dense_seconds, gradient_allreduce, sum_calls

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..machine import Machine, bcast_time
+from ..collectives import bcast_time
+from ..machine import Machine
 from ..partition import PartitionCost
 from .base import ExchangeCost, Layout, Messages
 

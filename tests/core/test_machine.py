@@ -12,8 +12,6 @@ from shgcn.core.machine import (
     Channel,
     ComputeModel,
     Machine,
-    allreduce_time,
-    bcast_time,
     compute_path,
     load_compute,
     machine_from_json,
@@ -172,24 +170,6 @@ def test_sync_delay_grows_with_oversubscription():
     assert machine(ranks_per_node=4096, cores=2).sync_delay(8) == 0.0  # not measured: not modelled
     assert machine_of("this").oversubscribed_sync > 0  # measured here (benchmarks.training.pingpong)
     assert machine_of("paper").sync_delay(512) == 0.0  # 48 ranks on 48 cores a node
-
-
-def test_bcast_time_by_hand():
-    ch = Channel(1.0, 0.01)
-    # 4 ranks: alpha (log2 4 + 3) + 2 beta 1000 x 3/4 = 5 + 15
-    assert bcast_time(1000, 4, ch) == pytest.approx(20.0)
-    # 5 ranks: alpha (ceil log2 5 = 3, + 4) + 2 beta 1000 x 4/5 = 7 + 16
-    assert bcast_time(1000, 5, ch) == pytest.approx(23.0)
-    assert bcast_time(1000, 1, ch) == 0.0
-    assert bcast_time([1000, 0], 4, ch).tolist() == pytest.approx([20.0, 5.0])
-
-
-def test_allreduce_time_by_hand():
-    ch = Channel(1.0, 0.01)
-    assert allreduce_time(1000, 4, ch) == pytest.approx(2 * 2 + 2 * 0.01 * 1000 * 3 / 4)  # 19
-    assert allreduce_time(1000, 3, ch) == pytest.approx(2 * 2 + 2 * 0.01 * 1000 * 2 / 3)
-    assert allreduce_time(1000, 2, ch) == pytest.approx(2 + 10)
-    assert allreduce_time(1000, 1, ch) == 0.0
 
 
 def test_threads_divide_each_terms_parallel_fraction():

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from helpers.costs import machine
 
+from shgcn.core.collectives import bcast_time
 from shgcn.core.exchanges import EXCHANGES, Layout, traffic
 from shgcn.core.exchanges.bcast import Bcast
-from shgcn.core.machine import bcast_time
 from shgcn.core.partition import PartitionCost
 
 
