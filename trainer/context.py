@@ -190,7 +190,7 @@ def prepare(cfg: TrainConfig, comm) -> Local:
     i, _ = shape.position(comm.rank)
     block = s.rank(i, verify=cfg.verify)
     cp = comm_plan(block.plan, i, s.offsets)
-    be = backend(cfg.backend, cfg.device, cfg.threads)
+    be = backend(cfg.backend, cfg.device, cfg.threads, **cfg.options)  # its own options (--torch-kernels)
     targets = for_store(s.attrs, be)
     labelled = targets.labelled(block.labels)
     data = RankData(x=be.asarray(as_input(block.features)), labels=np.asarray(block.labels),

@@ -114,3 +114,16 @@ def test_resume_says_where_truncates_the_log_and_refuses_changed_options(stores,
     assert log.read_text().count('"type": "header"') == 1
     one_line(train(2, path, "--epochs", "9", "--checkpoint", ck, "--resume", "--lr", "0.05", timeout=60),
              "lr 0.01 -> 0.05")
+
+
+@pytest.mark.parametrize("options,kernels", [({}, "numba"), ({"torch_kernels": "torch", "torch_compile": "off"}, "torch")])
+def test_a_backends_own_options_reach_the_backend_the_rank_computes_with(stores, options, kernels):
+    """--torch-kernels is the torch backend's declared option: the rank's backend is made with it."""
+    pytest.importorskip("torch")
+    from mpi4py import MPI
+
+    from shgcn.trainer.config import TrainConfig
+    from shgcn.trainer.context import prepare
+
+    cfg = TrainConfig(store=str(stores["undirected", 1]), backend="torch", threads=1, options=options)
+    assert prepare(cfg, MPI.COMM_SELF).backend.kernels == kernels
