@@ -42,6 +42,11 @@ A store for other ranks, a missing, foreign or corrupt store, a stale
 launcher environment (RANK/WORLD_SIZE left under mpirun): one line from rank
 0 (``torch_pyg: error: ...``, as ``shgcn-train`` says it) and exit code 2 on
 every rank; ``open_block`` and ``init_from_env`` raise them alike on every rank.
+One rank's failure mid-run (an exception, a full disk under ``--checkpoint``)
+is one line naming the rank and the error, and ends every rank at once
+(``td.run_main``: ``MPI_Abort`` under mpirun) instead of leaving the others
+waiting in their next exchange; a rank that stops answering ends the others
+within ``--timeout`` seconds (torch.distributed's limit on a collective).
 """
 
 from __future__ import annotations
@@ -53,9 +58,7 @@ import time
 
 import torch
 
-from shgcn.core.errors import UserError
 from shgcn.trainer import torchdist as td
-from shgcn.trainer.torchdist.launch import job_rank
 
 
 class OwnGCN(torch.nn.Module):
@@ -126,11 +129,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--checkpoint", metavar="PATH", help="write the model and optimizer here (rank 0, atomically)")
     p.add_argument("--checkpoint-every", type=int, default=0, metavar="N", help="also every N epochs")
     p.add_argument("--resume", action="store_true", help="start from --checkpoint (its epoch, weights, optimizer)")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                   help="seconds a collective waits for a rank that stopped answering before the job ends")
     args = p.parse_args(argv)
     if args.resume and not args.checkpoint:
         p.error("--resume needs --checkpoint PATH")
     if args.batch_size < 0:
         p.error(f"--batch-size {args.batch_size}: must be >= 0 (0: full batch)")
+    if not 0 < args.timeout < 10**7:  # timedelta's range, and a wait that ends
+        p.error(f"--timeout {args.timeout:g}: seconds, more than 0 and below 1e7")
     return args
 
 
@@ -201,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)  # one core per rank, like shgcn-train
     device = td.local_device(args.device)  # checked before anything starts: no GPU, one line
     backend = td.choose_backend(device)
-    rank, size = td.init_from_env(backend, device=device)
+    rank, size = td.init_from_env(backend, timeout_s=args.timeout, device=device)
     graph = td.Graph(td.open_block(args.store, device=device))
     block = graph.block
     dims = [int(block.x.shape[1]), *args.hidden, block.classes]
@@ -214,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                             block=block) if args.batch_size else None
     first = td.load_checkpoint(args.checkpoint, model, opt, store_path=args.store, loader=loader)["epoch"] \
         if args.resume else 0
-    if first >= args.epochs:
-        raise UserError(f"{args.checkpoint}: already at epoch {first}, nothing left of --epochs {args.epochs}")
+    if first >= args.epochs:  # the same on every rank: said once (td.JobError)
+        raise td.JobError(f"{args.checkpoint}: already at epoch {first}, nothing left of --epochs {args.epochs}")
     w = widths("gcn" if args.arch == "own" else args.arch, dims, args.heads)
     records = []
     for epoch in range(first, args.epochs):
@@ -264,18 +271,7 @@ def traffic_check(args: argparse.Namespace, block: td.TorchBlock, w: list[int], 
             "ranks_equal": int(every[2])}
 
 
-def fail(e: UserError) -> int:
-    """The job's one line for a user error, ``torch_pyg: error: ...`` on stderr, and its exit code (2) on every
-    rank: rank 0 says an error every rank raised alike (a store for other ranks, a missing or corrupt store, a
-    stale launcher environment: open_block and init_from_env agree on it), a rank says its own."""
-    alike = getattr(e, "every_rank", False) or not torch.distributed.is_initialized()
-    if job_rank() == 0 or not alike:
-        print(f"torch_pyg: error: {e}", file=sys.stderr, flush=True)
-    return e.exit_code  # sys.exit: the group is destroyed at exit (init_from_env's atexit), no rank in a collective
-
-
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except UserError as e:  # the user's input (no GPU, a store for other ranks...): one line, exit code 2
-        sys.exit(fail(e))
+    # one line and exit 2 for the user's input (no GPU, a store for other ranks...), said once when every rank
+    # raised it; one rank's own failure: its line, and every rank ended at once (MPI_Abort under mpirun)
+    sys.exit(td.run_main(main, "torch_pyg"))

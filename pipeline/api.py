@@ -45,7 +45,7 @@ def _client(client) -> Iterator:
         yield c
 
 
-def _node_source(features, labels, masks) -> NodeSource | None:
+def _node_source(features, labels, masks, roles: str = "masks['train']") -> NodeSource | None:
     from .sources.peers import labels_of
 
     if features is None and labels is None and masks is None:
@@ -57,7 +57,8 @@ def _node_source(features, labels, masks) -> NodeSource | None:
     if masks is not None and set(masks) != {"train", "val", "test"}:
         raise UserError("masks: expected a dict with keys train, val, test")
     return NodeSource(None if x is None else x.astype(np.float32), y,
-                      None if masks is None else {k: np.asarray(v, bool) for k, v in masks.items()}, label_kind=kind)
+                      None if masks is None else {k: np.asarray(v, bool) for k, v in masks.items()}, label_kind=kind,
+                      roles=None if masks is None else roles)
 
 
 def _from_peer(source: Any, features, labels, masks) -> tuple[Any, Any, Any, Any, bool]:
@@ -177,8 +178,9 @@ def _build(source: Any, options: dict, *, parts: Any, out: Any, models: Any, cli
     features = None if isinstance(features, str) else features
     labels = None if isinstance(labels, str) else labels
     kind = type(source).__name__
+    given = masks is not None
     source, features, labels, masks, peer = _from_peer(source, features, labels, masks)
-    nodes = _node_source(features, labels, masks)
+    nodes = _node_source(features, labels, masks, "masks['train']" if given else f"the {kind}'s train mask")
     if nodes is not None and ("features" in options or "labels" in options):
         raise UserError("give features/labels either as arrays or as specs (features='random:D'), not both")
     models = _checked_arguments(parts, out, models, overwrite)

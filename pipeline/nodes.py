@@ -299,8 +299,36 @@ def node_block(lo: int, hi: int, spec: NodeSpec, np_: NodePlan, source: NodeSour
     return NodeBlock(lo, hi, x, y, train, val, test, bad)
 
 
+Check = tuple[tuple[int, int] | None, int, int]
+
+
 def block_check(lo: int, hi: int, spec: NodeSpec, np_: NodePlan, source: NodeSource | None,
-                codes: np.ndarray | None) -> tuple[int, int] | None:
+                codes: np.ndarray | None) -> Check:
     """The ``nodes-check`` task: :func:`node_block`'s first non-finite
-    feature (or None), the block itself let go."""
-    return node_block(lo, hi, spec, np_, source, codes).bad
+    feature (or None), its training vertices and those of them with a label
+    (what the trainer trains on), the block itself let go."""
+    b = node_block(lo, hi, spec, np_, source, codes)
+    return b.bad, int(np.count_nonzero(b.train)), int(np.count_nonzero(b.train & labelled(b.labels)))
+
+
+def labelled(labels: np.ndarray) -> np.ndarray:
+    """(k,) bool: the rows with a label as the trainer reads them (:mod:`shgcn.trainer.targets`): a class id
+    >= 0; every multi-label row (a row of zeros says no class applies)."""
+    return np.ones(labels.shape[0], bool) if labels.ndim == 2 else labels >= 0
+
+
+def check_trainable(checks: list[Check], spec: NodeSpec, np_: NodePlan, name: str, roles: str | None) -> None:
+    """Refuse, in one line naming the file the training set came from (``roles``; else the graph ``name``), a
+    build with no labelled training vertex: the trainer would refuse the store (``checks``: every block's
+    :func:`block_check`)."""
+    trained, known = sum(c[1] for c in checks), sum(c[2] for c in checks)
+    if known:
+        return
+    if np_.split_from == "source":
+        where = roles or name
+        why = ("the training split holds no vertex" if not trained else
+               f"none of the {trained:,} training vertices has a label")
+    else:
+        where = name
+        why = f"none of the {trained:,} training vertices of the random split ({_split(spec.split)}) has a label"
+    raise UserError(f"{where}: {why}: nothing to train on")

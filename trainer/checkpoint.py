@@ -29,6 +29,7 @@ def path(cfg: TrainConfig) -> Path:
 def save(cfg: TrainConfig, epoch: int, model: Model, opt: Adam, identity: dict) -> None:
     """Write the state after ``epoch`` (rename into place: never half-written)."""
     p = path(cfg)
+    made = [d for d in (p.parent, *p.parent.parents) if not d.exists()]  # removed again if nothing is written
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -44,6 +45,9 @@ def save(cfg: TrainConfig, epoch: int, model: Model, opt: Adam, identity: dict) 
     except BaseException as e:  # a full disk, Ctrl-C: the last whole checkpoint stays, no partial file beside it
         with contextlib.suppress(OSError):
             tmp.unlink()
+        for d in made:  # the directories this save made, deepest first, when they are empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
         if isinstance(e, OSError):  # the user's disk or directory (exit 2), named
             raise TrainError(f"--checkpoint {cfg.checkpoint}: cannot write {p} ({e.strerror or e}); the last "
                              "checkpoint written, if any, is kept") from None

@@ -35,6 +35,7 @@ from .minibatch import BatchSource, BatchView, MiniBatches
 from .optim import Adam
 from .plan import CommPlan, comm_plan, full_local
 from .targets import Targets, for_store
+from .values import check_room
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,7 @@ def prepare(cfg: TrainConfig, comm) -> Local:
     s = store.open_store(cfg.store)
     job = cfg.job(int(s.attrs["feature_dim"]), int(s.attrs["classes"]))
     _check_model_memory(cfg, job)
+    check_room(cfg, job, s.offsets)  # the model and a rank's activations, before either is allocated
     try:
         shape = ALGORITHMS.get_spec(cfg.algorithm).shape(comm.size, s.parts, cfg.replication)
     except store.UserError as e:

@@ -32,6 +32,24 @@ def check_block(local) -> None:
                          f"({corrupt})")
 
 
+def check_room(cfg, job, offsets) -> None:
+    """Refuse, before the model or any activation is allocated, a job whose every rank needs more than the
+    memory limit for the model (weights, gradients, Adam state) and the activations of the fewest rows a rank
+    holds (a part's; ``offsets``: the store's part offsets): a lower bound of the algorithm's own check, which
+    comes after the model is made (``--hidden 100000000`` on a 200-vertex graph drew 2.8 GB of weights for a
+    minute before it). ``cfg``: the :class:`~.config.TrainConfig`; ``job``: its :class:`~shgcn.core.job.Job`."""
+    from shgcn.core.memory import Held, gib, machine_memory, model_bytes, rank_bytes
+
+    parts = np.diff(np.asarray(offsets, np.int64))
+    rows = int(parts.min()) if parts.size else 0
+    need, limit = model_bytes(job) + int(rank_bytes(Held(rows, 0, 0), job)), cfg.memory_limit or machine_memory()
+    if need > limit:
+        raise TrainError(f"--hidden {','.join(map(str, cfg.hidden))}: the model's weights, gradients and Adam state "
+                         f"and the activations of a rank's {rows:,} rows need at least {gib(need)} on every rank "
+                         f"(layers {' -> '.join(map(str, job.dims))}), more than the memory limit of {gib(limit)} "
+                         "(--memory-limit; default: the memory available when the run starts)")
+
+
 def train_count(local) -> int:
     """The rank's labelled training rows (its share of the job's training set)."""
     return int(np.count_nonzero(local.data.train))

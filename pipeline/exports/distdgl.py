@@ -349,6 +349,10 @@ def export_distdgl(s: Store, out: str | Path, model: str | None = None, graph_na
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
+    except OSError as e:  # a write() names no file, or one inside the hidden sibling: the user's is ``out``
+        if e.filename is None or str(e.filename).startswith(str(tmp)):
+            raise OSError(e.errno, e.strerror or str(e), str(out)) from None
+        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     log.info("DistDGL layout of %s (%d parts, %d nodes, %d edges) in %s", model, lay.parts, lay.num_nodes,

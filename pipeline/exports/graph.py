@@ -70,7 +70,7 @@ def export_graph(cfg: BuildConfig, client, fmt: str, overwrite: bool = False) ->
             check_paths(client, [str(cfg.source)] if isinstance(cfg.source, str) and os.path.isfile(cfg.source)
                         else [], str(tmp))
         with mon.stage("ingest"):
-            ing = ingest_stage(tasks, cfg, mon, work_dir=str(scratch))
+            ing = ingest_stage(tasks, cfg, mon, work_dir=str(scratch), trains=False)  # the graph alone
         with mon.stage("normalize"):
             nrm = normalize_stage(tasks, ing, mon)
         with mon.stage("write"):
@@ -78,6 +78,10 @@ def export_graph(cfg: BuildConfig, client, fmt: str, overwrite: bool = False) ->
             weights = tasks.submit("graphfile-weights", vertex_weights, nrm.weights, cfg.balance, dims)
             written = write_graph_file(tasks, ing, weights, str(tmp), fmt)
         os.replace(tmp, out)
+    except OSError as e:  # a worker's write() names no file, or a hidden sibling: the user's file is ``out``
+        if e.filename is None or str(e.filename).startswith((str(tmp), str(scratch))):
+            raise OSError(e.errno, e.strerror or str(e), str(out)) from None
+        raise
     finally:
         tasks.release()
         with contextlib.suppress(FileNotFoundError):

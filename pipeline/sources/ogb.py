@@ -180,6 +180,14 @@ def _masks(lay: OgbLayout, n: int) -> dict[str, np.ndarray] | None:
     return out
 
 
+def _train_file(lay: OgbLayout) -> str | None:
+    """The split's training file (the build's line when none of its vertices has a label), or None."""
+    if lay.scheme is None:
+        return None
+    split = Path(lay.root) / "split" / lay.scheme
+    return str(_csv(split, "train") or split)
+
+
 def _check_trainable(labels: RowFile, train: np.ndarray, where: str) -> None:
     """Some training vertex has a label (single-label classes: -1 is unlabelled), read block by block."""
     for a, b in cuts(train.shape[0], BLOCK_BYTES // 4):
@@ -208,7 +216,7 @@ def ogb_nodes(lay: OgbLayout, work_dir: str | None, dtype: str, chunk_bytes: int
     if masks is not None and y is not None and y[2] == "single":
         _check_trainable(y[0], masks["train"], lay.labels or lay.root)
     return NodeSource(x, None if y is None else y[0], masks, None if y is None else y[1],
-                      "single" if y is None else y[2])
+                      "single" if y is None else y[2], roles=_train_file(lay))
 
 
 def rows_of(src: NodeSource) -> int:

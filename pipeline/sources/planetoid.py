@@ -203,7 +203,7 @@ def read_planetoid_whole(prefix: str, limit: int | None = None) -> Whole:
     except (TypeError, ValueError, IndexError, KeyError, AttributeError) as e:
         raise located(prefix, f"not the Planetoid layout this reader knows ({type(e).__name__}: {e})") from None
     return Whole(ParsedChunk(raw.src, raw.dst, raw.lines), int(raw.n or 0), raw.directed, 0,
-                 NodeSource(raw.features, raw.labels, raw.masks), list(raw.notes))
+                 NodeSource(raw.features, raw.labels, raw.masks, roles=f"{raw.source}.y"), list(raw.notes))
 
 
 @dataclass(frozen=True)

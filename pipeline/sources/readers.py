@@ -51,7 +51,7 @@ def gather_raw(tasks, raw: RawSource) -> RawGraph:
     if nodes is not None:
         nodes = NodeSource(_whole_array(nodes.features) if nodes.features is not None else None,
                            _whole_array(nodes.labels) if nodes.labels is not None else None, nodes.masks,
-                           nodes.classes, nodes.label_kind)
+                           nodes.classes, nodes.label_kind, nodes.roles)
     src = np.concatenate([c.a for c in chunks]) if chunks else np.zeros(0, np.int64)
     dst = np.concatenate([c.b for c in chunks]) if chunks else np.zeros(0, np.int64)
     return RawGraph(src=src, dst=dst, n=raw.n, directed=raw.directed, source=raw.name, lines=int(src.size),

@@ -44,7 +44,9 @@ class NodeSource:
     classes: the class count when the source knows it (else from the
     labels). Features and labels may be :class:`~.rowfiles.RowFile` views
     of arrays on disk: each row block reads only its rows, and nothing
-    travels but the file's name.
+    travels but the file's name. ``roles``: where the masks' training set
+    came from (a file, or the API's parameter), named by the build's line
+    when no training vertex has a label (None: the source's name).
     """
 
     features: Any = None
@@ -52,6 +54,7 @@ class NodeSource:
     masks: dict[str, np.ndarray] | None = None
     classes: int | None = None
     label_kind: str = "single"
+    roles: str | None = None
 
 
 @dataclass

@@ -167,7 +167,8 @@ def saint_nodes(lay: SaintLayout, work_dir: str | None, chunk_bytes: int) -> Nod
     """``ingest-nodes`` task: features in place, labels parsed into a scratch file, roles as masks."""
     root = Path(lay.root)
     y, classes, kind = class_map(str(root / "class_map.json"), lay.n, scratch(work_dir, "saint-labels"), chunk_bytes)
-    return NodeSource(npy_view(root / "feats.npy"), y, roles(str(root / "role.json"), lay.n), classes, kind)
+    role = str(root / "role.json")
+    return NodeSource(npy_view(root / "feats.npy"), y, roles(role, lay.n), classes, kind, roles=role)
 
 
 def submit_saint(tasks, path: str, opts: ReadOptions) -> RawSource:

@@ -55,11 +55,13 @@ class Ingested:
 
 
 def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any = None,
-                 work_dir: str | None = None) -> Ingested:
+                 work_dir: str | None = None, trains: bool = True) -> Ingested:
     """Read, relabel, cut into row blocks (deduplicated, no self loops), and
     make the node data of every block. ``work_dir``: scratch space for
     readers that convert node data into row-addressable files (removed with
-    the build's partial store)."""
+    the build's partial store). ``trains``: a store is built, so a training
+    set without a labelled vertex is refused (``export graph`` writes the
+    graph alone)."""
     src = read_source(tasks, cfg.source, cfg.fmt, cfg.data_dir, cfg.feature_norm,
                       ReadOptions(chunk_bytes=cfg.chunk_bytes, max_line=cfg.max_line, header=cfg.header,
                                   split_scheme=cfg.split_scheme, work_dir=work_dir, feature_dtype=cfg.feature_dtype,
@@ -93,7 +95,7 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     notes = tuple(raw.notes) + _published(src, n, kept, directed)
     nodes_source = node_source if node_source is not None else raw.nodes
     spec = nodes.NodeSpec(cfg.features, cfg.labels, cfg.split, cfg.seed, src.feature_norm, cfg.feature_dtype)
-    node_plan, recipe = _node_blocks(tasks, spec, bounds, src, nodes_source, mon)
+    node_plan, recipe = _node_blocks(tasks, spec, bounds, src, nodes_source, mon, trains=trains)
     return Ingested(src.name, n, directed, bounds, tuple(a), tuple(at), file_ids, recipe, node_plan,
                     src.feature_norm, stats, notes)
 
@@ -181,7 +183,7 @@ def _reciprocal(ab: blocks.RowBlock, tb: blocks.RowBlock) -> int:
 
 
 def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, bounds: np.ndarray, src: Source, source,
-                 mon: Monitor) -> tuple[nodes.NodePlan, tuple]:
+                 mon: Monitor, *, trains: bool = True) -> tuple[nodes.NodePlan, tuple]:
     """The plan of the node data and its recipe (:meth:`Ingested.nodes`):
     from ``source`` (a future of the graph's :class:`NodeSource`, or None)
     and ``spec``; ``src`` names the graph and carries its reader's notes.
@@ -199,12 +201,20 @@ def _node_blocks(tasks: Tasks, spec: nodes.NodeSpec, bounds: np.ndarray, src: So
     out = [tasks.submit("nodes-check", nodes.block_check, int(lo), int(hi), spec, plan, source, codes)
            for lo, hi in zip(bounds[:-1], bounds[1:])]
     mon.bar(out, "nodes")
-    for bad in tasks.gather(out):
+    checks = tasks.gather(out)
+    for bad, _, _ in checks:
         if bad is not None:
             where = spec.features if plan.features_from == "file" else name
             why = f"NaN, infinity, or beyond {spec.feature_dtype}'s range"
             raise UserError(f"{where}: non-finite feature at vertex {bad[0]}, column {bad[1]} ({why})")
+    if trains:  # every reader's split meets here
+        roles = tasks.submit("nodes-roles", _roles, source).result() if source is not None else None
+        nodes.check_trainable(checks, spec, plan, name, roles)
     return plan, (spec, plan, source, codes)
+
+
+def _roles(source) -> str | None:
+    return source.roles
 
 
 def relabel_raw(raw: RawGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -145,6 +145,62 @@ def test_training_with_a_log_on_a_full_disk_is_one_line_and_exit_2(tmp_path, cli
     assert left.split() == ["run.jsonl"] and end.strip() == "\\n", res.stdout  # no .tmp-<pid>; whole records
 
 
+def _filled(directory, command: str) -> str:
+    """``command`` with the file system at ``directory`` filled first (a hidden filler, removed after it, so that
+    ``left:`` lists what the command left); the script's exit code is the command's."""
+    fill = f"{directory}/.filler"
+    return (f"dd if=/dev/zero of={fill} bs=1k 2>/dev/null; {command}; rc=$?; rm -f {fill}; (exit $rc)")
+
+
+def _left(res) -> list[str]:
+    return res.stdout.split("left:")[1].split()
+
+
+_DISTDGL = """
+import sys
+import numpy as np
+from shgcn import store
+from shgcn.pipeline.exports.distdgl import export_distdgl
+
+class Writer:  # DGL's files as .npz archives (DGL is not installed beside this package)
+    def tensors(self, path, tensors):
+        with open(path, "wb") as f:
+            np.savez(f, **{k.replace("/", "|"): v for k, v in tensors.items()})
+
+    def graph(self, path, g):
+        with open(path, "wb") as f:
+            np.savez(f, src=g.src, dst=g.dst, node_ids=g.node_ids)
+
+try:
+    export_distdgl(store.open_store(sys.argv[1]), sys.argv[2], writer=Writer())
+except OSError as e:
+    print(f"{e.filename}: {e.strerror}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+@pytest.mark.parametrize("what", ["report", "report-ipynb", "assignment", "metis", "parhip", "distdgl"])
+def test_a_report_or_export_onto_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing(built, tmp_path, what):
+    """Case 7 on a real full file system (the commands' own tests patch the write): ``report`` and ``export
+    --format assignment`` left ``.NAME.partial-PID``; ``export graph`` named no file. Exit 2, the file the user
+    named in the one line, nothing left in the file system."""
+    full = tmp_path / "full"
+    full.mkdir()
+    (tmp_path / "distdgl.py").write_text(_DISTDGL)
+    py = f'"{sys.executable}"'
+    out, cmd = {
+        "report": (f"{full}/r.html", f"{py} -m shgcn.pipeline report {built.path} --out {full}/r.html"),
+        "report-ipynb": (f"{full}/r.ipynb", f"{py} -m shgcn.pipeline report {built.path} --out {full}/r.ipynb"),
+        "assignment": (f"{full}/a.txt", f"{py} -m shgcn.pipeline export {built.path} {full}/a.txt --format assignment"),
+        "metis": (f"{full}/g.metis", f'{py} -m shgcn.pipeline export graph "{SBM}" {full}/g.metis --format metis'),
+        "parhip": (f"{full}/g.parhip", f'{py} -m shgcn.pipeline export graph "{SBM}" {full}/g.parhip --format parhip'),
+        "distdgl": (f"{full}/dd", f"{py} {tmp_path}/distdgl.py {built.path} {full}/dd"),
+    }[what]
+    res = _in_a_full_filesystem(full, _filled(full, cmd), size="64k")
+    one_line(res, f"{out}: No space left on device")
+    assert _left(res) == [], res.stdout  # no .NAME.partial-PID, no half file
+
+
 @pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
 def test_a_feature_beyond_float32_is_one_line_without_numpy_warnings(tmp_path):
     """Features real and finite: a float64 1e300 became inf in the float32 cast with numpy's RuntimeWarning

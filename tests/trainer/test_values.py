@@ -10,7 +10,7 @@ from helpers import one_line
 from helpers.mpi import train
 
 from shgcn.trainer.config import TrainError
-from shgcn.trainer.values import check_block, no_training_vertex, train_count
+from shgcn.trainer.values import check_block, check_room, no_training_vertex, train_count
 
 
 def local(labels, gids=None, train=None, classes=3, n=10, verify=True):
@@ -76,3 +76,27 @@ def test_no_labelled_training_vertex_is_refused_at_train(stores, tmp_path):
     assert (res.returncode, res.stderr) == (2, f"shgcn-train: error: {no_training_vertex(str(s))}\n")
     assert no_training_vertex("x") == ("x: no labelled training vertex on any rank (the train mask is empty, or none "
                                        "of its vertices has a label): nothing to train on")
+
+
+def test_the_model_and_a_ranks_activations_are_checked_before_either_is_made():
+    """Issue 51, case 8: ``--hidden 100000000`` on a 200-vertex store passed the model's own check (11 GB of
+    weights, gradients and Adam state under 18 GB available), drew its 2.8 GB of weights for minutes, then was
+    refused by the algorithm's check for 308 GiB. The fewest rows a rank holds (a part's) bound it first."""
+    from shgcn.core.memory import Held, model_bytes, rank_bytes
+    from shgcn.trainer.config import TrainConfig
+
+    cfg = TrainConfig(store="s", hidden=(100_000_000,), memory_limit=20 * 2**30)
+    job = cfg.job(4, 3)
+    assert model_bytes(job) < cfg.memory_limit  # the model alone fits
+    with pytest.raises(TrainError) as e:
+        check_room(cfg, job, np.array([0, 200, 450]))
+    assert str(e.value) == ("--hidden 100000000: the model's weights, gradients and Adam state and the activations of "
+                            "a rank's 200 rows need at least 308.5 GiB on every rank (layers 4 -> 100000000 -> 3), "
+                            "more than the memory limit of 20.0 GiB (--memory-limit; default: the memory available "
+                            "when the run starts)")
+    small = TrainConfig(store="s", hidden=(16,), memory_limit=model_bytes(cfg.job(4, 3)))
+    check_room(small, small.job(4, 3), np.array([0, 200, 450]))  # a usual job: nothing said
+    tight = model_bytes(small.job(4, 3)) + int(rank_bytes(Held(200, 0, 0), small.job(4, 3)))
+    check_room(TrainConfig(store="s", hidden=(16,), memory_limit=tight), small.job(4, 3), np.array([0, 200, 450]))
+    with pytest.raises(TrainError):
+        check_room(TrainConfig(store="s", hidden=(16,), memory_limit=tight - 1), small.job(4, 3), [0, 200, 450])

@@ -14,6 +14,11 @@ sparsity-aware halo exchange as a differentiable torch.distributed function
     loss.backward(); td.sync_gradients(model.parameters()); opt.step()
     td.finish()                                # when every rank is done: the ranks leave in turn
 
+``sys.exit(td.run_main(main, "PROG"))`` ends a job as ``shgcn-train`` does:
+one line for a user error (``td.JobError``: one that every rank raises
+alike, said once), and one rank's failure mid-run ends the other ranks at
+once (``MPI_Abort`` under mpirun) instead of leaving them in a collective.
+
 A model not bound to a rank (PyG's convention, ``forward(x, graph)``): layers
 ``td.GCNConv(d_in, d_out)`` (also ``SAGEConv``, ``GATConv``) called
 ``conv(x, graph)`` with ``graph = td.Graph(block)``; ``td.dropout(x, graph,
@@ -49,24 +54,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .block import EDGE_KINDS, HaloPlan, TorchBlock, batch_rows, open_block, predicted_rows
+    from .block import EDGE_KINDS, HaloPlan, JobError, TorchBlock, batch_rows, open_block, predicted_rows
     from .checkpoint import CheckpointError, graph_identity, load, load_checkpoint, save, save_checkpoint
     from .graph import Graph, evaluate_whole, whole_block
     from .halo import Halo, Traffic
-    from .launch import choose_backend, finish, init_from_env, local_device
+    from .launch import choose_backend, finish, init_from_env, local_device, run_main
     from .layers import GATConv, GCNConv, HaloConv, SAGEConv, gat_conv, gcn_conv, sage_conv
     from .loader import MiniBatches
     from .masks import Dropout, dropout, set_epoch
     from .objective import accuracy, global_sum, masked_loss, sync_gradients
 
 _WHERE = {
-    **dict.fromkeys(("EDGE_KINDS", "HaloPlan", "TorchBlock", "batch_rows", "open_block", "predicted_rows"), ".block"),
+    **dict.fromkeys(("EDGE_KINDS", "HaloPlan", "JobError", "TorchBlock", "batch_rows", "open_block", "predicted_rows"),
+                    ".block"),
     **dict.fromkeys(("CheckpointError", "graph_identity", "load", "load_checkpoint", "save", "save_checkpoint"),
                     ".checkpoint"),
     **dict.fromkeys(("Dropout", "dropout", "set_epoch"), ".masks"),
     **dict.fromkeys(("Graph", "evaluate_whole", "whole_block"), ".graph"),
     **dict.fromkeys(("Halo", "Traffic"), ".halo"),
-    **dict.fromkeys(("choose_backend", "finish", "init_from_env", "local_device"), ".launch"),
+    **dict.fromkeys(("choose_backend", "finish", "init_from_env", "local_device", "run_main"), ".launch"),
     **dict.fromkeys(("GATConv", "GCNConv", "HaloConv", "SAGEConv", "gat_conv", "gcn_conv", "sage_conv"), ".layers"),
     "MiniBatches": ".loader",
     **dict.fromkeys(("accuracy", "global_sum", "masked_loss", "sync_gradients"), ".objective"),
@@ -84,7 +90,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["EDGE_KINDS", "CheckpointError", "Dropout", "GATConv", "GCNConv", "Graph", "Halo", "HaloConv", "HaloPlan",
-           "MiniBatches", "SAGEConv", "TorchBlock", "Traffic", "accuracy", "batch_rows", "choose_backend", "dropout",
-           "evaluate_whole", "finish", "gat_conv", "gcn_conv", "global_sum", "graph_identity", "init_from_env", "load",
-           "load_checkpoint", "local_device", "masked_loss", "open_block", "predicted_rows", "sage_conv", "save",
-           "save_checkpoint", "set_epoch", "sync_gradients", "whole_block"]
+           "JobError", "MiniBatches", "SAGEConv", "TorchBlock", "Traffic", "accuracy", "batch_rows", "choose_backend",
+           "dropout", "evaluate_whole", "finish", "gat_conv", "gcn_conv", "global_sum", "graph_identity",
+           "init_from_env", "load", "load_checkpoint", "local_device", "masked_loss", "open_block", "predicted_rows",
+           "run_main", "sage_conv", "save", "save_checkpoint", "set_epoch", "sync_gradients", "whole_block"]

@@ -42,7 +42,10 @@ GRAPH_ATTRS = ("n", "nnz", "directed", "classes", "feature_dim", "label_kind", "
 
 
 class CheckpointError(UserError):
-    """A checkpoint that cannot be resumed here (missing, not a checkpoint, another graph); exit code 2."""
+    """A checkpoint that cannot be resumed here (missing, not a checkpoint, another graph); exit code 2. Every
+    rank reads the checkpoint and raises it alike (``every_rank``: rank 0 alone need say it)."""
+
+    every_rank = True
 
 
 def graph_identity(path: str | Path | store.Store) -> str:
@@ -93,8 +96,11 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException as e:  # a full disk, Ctrl-C: the last whole checkpoint stays, nothing beside it
             Path(tmp).unlink(missing_ok=True)
+            if isinstance(e, OSError):  # the user's disk or folder (rank 0's own one line, exit 2), named
+                raise UserError(f"{target}: cannot write the checkpoint ({e.strerror or e}); the last one "
+                                "written, if any, is kept") from None
             raise
     _barrier()
 

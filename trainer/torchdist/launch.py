@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import socket
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -224,6 +225,61 @@ def finish() -> None:
     comm.Barrier()
     if comm.rank == 0:
         dist.destroy_process_group()
+
+
+def run_main(main: Callable[[], int | None], prog: str) -> int:
+    """Run an entry point's ``main()`` and end the job as ``shgcn-train`` ends one; returns the exit code.
+
+    - ``main``'s return (None: 0);
+    - a :class:`~shgcn.core.errors.UserError` that every rank raised alike (before torch.distributed starts,
+      or a :class:`~.block.JobError`): rank 0's one line ``PROG: error: ...``, exit 2 on every rank;
+    - one rank's own failure once the job runs (a ``UserError``: exit 2; any other exception, a bug: exit 1):
+      one line naming the rank and the error, and every other rank ended at once (``MPI_Abort`` under
+      mpirun, the trainer's :func:`~shgcn.trainer.watchdog.abort_job`), not left waiting in its next
+      collective for torch.distributed's timeout, nor printing its own traceback of a peer that vanished.
+      Under torchrun the rank exits and torchrun stops the others;
+    - Ctrl-C: rank 0 says the run was interrupted, exit 130.
+    """
+    from shgcn.core.errors import UserError
+
+    try:
+        code = main()
+        return 0 if code is None else int(code)
+    except SystemExit:  # argparse's --help and usage errors
+        raise
+    except KeyboardInterrupt:
+        if job_rank() == 0:
+            _say(f"{prog}: interrupted; the run stopped (a --checkpoint keeps what it last wrote)")
+        return 130
+    except UserError as e:
+        if getattr(e, "every_rank", False) or not (dist.is_available() and dist.is_initialized()):
+            if job_rank() == 0:
+                _say(f"{prog}: error: {e}")
+            return e.exit_code
+        return _end_job(prog, f"error: {e}", e.exit_code)
+    except BaseException as e:  # noqa: BLE001 - any failure must end the whole job, not leave it waiting
+        text = f"{type(e).__name__}: {e}"
+        if "Timed out" in text:  # gloo's words: this rank waited out the collective's timeout (init_from_env's)
+            text += " (another rank stopped answering, or fell that far behind)"
+        return _end_job(prog, text, 1)
+
+
+def _end_job(prog: str, text: str, code: int) -> int:
+    """This rank's one line, then every rank's end: MPI_Abort under mpirun (the launcher kills the others
+    while they wait in a collective); elsewhere the exit code, returned."""
+    several = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+    _say(f"{prog}: {f'rank {job_rank()}: ' if several else ''}{text}")
+    if several and launched_by_mpi():
+        from shgcn.trainer.watchdog import abort_job
+
+        abort_job(code)
+    return code
+
+
+def _say(line: str) -> None:
+    from shgcn.trainer.watchdog import say
+
+    say(line)  # one whole line in one write: the ranks share the launcher's stderr
 
 
 def _mpi_world():

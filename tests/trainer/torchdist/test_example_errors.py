@@ -149,3 +149,65 @@ def test_agree_alone_raises_the_ranks_own_error():
         agree(KeyError("a bug keeps its type and traceback"))
     with pytest.raises(UserError, match="^x.zarr: store not found$"):
         agree(UserError("x.zarr: store not found"))
+
+
+FAILS = REPO / "tests" / "helpers" / "torch_example_fails.py"
+
+
+def failing(store, rank, epoch, how, *args, timeout=240):
+    """The example under ``mpirun -n 2`` with rank ``rank`` failing at ``epoch`` (tests/helpers/
+    torch_example_fails.py): (exit code, stderr, seconds)."""
+    import time
+
+    clean = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS}
+    cmd = [mpirun(), "-n", "2", sys.executable, str(FAILS), str(rank), str(epoch), how, str(store), "--epochs", "50",
+           *args]
+    start = time.monotonic()
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean)
+    return res.returncode, res.stderr, time.monotonic() - start
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_one_ranks_failure_mid_run_ends_every_rank_at_once(client, tmp_path):
+    """Issue 51.6: rank 1's exception at epoch 3 left rank 0 to find its peer gone in the next exchange, with
+    a traceback from each (gloo's "Connection closed by peer" last); a rank that stopped answering left the
+    others in the exchange for torch.distributed's timeout. Now one line naming the rank and the error, and
+    every rank ended at once (MPI_Abort): well within a --timeout of 600 s that it never waits for."""
+    from helpers.stores import make
+
+    store = make(tmp_path / "p2.zarr", client, parts=2, models=("rp",)).path
+    rc, err, seconds = failing(store, 1, 3, "raise", "--timeout", "600")
+    assert (rc, err) == (1, "torch_pyg: rank 1: RuntimeError: injected failure at epoch 3\n") and seconds < 200
+    # one rank's own user error mid-run (rank 0 alone writes the checkpoint, into a folder that is not there)
+    ck = tmp_path / "none" / "ck.pt"
+    rc, err, seconds = failing(store, 9, 0, "raise", "--checkpoint", ck, "--checkpoint-every", "2", "--timeout", "600")
+    assert (rc, err) == (2, f"torch_pyg: rank 0: error: {ck}: cannot write the checkpoint (No such file or "
+                            "directory); the last one written, if any, is kept\n") and seconds < 200
+    assert not (tmp_path / "none").exists()
+    # a rank that stops answering: the others end when their exchange has waited --timeout seconds
+    rc, err, seconds = failing(store, 1, 3, "hang", "--timeout", "5")
+    assert rc == 1 and err.count("\n") == 1 and err.startswith("torch_pyg: rank 0: RuntimeError: ") and \
+        "Timed out" in err and "another rank stopped answering" in err and seconds < 200, err
+
+
+def test_run_main_ends_a_process_as_the_trainer_does(capfd):
+    """One process (no launcher): main's return; a user error's line and exit 2; any other failure's line
+    (type and message, no traceback) and exit 1; Ctrl-C 130; argparse's exit passes through."""
+    def raising(e):
+        def main():
+            raise e
+        return main
+
+    assert launch.run_main(lambda: None, "p") == 0 and launch.run_main(lambda: 3, "p") == 3
+    assert launch.run_main(raising(UserError("s.zarr: store not found")), "p") == 2
+    assert capfd.readouterr().err == "p: error: s.zarr: store not found\n"
+    assert launch.run_main(raising(JobError("every rank's")), "p") == 2
+    assert capfd.readouterr().err == "p: error: every rank's\n"
+    assert launch.run_main(raising(ValueError("a bug\nin two lines")), "p") == 1
+    assert capfd.readouterr().err == "p: ValueError: a bug in two lines\n"
+    assert launch.run_main(raising(KeyboardInterrupt()), "p") == 130
+    assert "p: interrupted" in capfd.readouterr().err
+    with pytest.raises(SystemExit):
+        launch.run_main(raising(SystemExit(2)), "p")
