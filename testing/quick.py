@@ -61,11 +61,14 @@ def check_quick(cls) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """A conformance subclass names the MPI cases of the quick suite (``quick``: ``test_name[params]``); its
-    other MPI cases are slow. Runs before the marks select. A class whose ``quick`` is None (the algorithms:
-    their cases carry their own marks, :func:`shgcn.testing.algorithms.algorithm_cases`) is left alone."""
+    other MPI cases are slow, or skipped when the class says ``quick_only`` (a part whose MPI runs would repeat
+    another's: the toy parts that show a part written outside the tree). Runs before the marks select. A class
+    whose ``quick`` is None (the algorithms: their cases carry their own marks,
+    :func:`shgcn.testing.algorithms.algorithm_cases`) is left alone."""
     for item in items:
         quick = getattr(item.cls, "quick", None)
         if quick is None or item.get_closest_marker("mpi") is None:
             continue
         if item.name not in quick:
-            item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.skip(reason=f"{item.cls.__name__}.quick_only: its quick cases run")
+                            if getattr(item.cls, "quick_only", False) else pytest.mark.slow)

@@ -125,6 +125,7 @@ def toys():
 class TestToyArchitecture(ArchitectureTests):
     arch = "toygcn"
     quick = frozenset({"test_losses_do_not_depend_on_ranks[undirected]"})
+    quick_only = True  # its other MPI runs would repeat gcn's (CI's time)
 
     @property
     def args(self) -> list[str]:
@@ -146,6 +147,7 @@ class TestToyExchange(ExchangeTests):
     exchange = "toy-p2p"
     layouts = ((1, 1), (4, 2))
     quick = frozenset({"test_expand_and_fold_equal_the_dense_reference", "test_counters_equal_the_cost_model_by_path"})
+    quick_only = True  # its other MPI runs would repeat p2p's (CI's time)
 
 
 def test_the_toy_parts_are_gone_outside_their_tests():
