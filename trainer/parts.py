@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from shgcn.core.options import Option
+from shgcn.core.options import Option, own_values
 from shgcn.core.registry import Registry
 
 
@@ -53,7 +53,7 @@ class Part(Generic[S, I]):
     def own(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Its options' values (``dest -> value``) from ``values`` (defaults where absent): what its
         constructor takes."""
-        return {o.dest: o.value(values) for o in self.spec.options}
+        return own_values(self.spec.options, values)
 
 
 @dataclass(frozen=True)
