@@ -41,7 +41,13 @@ def test_the_presets_numbers():
     assert (paper.inter.alpha, paper.inter.beta, paper.intra.alpha) == (9.8e-7, 8.114e-11, 4e-7)
     assert paper.contention == "share" and ms["hdr128"].contention == "share"
     assert ms["this"].contention == "aggregate"  # no link: the default, which nothing reads
-    assert ms["hdr128"].link_rate == 25e9 and ms["hdr128"].ranks_per_node == 128
+    # issue 53: Azure HBv3's published 1.2 us and 192 Gb/s one-way (HDR), Aion's osu_bw across sockets
+    assert ms["hdr128"].link_rate == 24e9 and ms["hdr128"].ranks_per_node == 128
+    assert (ms["hdr128"].inter.alpha, ms["hdr128"].inter.beta, ms["hdr128"].intra.beta) == (1.2e-6, 4.167e-11,
+                                                                                           8.182e-11)
+    # the pre-node preset: CSD3 cclake's osu_latency and osu_mbw_mr, as the paper preset's inter-node path
+    assert (ms["infiniband"].inter.alpha, ms["infiniband"].inter.beta, ms["infiniband"].link_rate) == (
+        9.8e-7, 8.114e-11, 12.3e9)
     assert ms["this"].link_rate is None and ms["shm"].link_rate is None
     assert (ms["this"].ranks_per_node, ms["this"].cores_per_node) == (4096, 2)
     this = load_compute("this")
