@@ -33,14 +33,22 @@ equal to it at integers) and three facts that hold for every placement:
 
 (the last: if x_v = s - 1 the row is on one node and both sides are 0; else
 λ >= 2). So the rows across are at least ``F(y) = Σ_rows w max(...)`` of those
-three, a convex function of y, and every placement's y is in Y: the rows
-across are >= min_Y F >= ``F(ŷ) + min_{z in Y} <g, z - ŷ>`` for ANY ŷ in Y and
-subgradient g of F at ŷ (convexity). The last minimum is closed-form: each
-row of z takes the k - 1 most negative entries of g's row. ŷ runs
-Frank-Wolfe from a placement (block, or one given) for a fixed number of
-steps; the best of those bounds is kept (deterministic, no seed). What the
-relaxation gives up: that "shares a node" is symmetric and transitive (the
-nodes are cliques), so at many parts a node (P = 512, k = 48) it is weak.
+three, a convex function of y. Every placement's y is also symmetric: it lies
+in ``Y = {0 <= y <= 1, y = yᵀ, y[v, v] = 0, Σ_u y[v, u] <= k - 1}``, convex.
+So the rows across are >= min_Y F >= ``F(ŷ) + min_{z in Y} <g, z - ŷ>`` for
+ANY ŷ in Y and subgradient g of F at ŷ (convexity). With ``h = g + gᵀ`` over
+the pairs u < v, ``<g, z> = Σ h_uv z_uv``, and for any π >= 0 (P,) and z in Y
+
+    -h_uv z_uv <= (π_u + π_v) z_uv + max(0, -h_uv - π_u - π_v)   (0 <= z <= 1)
+
+and ``Σ_{u<v} (π_u + π_v) z_uv = Σ_u π_u Σ_v z_uv <= (k - 1) Σ π``: so
+``min_Y <g, z> >= -(k - 1) Σ π - Σ_{u<v} max(0, -h_uv - π_u - π_v)`` (weak
+LP duality), whatever π is; π is the LP's dual (HiGHS), and the LP's z is
+the next step. ŷ runs Frank-Wolfe from a placement (block, or one given)
+for a fixed number of steps; the best bound of those steps is kept
+(deterministic, no seed). What the relaxation gives up: that sharing a node
+is transitive (the nodes are cliques), so at many parts a node (P = 512,
+k = 48) it is weak.
 
 Every bound is a float rounded up to the integer above it less 1e-6
 relative (the rows across are an integer).
@@ -138,18 +146,27 @@ def _objective(nets: Nets, k: int, y: np.ndarray, inc: tuple[np.ndarray, np.ndar
     return float((w * terms.max(0)).sum()), g
 
 
-def _vertex(g: np.ndarray, k: int) -> np.ndarray:
-    """The point of Y minimizing <g, z>: each row's k - 1 most negative entries set to 1."""
+def _vertex(g: np.ndarray, k: int) -> tuple[np.ndarray, float]:
+    """A point z of Y (module docstring) near the minimum of <g, z> (the LP's), and a lower bound on
+    that minimum (weak duality, valid whatever the LP solver returns)."""
+    from scipy.optimize import linprog
+
+    parts = g.shape[0]
+    u, v = np.triu_indices(parts, 1)
+    h = g[u, v] + g[v, u]
+    e = np.arange(u.size)
+    a = sp.csr_matrix((np.ones(2 * u.size), (np.r_[u, v], np.r_[e, e])), shape=(parts, u.size))
+    res = linprog(h, A_ub=a, b_ub=np.full(parts, k - 1.0), bounds=(0, 1), method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"placement bound: the LP stopped ({res.message})")
+    pi = np.maximum(0.0, -np.asarray(res.ineqlin.marginals, np.float64))
+    low = -(k - 1) * float(pi.sum()) - float(np.maximum(0.0, -h - pi[u] - pi[v]).sum())
     z = np.zeros_like(g)
-    r = min(k - 1, g.shape[1])
-    if r <= 0:
-        return z
-    idx = np.argpartition(g, r - 1, axis=1)[:, :r]
-    np.put_along_axis(z, idx, (np.take_along_axis(g, idx, 1) < 0).astype(np.float64), 1)
-    return z
+    z[u, v] = np.clip(res.x, 0.0, 1.0)
+    return z + z.T, low
 
 
-def relaxed_bound(nets: Nets, parts: int, k: int, node_of_part: np.ndarray | None = None, steps: int = 30) -> float:
+def relaxed_bound(nets: Nets, parts: int, k: int, node_of_part: np.ndarray | None = None, steps: int = 20) -> float:
     """The relaxation bound (module docstring) before rounding: the best of ``steps`` Frank-Wolfe
     linearizations from the placement ``node_of_part`` (P,) (None: block placement)."""
     node = np.arange(parts) // k if node_of_part is None else np.asarray(node_of_part, np.int64)
@@ -159,14 +176,14 @@ def relaxed_bound(nets: Nets, parts: int, k: int, node_of_part: np.ndarray | Non
     best = 0.0
     for t in range(steps):
         f, g = _objective(nets, k, y, inc)
-        z = _vertex(g, k)
-        best = max(best, f + float((g * (z - y)).sum()))
+        z, low = _vertex(g, k)
+        best = max(best, f + low - float((g * y).sum()))
         y += 2.0 / (t + 2.0) * (z - y)
     return best
 
 
 def placement_bound(nets: Nets, parts: int, k: int, node_of_part: np.ndarray | None = None,
-                    steps: int = 30) -> PlacementBound:
+                    steps: int = 20) -> PlacementBound:
     """No placement of ``parts`` parts on nodes of ``k`` (at most k a node) sends fewer node-aware rows
     across than ``.rows`` (module docstring); ``node_of_part`` (P,): where the relaxation starts."""
     if parts < 1 or k < 1:

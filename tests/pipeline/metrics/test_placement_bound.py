@@ -14,8 +14,9 @@ from shgcn.pipeline.metrics.placement_bound import owner_bound, placement_bound,
 
 def optimum(nets, parts: int, k: int) -> int:
     """The fewest rows across over every placement (nodes of k, the last the rest): brute force."""
-    blocks = np.arange(parts) // k
-    return min(inter_rows(nets, blocks[np.argsort(perm)]) for perm in itertools.permutations(range(parts)))
+    sizes = np.bincount(np.arange(parts) // k)
+    nodes = (np.asarray(n) for n in itertools.product(range(sizes.size), repeat=parts))
+    return min(inter_rows(nets, n) for n in nodes if np.array_equal(np.bincount(n, minlength=sizes.size), sizes))
 
 
 def random_nets(parts: int, rows: int, seed: int):
@@ -30,17 +31,17 @@ def random_nets(parts: int, rows: int, seed: int):
     return part_nets(np.asarray(r), np.asarray(p), parts, owner)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.sampled_from([(6, 2), (6, 3), (7, 3), (5, 2)]), st.integers(1, 12), st.integers(0, 10_000))
 def test_the_bound_never_exceeds_the_best_placement(pk, rows, seed):
     parts, k = pk
     nets = random_nets(parts, rows, seed)
     best = optimum(nets, parts, k)
-    b = placement_bound(nets, parts, k)
+    b = placement_bound(nets, parts, k, steps=4)
     assert 0 <= b.span <= best and b.owner <= best and b.relaxed <= best and b.rows <= best
-    assert owner_bound(nets, parts, k) <= best + 1e-9 and relaxed_bound(nets, parts, k) <= best + 1e-9
+    assert owner_bound(nets, parts, k) <= best + 1e-9 and relaxed_bound(nets, parts, k, steps=4) <= best + 1e-9
     start = np.random.default_rng(seed).permutation(parts) // k  # from any placement: still a bound
-    assert placement_bound(nets, parts, k, start).rows <= best
+    assert placement_bound(nets, parts, k, start, steps=4).rows <= best
 
 
 def test_the_span_is_tight_for_rows_every_part_needs():
