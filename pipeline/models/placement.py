@@ -60,7 +60,7 @@ def _ranks_from_nodes(node_of_part: np.ndarray) -> np.ndarray:
     return out
 
 
-def _kahypar_nodes(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, parts: int, k: int, seed: int,
+def _kahypar_nodes(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, parts: int, k: int, seed: int, *,
                    start: np.ndarray | None = None) -> np.ndarray:
     """Parts into nodes of exactly k (the last the rest) minimizing connectivity-1 (Mt-KaHyPar,
     deterministic preset, one thread); with ``start`` (P,) nodes, that placement improved (3 V-cycles)."""
@@ -167,7 +167,7 @@ def place(nets: Nets, volume: np.ndarray, k: int, how: str = "hypergraph", seed:
     if how == "graph":
         node = _kahypar_nodes(*quotient_nets(volume), parts, k, seed)
     elif how == "hypergraph":
-        found = [_kahypar_nodes(nets.ptr, nets.pins, nets.weights, parts, k, seed, s) for s in (None, block)]
+        found = [_kahypar_nodes(nets.ptr, nets.pins, nets.weights, parts, k, seed, start=s) for s in (None, block)]
         node = swap_search(nets, min(found, key=lambda n: inter_rows(nets, n)))
     else:
         raise ValueError(f"placement {how!r}: one of {', '.join(PLACEMENTS)}")
