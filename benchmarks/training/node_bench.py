@@ -2,7 +2,7 @@
 paper's scale (issue 30)?
 
     python -m benchmarks.training.node_bench paper [--graph soc-slashdot0902] [--parts 512]
-    python -m benchmarks.training.node_bench placement [--graphs soc-slashdot0902 ca-astroph]
+    python -m benchmarks.training.node_bench placement [--graphs soc-slashdot0902 ca-astroph] [--steps 10]
     python -m benchmarks.training.node_bench measure [--repeats 3] [--epochs 12]
 
 ``paper``: the epoch model on the paper's machine preset (``core/machines/paper.json``:
@@ -21,8 +21,11 @@ per node pair) of every model's partition at P = 512 on nodes of 48 and
 P = 64 on nodes of 16: the parts in their partitioner's order (block),
 placed by the rows' part sets (hypergraph) or the quotient graph (graph),
 the same partition with its part ids shuffled and then placed (what
-placement recovers), and a two-level partition, nodes first (the model into
-N parts; a reference of what re-partitioning, not placing, reaches).
+placement recovers), a two-level partition, nodes first (the model into
+N parts; a reference of what re-partitioning, not placing, reaches), the
+best placement a wider search finds (:mod:`.placement_search`) and a lower
+bound on every placement's (``shgcn.pipeline.metrics.placement_bound``;
+issue 53: is 0.8x block within reach?).
 
 ``measure``: on this machine, P = 1, 2, 4 and 8 (2 nodes of 4 and 4 of 2,
 virtual, oversubscribed on 2 cores) with the flat and the node-aware
@@ -139,46 +142,69 @@ def _paper_text(args, m) -> str:
             "node/own flat <= 0.75, inter bytes node/flat <= 0.7, inter msgs a node <= nodes - 1.\n")
 
 
-def cmd_placement(args) -> None:
+def _placement_row(name: str, a, coo, parts: int, k: int, mod: str, steps: int) -> dict:
+    """One partition's rows across by every placement, the best found and the lower bound."""
     from shgcn.pipeline.metrics.internode import inter_rows, part_nets
+    from shgcn.pipeline.metrics.placement_bound import placement_bound
     from shgcn.pipeline.models.placement import block_nodes, place
+    from shgcn.pipeline.simulate import cost_of_partition
 
+    from .placement_search import best_placement
+
+    nodes = -(-parts // k)
+    part = (_metis(name, parts) if mod == "metis" else partition(name, mod, parts)[0]).astype(np.int64)
+    nets = part_nets(np.r_[coo.col, np.arange(a.shape[0])], np.r_[part[coo.row], part], parts, part)
+    vol = cost_of_partition(a, part, parts, mod, False).volume
+    block = inter_rows(nets, block_nodes(parts, k))
+    hyper, graph = place(nets, vol, k, "hypergraph"), place(nets, vol, k, "graph")
+    shuffle = np.random.default_rng(0).permutation(parts)
+    snets = part_nets(np.r_[coo.col, np.arange(a.shape[0])], np.r_[shuffle[part[coo.row]], shuffle[part]],
+                      parts, shuffle[part])
+    shuffled = inter_rows(snets, block_nodes(parts, k))
+    placed = place(snets, vol[np.ix_(np.argsort(shuffle), np.argsort(shuffle))], k, "hypergraph")
+    recovered = placed.inter_rows
+    two = _nodes_first(name, mod, nodes, a, coo) if mod != "metis" else None
+    node, best, by = best_placement(nets, parts, k, {"hypergraph": hyper.rank_of_part // k,
+                                                     "graph": graph.rank_of_part // k, "block": block_nodes(parts, k),
+                                                     "shuffled, placed": placed.rank_of_part[shuffle] // k})
+    lb = placement_bound(nets, parts, k, node, steps).rows
+    verdict = ("met" if best <= 0.8 * block else "out of reach (bound > 0.8)" if lb > 0.8 * block else "open")
+    return {"graph": name, "P / k": f"{parts} / {k}", "model": mod, "block": f"{block:,}",
+            "hypergraph": f"{hyper.inter_rows:,} ({hyper.inter_rows / block:.3f})",
+            "graph placement": f"{graph.inter_rows:,} ({graph.inter_rows / block:.3f})", "shuffled": f"{shuffled:,}",
+            "shuffled, placed": f"{recovered:,} ({recovered / shuffled:.3f})",
+            "nodes first": f"{two:,} ({two / block:.3f})" if two is not None else "-",
+            "best found": f"{best:,} ({best / block:.3f})", "by": by, "lower bound": f"{lb:,} ({lb / block:.3f})",
+            "target <= 0.8x block": verdict}
+
+
+def cmd_placement(args) -> None:
     rows = []
     for name in args.graphs:
         a, _ = adjacency(name)
         coo = sp.coo_matrix(a)
         for parts, k in ((512, 48), (64, 16)):
-            nodes = -(-parts // k)
             for mod in ("hp", "gp", "metis", "rp"):
-                part = (_metis(name, parts) if mod == "metis" else partition(name, mod, parts)[0]).astype(np.int64)
-                nets = part_nets(np.r_[coo.col, np.arange(a.shape[0])], np.r_[part[coo.row], part], parts, part)
-                from shgcn.pipeline.simulate import cost_of_partition
-
-                vol = cost_of_partition(a, part, parts, mod, False).volume
-                block = inter_rows(nets, block_nodes(parts, k))
-                hyper = place(nets, vol, k, "hypergraph").inter_rows
-                graph = place(nets, vol, k, "graph").inter_rows
-                shuffle = np.random.default_rng(0).permutation(parts)
-                snets = part_nets(np.r_[coo.col, np.arange(a.shape[0])], np.r_[shuffle[part[coo.row]], shuffle[part]],
-                                  parts, shuffle[part])
-                shuffled = inter_rows(snets, block_nodes(parts, k))
-                recovered = place(snets, vol[np.ix_(np.argsort(shuffle), np.argsort(shuffle))], k, "hypergraph").inter_rows
-                two = _nodes_first(name, mod, nodes, a, coo) if mod != "metis" else None
-                rows.append({"graph": name, "P / k": f"{parts} / {k}", "model": mod, "block": f"{block:,}",
-                             "hypergraph": f"{hyper:,} ({hyper / block:.3f})", "graph placement": f"{graph:,} "
-                             f"({graph / block:.3f})", "shuffled": f"{shuffled:,}",
-                             "shuffled, placed": f"{recovered:,} ({recovered / shuffled:.3f})",
-                             "nodes first": f"{two:,} ({two / block:.3f})" if two is not None else "-"})
+                rows.append(_placement_row(name, a, coo, parts, k, mod, args.steps))
+                print(rows[-1], flush=True)
     write_section("Placement of parts on nodes (issue 30)", (
         "Rows of H per SpMM that cross between nodes with the node-aware exchange (each row once per node pair) "
         "for every model's partition; in brackets, against block placement (the partitioner's order). "
         "`hypergraph` and `graph`: `pipeline build --placement` (Mt-KaHyPar on the rows' part sets, or on the "
-        "quotient graph; kept only if it beats block). `shuffled`: the same partition with its part ids in a "
-        "random order, in blocks; `shuffled, placed`: that order placed by the part sets (what placement recovers "
-        "when the ids carry no structure: an imported assignment, rp). `nodes first`: a different partition, the "
-        "model into as many parts as nodes, whose connectivity-1 is the rows that would cross (a lower reference: "
-        "re-partitioning, not placing). Target (issue 30): placed <= 0.8x block at P = 512 / 48 and 64 / 16.\n\n"
-        + table(rows, [(c, c) for c in rows[0]])))
+        "quotient graph; kept only if it beats block); `hypergraph` is the better of Mt-KaHyPar from scratch and "
+        "improving block placement, refined by pairwise swaps (issue 53). `shuffled`: the same partition with its "
+        "part ids in a random order, in blocks; `shuffled, placed`: that order placed by the part sets (what "
+        "placement recovers when the ids carry no structure: an imported assignment, rp). `nodes first`: a "
+        "different partition, the model into as many parts as nodes, whose connectivity-1 is the rows that would "
+        "cross (a lower reference: re-partitioning, not placing). `best found`: the fewest rows across among "
+        "block, both placements, `shuffled, placed`, Mt-KaHyPar's QUALITY preset (seeds 0, 1, 2, and improving "
+        "block placement), HIGHEST_QUALITY (seed 0) and DETERMINISTIC on the parts renamed at random (3 seeds), "
+        "then pairwise swaps from the best (`by`: which; "
+        "`benchmarks/training/placement_search.py`). `lower bound`: no placement of that partition on nodes of k "
+        "sends fewer rows across (`shgcn.pipeline.metrics.placement_bound`: the best of the span, owner-coverage "
+        f"and relaxation bounds, {args.steps} Frank-Wolfe steps from the best found). Target (issue 53): the best "
+        "placement <= 0.8x block, or a lower bound showing why not (`out of reach`: bound > 0.8x block; `open`: "
+        "neither).\n\n" + table(rows, [(c, c) for c in rows[0]])))
 
 
 def _nodes_first(name: str, mod: str, nodes: int, a, coo) -> int:
@@ -260,6 +286,7 @@ def main() -> None:
     p.add_argument("--hidden", type=int, nargs="+", default=[16, 128])
     q = sub.add_parser("placement")
     q.add_argument("--graphs", nargs="+", default=["soc-slashdot0902", "ca-astroph"])
+    q.add_argument("--steps", type=int, default=10, help="Frank-Wolfe steps of the relaxation bound")
     r = sub.add_parser("measure")
     r.add_argument("--graphs", nargs="+", default=["cora", "rmat:scale=13,edge_factor=8,seed=1",
                                                    "rmat:scale=6,edge_factor=4,seed=1"])
