@@ -53,14 +53,13 @@ class GIN(Layers):
             hd, _ = be.act_dropout(z, "relu" if k else "none", noise, k, graph.gids)
             if self.w_first(k):
                 u = be.gemm(hd, w1)  # aggregate H W_1: the narrower rows travel
-                agg = graph.sum.forward(u) + (1 + eps[0]) * u
-                z1 = agg + b1
+                agg = None  # backward needs only u: (1 + eps) u + sum, + b1 and ReLU in one pass
+                a1 = be.add(graph.sum.forward(u), u, alpha=1 + eps[0], bias=b1, relu=True)
             else:
                 u = be.dense(hd)
-                agg = graph.sum.forward(u) + (1 + eps[0]) * u
-                z1 = be.gemm(agg, w1) + b1
-            a1 = be.relu(z1)
-            z = be.gemm(a1, w2) + b2
+                agg = be.add(graph.sum.forward(u), u, alpha=1 + eps[0])
+                a1 = be.add(be.gemm(agg, w1), bias=b1, relu=True)
+            z = be.add(be.gemm(a1, w2), bias=b2)
             cache.append((hd, u, agg, a1))
         return z, (noise, cache)
 
@@ -74,18 +73,17 @@ class GIN(Layers):
             i = PER_LAYER * k
             grads[i + 3] = be.colsum(g)
             grads[i + 2] = be.gemm_tn(a1, g)
-            dz1 = be.gemm(g, w2.T)
-            dz1 *= a1 > 0
+            dz1 = be.relu_grad(be.gemm(g, w2.T), a1)
             grads[i + 1] = be.colsum(dz1)
             dagg = dz1 if self.w_first(k) else be.gemm(dz1, w1.T)
             grads[i + 4] = be.vdot(dagg, u)  # d/d eps of (1 + eps) u
             if self.w_first(k):
-                du = graph.sum.transpose(dagg) + (1 + eps[0]) * dagg
+                du = be.add(graph.sum.transpose(dagg), dagg, alpha=1 + eps[0])
                 grads[i] = be.gemm_tn(hd, du)
                 dh = be.gemm(du, w1.T) if k else None
             else:
                 grads[i] = be.gemm_tn(agg, dz1)
-                dh = graph.sum.transpose(dagg) + (1 + eps[0]) * dagg if k else None
+                dh = be.add(graph.sum.transpose(dagg), dagg, alpha=1 + eps[0]) if k else None
             if dh is None:
                 break
             g = be.act_dropout_grad(dh, hd, "relu", noise, None)
