@@ -1,5 +1,6 @@
 """The numpy / scipy / numba backend (:class:`NumpyBackend`): float32 end
-to end; the fused kernels are numba's (:mod:`.kernels`).
+to end; the fused kernels are numba's (:mod:`.kernels`), and so is the layers' elementwise work between the
+products (:mod:`.arrays`).
 
 Threads (``--threads T``): the BLAS threads are set before numpy loads
 (:func:`shgcn.trainer.cli.share_cores`); with T > 1 the SpMM and the
