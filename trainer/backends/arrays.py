@@ -2,16 +2,18 @@
 additions, ReLUs and their gradients, column sums and dots that the layers (GIN's MLP, SAGE's two terms,
 GAT's bias) once wrote as numpy expressions: single-threaded, they held a share of the epoch that did not
 shrink with ``--threads``. Here they are numba kernels, serial (T = 1) and over T threads (the ``*_threads``
-kernels, a ``prange`` over fixed chunks), timed as the ``elementwise`` kernel.
+kernels, a ``prange`` over T chunks of rows), timed as the ``elementwise`` kernel.
 
 Bits. The elementwise kernels compute each entry with the float32 operations of the numpy expression they
 replace, in its order (``a + alpha * b``, then ``+ bias``, then ReLU as ``np.maximum(x, 0)``: +0 for -0,
 NaN kept): the same bits as before, at every T (a row is one thread's). The column sums (:func:`colsum`) add
 each column's rows in row order from zero in float32, which is what numpy's ``x.sum(0)`` does on a row-major
-array (its pairwise summation runs along the contiguous axis only): the same bits as numpy's, the threads
-splitting the *columns*. :func:`vdot` sums each column's products in float64 in row order, then the columns
-in order: it does not depend on T, but its bits are not numpy's ``np.vdot`` (BLAS's float32 ``sdot``, whose
-lanes depend on the machine's kernel); more exact than it.
+array (its pairwise summation runs along the contiguous axis only): numpy's bits, ~1.5x its speed, serially.
+They and :meth:`HostArrays.vdot` (numpy's, BLAS's sdot on one thread) stay serial: numpy's bits need each
+column summed in row order, and splitting the columns between threads (each thread reading part of every row)
+measured 2-4x slower than one thread reading whole rows on the 2-core machine (40,486 x 256: 2.2-9.6 ms
+against 1.1 ms); threads over fixed blocks of rows (partial sums added in block order) would scale, with bits
+that differ from numpy's (a change of every loss with a bias).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from .base import timed_on_host
 # values below which a numba kernel runs serially: waking the pool costs ~10 µs on an idle core (and a
 # scheduling slice, ms, on a busy one), ~20 µs of serial work; the results are the same
 _PARALLEL_MIN = 1 << 14
-_COL_UNIT = 16  # the column chunks of the reductions are multiples of 16 float32 columns: one 64-byte line
 _NO_ROWS = np.zeros((0, 0), np.float32)
 _NO_BIAS = np.zeros(0, np.float32)
 
@@ -74,55 +75,16 @@ def add_rows_threads(a, b, alpha, bias, relu, out, bounds):
     return out
 
 
-@numba.njit(cache=True, inline="always")
-def _colsum_cols(c0, c1, x, out):
-    """Columns ``c0:c1`` of :func:`colsum`."""
-    acc = np.zeros(c1 - c0, np.float32)
-    for i in range(x.shape[0]):
-        for k in range(c0, c1):
-            acc[k - c0] += x[i, k]
-    for k in range(c0, c1):
-        out[k] = acc[k - c0]
-
-
 @numba.njit(cache=True, nogil=True)
 def colsum(x, out):
-    """``out = x.sum(0)``: x (n, d) float32, out (d,) float32; each column's rows in order from zero."""
-    _colsum_cols(0, x.shape[1], x, out)
-    return out
-
-
-@numba.njit(cache=True, parallel=True, nogil=True)
-def colsum_threads(x, out, cols):
-    """:func:`colsum` over the column chunks ``cols`` (a column is one thread's: the same sums)."""
-    for c in numba.prange(cols.size - 1):
-        _colsum_cols(cols[c], cols[c + 1], x, out)
-    return out
-
-
-@numba.njit(cache=True, inline="always")
-def _dot_cols(c0, c1, a, b, out):
-    """Columns ``c0:c1`` of :func:`dot_columns`."""
-    acc = np.zeros(c1 - c0, np.float64)
-    for i in range(a.shape[0]):
-        for k in range(c0, c1):
-            acc[k - c0] += np.float64(a[i, k]) * np.float64(b[i, k])
-    for k in range(c0, c1):
-        out[k] = acc[k - c0]
-
-
-@numba.njit(cache=True, nogil=True)
-def dot_columns(a, b, out):
-    """``out[k] = sum_i a[i, k] b[i, k]`` in float64, rows in order: a, b (n, d) float32, out (d,) float64."""
-    _dot_cols(0, a.shape[1], a, b, out)
-    return out
-
-
-@numba.njit(cache=True, parallel=True, nogil=True)
-def dot_columns_threads(a, b, out, cols):
-    """:func:`dot_columns` over the column chunks ``cols``."""
-    for c in numba.prange(cols.size - 1):
-        _dot_cols(cols[c], cols[c + 1], a, b, out)
+    """``out = x.sum(0)``: x (n, d) float32, out (d,) float32; each column's rows in order from zero (whole
+    rows, vectorized across the columns)."""
+    d = x.shape[1]
+    acc = np.zeros(d, np.float32)
+    for i in range(x.shape[0]):
+        for k in range(d):
+            acc[k] += x[i, k]
+    out[:] = acc
     return out
 
 
@@ -135,13 +97,6 @@ def copy_threads(src, out, r0, c0, bounds):
             for k in range(d):
                 out[r0 + i, c0 + k] = src[i, k]
     return out
-
-
-def column_chunks(d: int, chunks: int) -> np.ndarray:
-    """(c + 1,) boundaries of at most ``chunks`` contiguous column ranges over 0..d, cut at multiples of
-    ``_COL_UNIT`` columns (threads never share a cache line of a row); fewer where d is narrow."""
-    units = -(-d // _COL_UNIT)
-    return np.minimum(parallel.even_rows(units, max(1, min(chunks, units))) * _COL_UNIT, d)
 
 
 def _f32_2d(*xs: Any) -> bool:
@@ -239,27 +194,17 @@ class HostArrays:
 
     @timed_on_host("elementwise")
     def colsum(self, x: np.ndarray) -> np.ndarray:
-        """(d,) column sums of x (n, d): numpy's ``x.sum(0)`` bit for bit (each column's rows in order), with
-        threads over chunks of columns."""
+        """(d,) column sums of x (n, d): numpy's ``x.sum(0)`` bit for bit (each column's rows in order from zero),
+        serially at every T (see the module docstring)."""
         if not (_f32_2d(x) and _row_major(x)):
             return x.sum(0)
-        out = np.empty(x.shape[1], np.float32)
-        cols = column_chunks(x.shape[1], self.threads)
-        return colsum_threads(x, out, cols) if self._wide(x) and cols.size > 2 else colsum(x, out)
+        return colsum(x, np.empty(x.shape[1], np.float32))
 
     @timed_on_host("elementwise")
     def vdot(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """(1,) float32: sum of a * b over every entry of a, b (n, d); in float64, each column's rows in order,
-        then the columns in order: the same bits for every T (not ``np.vdot``'s)."""
-        if not (_f32_2d(a, b) and a.shape == b.shape):
-            return np.array([np.vdot(a, b)], np.float32)
-        out = np.empty(a.shape[1], np.float64)
-        cols = column_chunks(a.shape[1], self.threads)
-        (dot_columns_threads(a, b, out, cols) if self._wide(a) and cols.size > 2 else dot_columns(a, b, out))
-        total = 0.0
-        for v in out.tolist():  # the columns in order (a Python loop over d numbers, not over rows)
-            total += v
-        return np.array([total], np.float32)
+        """(1,) float32: the sum of a * b over every entry: numpy's ``vdot`` (BLAS's sdot, one BLAS thread at
+        every T: the same bits for every T)."""
+        return np.array([np.vdot(a, b)], np.float32)
 
 
 def _add_numpy(a: Any, b: Any, alpha: Any, bias: Any, relu: bool, out: Any) -> Any:

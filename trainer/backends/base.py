@@ -150,7 +150,7 @@ class Backend(Protocol):
     def zeros(self, shape: tuple[int, ...]) -> Any: ...
     def dense(self, h: Any) -> Any: ...
 
-    # the layers' elementwise work between the products (timed as ``elementwise``; over the threads)
+    # the layers' elementwise work between the products (timed as ``elementwise``)
     def concat(self, arrays: list[Any], axis: int) -> Any: ...
 
     def add(self, a: Any, b: Any = None, *, alpha: Any = 1.0, bias: Any = None, relu: bool = False,
@@ -171,12 +171,11 @@ class Backend(Protocol):
         ...
 
     def colsum(self, x: Any) -> Any:
-        """(d,) the column sums of x (n, d) (numpy backend: ``x.sum(0)``'s bits, every T)."""
+        """(d,) the column sums of x (n, d) (numpy backend: ``x.sum(0)``'s bits)."""
         ...
 
     def vdot(self, a: Any, b: Any) -> Any:
-        """(1,) the sum of ``a * b`` over all entries of a and b (n, d) (numpy backend: in float64, the same
-        bits at every T)."""
+        """(1,) the sum of ``a * b`` over all entries of a and b (n, d) (numpy backend: ``np.vdot``'s bits)."""
         ...
 
     # elementwise work and dropout
