@@ -59,6 +59,38 @@ class BackendTests:
         assert be.to_host(be.zeros((2, 3))).tolist() == [[0] * 3] * 2 and be.to_host(be.empty((2, 3))).shape == (2, 3)
         assert be.to_host(be.dense(sp.csr_matrix(np.eye(2, dtype=np.float32)))).tolist() == [[1, 0], [0, 1]]
 
+    def test_the_elementwise_work_between_the_products(self, be):
+        """add (a + alpha b + bias, then ReLU; each part optional; into out), relu, relu_grad (in place), colsum
+        and vdot: exact values on hand-made arrays; the inputs unchanged; alpha the backend's 0-d array."""
+        a = np.array([[1.0, -2.0, 0.5], [3.0, -4.0, -0.5]], np.float32)
+        b = np.array([[0.5, 1.0, -1.0], [2.0, 4.0, 1.0]], np.float32)
+        x, y, bias = be.from_host(a.copy()), be.from_host(b.copy()), be.from_host(np.array([1.0, 0.0, -1.0], np.float32))
+        assert be.to_host(be.add(x, y)).tolist() == [[1.5, -1.0, -0.5], [5.0, 0.0, 0.5]]
+        assert be.to_host(be.add(x, y, alpha=2.0)).tolist() == [[2.0, 0.0, -1.5], [7.0, 4.0, 1.5]]
+        assert be.to_host(be.add(x, y, alpha=2.0, bias=bias)).tolist() == [[3.0, 0.0, -2.5], [8.0, 4.0, 0.5]]
+        assert be.to_host(be.add(x, y, alpha=2.0, bias=bias, relu=True)).tolist() == [[3, 0, 0], [8, 4, 0.5]]
+        assert be.to_host(be.add(x, bias=bias, relu=True)).tolist() == [[2, 0, 0], [4, 0, 0]]
+        eps = be.zeros((1,))  # GIN's 1 + eps: a 0-d array of the backend (a device's stays there)
+        assert be.to_host(be.add(x, y, alpha=1 + eps[0])).tolist() == [[1.5, -1.0, -0.5], [5.0, 0.0, 0.5]]
+        assert be.to_host(be.relu(x)).tolist() == [[1, 0, 0.5], [3, 0, 0]]
+        np.testing.assert_array_equal(be.to_host(x), a)  # a new array each time: the inputs stay
+        np.testing.assert_array_equal(be.to_host(y), b)
+        out = be.from_host(a.copy())
+        be.add(out, y, alpha=-1.0, out=out)  # into its first operand
+        assert be.to_host(out).tolist() == [[0.5, -3.0, 1.5], [1.0, -8.0, -1.5]]
+        g = be.from_host(np.array([[1, 2, 3], [4, 5, 6]], np.float32))
+        assert be.to_host(be.relu_grad(g, x)).tolist() == [[1, 0, 3], [4, 0, 0]] == be.to_host(g).tolist()
+        assert be.to_host(be.colsum(x)).tolist() == [4, -6, 0]
+        assert be.to_host(be.vdot(x, y)).tolist() == [-12.5]
+
+    def test_the_elementwise_work_on_no_rows(self, be):
+        e, bias = be.zeros((0, 3)), be.from_host(np.ones(3, np.float32))
+        assert be.to_host(be.add(e, e, alpha=2.0, bias=bias, relu=True)).shape == (0, 3)
+        assert be.to_host(be.relu(e)).shape == (0, 3) and be.to_host(be.relu_grad(e, e)).shape == (0, 3)
+        assert be.to_host(be.colsum(e)).tolist() == [0, 0, 0] and be.to_host(be.vdot(e, e)).tolist() == [0]
+        assert be.to_host(be.concat([e, e], 1)).shape == (0, 6)
+        assert be.to_host(be.concat([e, be.from_host(np.ones((2, 3), np.float32))], 0)).tolist() == [[1] * 3] * 2
+
     def test_dropout_masks_follow_the_vertex(self, be):
         """The same vertex gets the same mask in any row order; the kept fraction is 1 - rate, the scale exact;
         sparse input keeps its pattern and gets the dense mask; a Dropped input is passed through."""

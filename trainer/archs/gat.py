@@ -100,7 +100,7 @@ class GAT(Layers):
             att.s_src[n:] = be.gemm(att.z[n:], _block_diag(be, a_src))
         be.gat_forward(boundary, att)
         out = att.out.reshape(n, heads, d).mean(1) if k == len(self.heads) - 1 else att.out
-        return out + b, att
+        return be.add(out, bias=b), att
 
     def backward(self, saved: tuple, g: np.ndarray, graph: Graph) -> list[np.ndarray]:
         be = self.be
@@ -130,9 +130,9 @@ class GAT(Layers):
         dz, ds_src, ds_dst = be.gat_backward(att, g)
         bd = be.concat([_block_diag(be, a_src).T, _block_diag(be, a_dst).T], 0)  # (2H, H d)
         both = be.concat([ds_src[:n], ds_dst], 1)
-        dz[:n] += be.gemm(both, bd)
+        be.add(dz[:n], be.gemm(both, bd), out=dz[:n])
         if dz.shape[0] > n:
-            dz[n:] += be.gemm(ds_src[n:], bd[:heads])
+            be.add(dz[n:], be.gemm(ds_src[n:], bd[:heads]), out=dz[n:])
         own = dz[:n]
         parts = {q: be.to_host(dz[n + cp.recv_start[q]:n + cp.recv_start[q + 1]]) for q, _ in cp.recv_from}
 

@@ -51,16 +51,21 @@ class GIN(Layers):
         for k in range(len(self.dims) - 1):
             w1, b1, w2, b2, eps = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
             hd, _ = be.act_dropout(z, "relu" if k else "none", noise, k, graph.gids)
+            # the sums below go into their first operand, a new array of a product (the graph's products return
+            # new arrays too): no new array, nor its first touch of fresh pages, per sum
             if self.w_first(k):
                 u = be.gemm(hd, w1)  # aggregate H W_1: the narrower rows travel
-                agg = graph.sum.forward(u) + (1 + eps[0]) * u
-                z1 = agg + b1
+                agg = None  # backward needs only u: (1 + eps) u + the sum, + b1 and ReLU in one pass
+                a1 = graph.sum.forward(u)
+                be.add(a1, u, alpha=1 + eps[0], bias=b1, relu=True, out=a1)
             else:
                 u = be.dense(hd)
-                agg = graph.sum.forward(u) + (1 + eps[0]) * u
-                z1 = be.gemm(agg, w1) + b1
-            a1 = be.relu(z1)
-            z = be.gemm(a1, w2) + b2
+                agg = graph.sum.forward(u)
+                be.add(agg, u, alpha=1 + eps[0], out=agg)
+                a1 = be.gemm(agg, w1)
+                be.add(a1, bias=b1, relu=True, out=a1)
+            z = be.gemm(a1, w2)
+            be.add(z, bias=b2, out=z)
             cache.append((hd, u, agg, a1))
         return z, (noise, cache)
 
@@ -74,18 +79,21 @@ class GIN(Layers):
             i = PER_LAYER * k
             grads[i + 3] = be.colsum(g)
             grads[i + 2] = be.gemm_tn(a1, g)
-            dz1 = be.gemm(g, w2.T)
-            dz1 *= a1 > 0
+            dz1 = be.relu_grad(be.gemm(g, w2.T), a1)
             grads[i + 1] = be.colsum(dz1)
             dagg = dz1 if self.w_first(k) else be.gemm(dz1, w1.T)
             grads[i + 4] = be.vdot(dagg, u)  # d/d eps of (1 + eps) u
             if self.w_first(k):
-                du = graph.sum.transpose(dagg) + (1 + eps[0]) * dagg
+                du = graph.sum.transpose(dagg)
+                be.add(du, dagg, alpha=1 + eps[0], out=du)
                 grads[i] = be.gemm_tn(hd, du)
                 dh = be.gemm(du, w1.T) if k else None
             else:
                 grads[i] = be.gemm_tn(agg, dz1)
-                dh = graph.sum.transpose(dagg) + (1 + eps[0]) * dagg if k else None
+                dh = None
+                if k:
+                    dh = graph.sum.transpose(dagg)
+                    be.add(dh, dagg, alpha=1 + eps[0], out=dh)
             if dh is None:
                 break
             g = be.act_dropout_grad(dh, hd, "relu", noise, None)

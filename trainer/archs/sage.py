@@ -46,11 +46,13 @@ class SAGE(Layers):
             hd, _ = be.act_dropout(z, "relu" if k else "none", noise, k, graph.gids)
             if self.w_first(k):
                 y = be.gemm(hd, w)
-                z = graph.mean.forward(be.concat([y[:, :d]], 1)) + y[:, d:] + b
+                z = graph.mean.forward(be.concat([y[:, :d]], 1))
+                be.add(z, y[:, d:], bias=b, out=z)  # into the mean's new array: no new array (nor its pages)
                 cache.append((hd, None))
             else:
                 mh = graph.mean.forward(be.dense(hd))
-                z = be.gemm(mh, w[:, :d]) + be.gemm(hd, w[:, d:]) + b
+                z = be.gemm(mh, w[:, :d])
+                be.add(z, be.gemm(hd, w[:, d:]), bias=b, out=z)
                 cache.append((hd, mh))
         return z, (noise, cache)
 
@@ -63,14 +65,15 @@ class SAGE(Layers):
             d = self.dims[k + 1]
             grads[2 * k + 1] = be.colsum(g)
             if self.w_first(k):
-                dy = be.empty((g.shape[0], 2 * d))
-                dy[:, :d] = graph.mean.transpose(g)
-                dy[:, d:] = g
+                dy = be.concat([graph.mean.transpose(g), g], 1)
                 grads[2 * k] = be.gemm_tn(hd, dy)
                 dh = be.gemm(dy, w.T) if k else None
             else:
                 grads[2 * k] = be.concat([be.gemm_tn(mh, g), be.gemm_tn(hd, g)], 1)
-                dh = graph.mean.transpose(be.gemm(g, w[:, :d].T)) + be.gemm(g, w[:, d:].T) if k else None
+                dh = None
+                if k:
+                    dh = graph.mean.transpose(be.gemm(g, w[:, :d].T))
+                    be.add(dh, be.gemm(g, w[:, d:].T), out=dh)
             if dh is None:
                 break
             g = be.act_dropout_grad(dh, hd, "relu", noise, None)

@@ -4,7 +4,9 @@ global), so a device backend (torch, CuPy) is one class that passes
 ``BackendTests``.
 
 What a backend does: sparse and dense products, array creation and the
-few array functions the layers need, the activation fused with dropout and
+few array functions the layers need (their elementwise work between the
+products: sums with a bias and ReLU, ReLU's gradient, column sums, dots,
+concatenation; kernels over the backend's threads), the activation fused with dropout and
 its gradient (counter-based masks: the same mask for a vertex whatever rank
 holds it), GAT's attention and its backward, the losses, the optimizer step
 and the host transfers around the exchange (the exchange moves host arrays
@@ -17,8 +19,11 @@ the layers use only their operators (``+``, ``*``, slicing, ``.sum``,
 
 from __future__ import annotations
 
+import functools
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -28,10 +33,25 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 ACTS = ("none", "relu", "elu")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class BackendError(UserError):
     """A backend that cannot run here (its optional library is missing, or the device); exit code 2."""
+
+
+def timed_on_host(kernel: str) -> Callable[[_F], _F]:
+    """Add a method's seconds to ``self.kernel_time[kernel]`` (the run log's time per kernel; ~1 µs a call)."""
+    def wrap(f: _F) -> _F:
+        @functools.wraps(f)
+        def timed(self, *args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return f(self, *args, **kwargs)
+            finally:
+                self.kernel_time[kernel] = self.kernel_time.get(kernel, 0.0) + time.perf_counter() - t0
+        return cast(_F, timed)
+    return wrap
 
 
 @dataclass(frozen=True)
@@ -128,11 +148,35 @@ class Backend(Protocol):
     def asarray(self, x: Any) -> Any: ...
     def empty(self, shape: tuple[int, ...]) -> Any: ...
     def zeros(self, shape: tuple[int, ...]) -> Any: ...
-    def concat(self, arrays: list[Any], axis: int) -> Any: ...
-    def relu(self, x: Any) -> Any: ...
-    def colsum(self, x: Any) -> Any: ...
-    def vdot(self, a: Any, b: Any) -> Any: ...
     def dense(self, h: Any) -> Any: ...
+
+    # the layers' elementwise work between the products (timed as ``elementwise``)
+    def concat(self, arrays: list[Any], axis: int) -> Any: ...
+
+    def add(self, a: Any, b: Any = None, *, alpha: Any = 1.0, bias: Any = None, relu: bool = False,
+            out: Any = None) -> Any:
+        """``relu?(a + alpha * b + bias)``: a and b (n, d), alpha a number (or the backend's 0-d array), bias
+        (d,) added to every row, ReLU when ``relu``; b and bias optional. Into ``out`` (n, d) when given (a or b
+        itself, or a view of neither), else a new array. The numpy backend's bits are numpy's expression's
+        ``np.maximum(a + alpha * b + bias, 0)`` at every T."""
+        ...
+
+    def relu(self, x: Any) -> Any:
+        """(n, d) ``max(x, 0)``, a new array."""
+        ...
+
+    def relu_grad(self, g: Any, a: Any) -> Any:
+        """In place: ``g *= a > 0``: g (n, d) the gradient at a ReLU's output, a (n, d) that output (or its
+        input); returns g (the gradient at its input)."""
+        ...
+
+    def colsum(self, x: Any) -> Any:
+        """(d,) the column sums of x (n, d) (numpy backend: ``x.sum(0)``'s bits)."""
+        ...
+
+    def vdot(self, a: Any, b: Any) -> Any:
+        """(1,) the sum of ``a * b`` over all entries of a and b (n, d) (numpy backend: ``np.vdot``'s bits)."""
+        ...
 
     # elementwise work and dropout
     def act_dropout(self, h: Any, act: str, noise: Noise | None, layer: int, gids: np.ndarray,

@@ -1,5 +1,6 @@
 """The numpy / scipy / numba backend (:class:`NumpyBackend`): float32 end
-to end; the fused kernels are numba's (:mod:`.kernels`).
+to end; the fused kernels are numba's (:mod:`.kernels`), and so is the layers' elementwise work between the
+products (:mod:`.arrays`).
 
 Threads (``--threads T``): the BLAS threads are set before numpy loads
 (:func:`shgcn.trainer.cli.share_cores`); with T > 1 the SpMM and the
@@ -14,21 +15,20 @@ SpMM is scipy's and every kernel serial."""
 from __future__ import annotations
 
 import functools
-import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import blas, kernels
-from .base import AdamState, Attention, Dropped, Noise
+from .arrays import _PARALLEL_MIN, HostArrays
+from .base import AdamState, Attention, Dropped, Noise, timed_on_host
 
 ACT_CODES = {"none": 0, "relu": 1, "elu": 2}
 _EMPTY_KEEP = np.zeros((0, 0), np.uint8)
-_F = TypeVar("_F", bound=Callable[..., Any])
 _SPLIT_MIN = 1 << 20  # multiply-adds below which a dense product is one BLAS call at every T (a hand-off ~50 µs)
 # The dense products' fixed blocks (:meth:`NumpyBackend.gemm`, :meth:`NumpyBackend.gemm_tn`). The bits of a block
 # of a product depend on the block's shape: OpenBLAS picks its kernels by shape, and with OPENBLAS_CORETYPE=Haswell
@@ -48,9 +48,6 @@ _GEMM_ROWS = 512
 #   m = 256; 1024-row blocks of n cost 1-5% (2048: 1-3%, but 20 blocks at n = 40,000 for 16 threads).
 _TN_ROWS = 1024
 _TN_MAX_BLOCKS = 64  # at most this many (m, d) partial products: beyond 64 x 1024 rows, blocks of multiples of 1024
-# values (SpMM: nonzeros x columns) below which a numba kernel runs serially: waking the pool costs ~10 µs on
-# an idle core (and a scheduling slice, ms, on a busy one), ~20 µs of serial work; the results are the same
-_PARALLEL_MIN = 1 << 14
 
 
 def _blockable(a: Any, b: Any, inner: int) -> bool:
@@ -86,22 +83,8 @@ def tn_rows(n: int) -> int:
     return _TN_ROWS * max(1, -(-n // (_TN_ROWS * _TN_MAX_BLOCKS)))
 
 
-def timed_on_host(kernel: str) -> Callable[[_F], _F]:
-    """Add a method's seconds to ``self.kernel_time[kernel]`` (the run log's time per kernel; ~1 µs a call)."""
-    def wrap(f: _F) -> _F:
-        @functools.wraps(f)
-        def timed(self, *args, **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return f(self, *args, **kwargs)
-            finally:
-                self.kernel_time[kernel] = self.kernel_time.get(kernel, 0.0) + time.perf_counter() - t0
-        return cast(_F, timed)
-    return wrap
-
-
-class NumpyBackend:
-    """The CPU backend: numpy, scipy.sparse and numba kernels."""
+class NumpyBackend(HostArrays):
+    """The CPU backend: numpy, scipy.sparse and numba kernels (the array functions: :class:`.arrays.HostArrays`)."""
 
     name = "numpy"
 
@@ -141,14 +124,6 @@ class NumpyBackend:
         self._bounds[key] = (weakref.ref(m), m.indptr, value)
         weakref.finalize(m, self._bounds.pop, key, None)
         return value
-
-    def _wide(self, x: np.ndarray) -> bool:
-        """Whether an elementwise kernel on ``x`` runs over the threads (big enough to pay the wake-up)."""
-        return self.threads > 1 and x.size >= _PARALLEL_MIN
-
-    def _rows(self, n: int) -> np.ndarray:
-        """Even row chunks of the elementwise kernels."""
-        return self._par.even_rows(n, self.threads)
 
     # --------------------------------------------------------- products
     @timed_on_host("spmm")
@@ -220,33 +195,6 @@ class NumpyBackend:
         if not hasattr(self, "_pool"):  # only without numpy's sgemm in reach (:data:`.blas.AVAILABLE`)
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="blas")
         list(self._pool.map(group, range(groups)))
-
-    # --------------------------------------------------------- arrays
-    def asarray(self, x: Any) -> Any:
-        """A host array (or CSR features) as this backend's: float32 dense arrays, CSR kept."""
-        return x if sp.issparse(x) else np.asarray(x)
-
-    def empty(self, shape: tuple[int, ...]) -> np.ndarray:
-        return np.empty(shape, np.float32)
-
-    def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
-        return np.zeros(shape, np.float32)
-
-    def concat(self, arrays: list[np.ndarray], axis: int) -> np.ndarray:
-        return np.concatenate(arrays, axis=axis)
-
-    def relu(self, x: np.ndarray) -> np.ndarray:
-        return np.maximum(x, 0)
-
-    def colsum(self, x: np.ndarray) -> np.ndarray:
-        return x.sum(0)
-
-    def vdot(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.array([np.vdot(a, b)], np.float32)
-
-    def dense(self, h: Any) -> np.ndarray:
-        """A dense float32 array of h (CSR first-layer inputs)."""
-        return h.toarray() if sp.issparse(h) else h
 
     # --------------------------------------------------------- elementwise
     @timed_on_host("elementwise")

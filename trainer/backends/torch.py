@@ -33,11 +33,12 @@ from . import torchdevice as dv
 from . import torchkernels as tk
 from .base import AdamState, Attention, BackendError, Dropped, Noise
 from .numpy import ACT_CODES, NumpyBackend
+from .torcharrays import TorchArrays
 
 _F32 = torch.float32
 
 
-class TorchBackend:
+class TorchBackend(TorchArrays):
     """Float32 torch tensors on ``device`` ("cpu" or "cuda", or "cuda:N").
 
     Parameters
@@ -98,21 +99,7 @@ class TorchBackend:
         out, self.kernel_time = self.kernel_time, {}
         return out
 
-    # --------------------------------------------------------- conversions
-    def _t(self, x: Any) -> torch.Tensor:
-        """A tensor on the device (host arrays: shared memory on the CPU; float arrays as float32)."""
-        if isinstance(x, torch.Tensor):
-            return x if x.device == self.device else x.to(self.device)
-        a = np.asarray(x)
-        if a.dtype.kind == "f" and a.dtype != np.float32:
-            a = a.astype(np.float32)
-        elif not a.flags.writeable:  # a tensor sharing a read-only array (a store's) could be written through
-            a = a.copy()
-        return dv.upload(a, self.device)
-
-    def _f32(self, x: Any) -> torch.Tensor:
-        return t if (t := self._t(x)).dtype == _F32 else t.to(_F32)
-
+    # --------------------------------------------------------- conversions (and :class:`.torcharrays.TorchArrays`)
     def _ids(self, gids: np.ndarray) -> torch.Tensor:
         """Vertex ids (the masks' keys) on the device, once per array."""
         return self._derived.get((gids,), "ids", lambda: dv.upload(np.asarray(gids, np.int64), self.device))
@@ -157,42 +144,6 @@ class TorchBackend:
             at = sp.csr_matrix(a.T)
             return self._sparse_product(self._sparse(at), at.shape, at.nnz, b)
         return torch.matmul(self._f32(a).T, self._f32(b))
-
-    # --------------------------------------------------------- arrays
-    def asarray(self, x: Any) -> Any:
-        """A host array as a tensor on the device: float32, or float16 where the host array is (features
-        stored as float16 keep half the device memory); CSR features stay scipy CSR (gemm takes them)."""
-        if sp.issparse(x):
-            return x
-        if isinstance(x, np.ndarray) and x.dtype == np.float16:
-            return dv.upload(x if x.flags.writeable else x.copy(), self.device)
-        return self._t(x)
-
-    def empty(self, shape: tuple[int, ...]) -> torch.Tensor:
-        return torch.empty(shape, dtype=_F32, device=self.device)
-
-    def zeros(self, shape: tuple[int, ...]) -> torch.Tensor:
-        return torch.zeros(shape, dtype=_F32, device=self.device)
-
-    def concat(self, arrays: list[Any], axis: int) -> torch.Tensor:
-        return torch.cat([self._f32(a) for a in arrays], dim=axis)
-
-    def relu(self, x: Any) -> torch.Tensor:
-        return torch.relu(self._f32(x))
-
-    def colsum(self, x: Any) -> torch.Tensor:
-        return self._f32(x).sum(0)
-
-    def vdot(self, a: Any, b: Any) -> torch.Tensor:
-        return torch.dot(self._f32(a).reshape(-1), self._f32(b).reshape(-1)).reshape(1)
-
-    def dense(self, h: Any) -> Any:
-        """A dense float32 tensor of h (CSR first-layer inputs)."""
-        if sp.issparse(h):
-            return self._t(h.toarray())
-        if isinstance(h, torch.Tensor) and h.layout == torch.sparse_csr:
-            return h.to_dense()
-        return h
 
     # --------------------------------------------------------- elementwise
     def _keys(self, noise: Noise, layer: int, stream: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from .numpy import timed_on_host
+from .base import timed_on_host
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -33,7 +33,7 @@ def threads_of_rank() -> int:
 def timed(kernel: str) -> Callable[[_F], _F]:
     """Add a method's time to ``kernel``'s (:meth:`.torch.TorchBackend.take_kernel_time`): its object has
     ``_events`` (time with CUDA events, read later from ``_pending``), else the host's clock
-    (:func:`.numpy.timed_on_host`) into ``kernel_time``."""
+    (:func:`.base.timed_on_host`) into ``kernel_time``."""
     def wrap(f: _F) -> _F:
         on_host = timed_on_host(kernel)(f)
 

@@ -208,11 +208,13 @@ def _losses(path, kind):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("ranks,mode", [
-    (2, "full"),
-    pytest.param(1, "full", marks=pytest.mark.slow), pytest.param(1, "minibatch", marks=pytest.mark.slow),
-    pytest.param(2, "minibatch", marks=pytest.mark.slow)])
-def test_losses_are_the_same_for_every_thread_count(mpi_stores, tmp_path, ranks, mode):
+@pytest.mark.parametrize("ranks,mode,arch", [
+    (2, "full", "gcn"), (1, "full", "gin"),  # GIN: the elementwise work between its products (arrays.py)
+    pytest.param(1, "full", "gcn", marks=pytest.mark.slow), pytest.param(2, "full", "sage", marks=pytest.mark.slow),
+    pytest.param(1, "full", "gat", marks=pytest.mark.slow),
+    pytest.param(1, "minibatch", "sage", marks=pytest.mark.slow),
+    pytest.param(2, "minibatch", "sage", marks=pytest.mark.slow)])
+def test_losses_are_the_same_for_every_thread_count(mpi_stores, tmp_path, ranks, mode, arch):
     """shgcn-train --threads 1, 2, 4 (4 oversubscribes this machine: correct, not fast; 400 rows x 64 columns run
     the parallel kernels): the same losses,
     accuracies (and mini-batch step losses) bit for bit, and the header says how many threads ran."""
@@ -223,7 +225,7 @@ def test_losses_are_the_same_for_every_thread_count(mpi_stores, tmp_path, ranks,
     for t in (1, 2, 4):
         log = tmp_path / f"t{t}.jsonl"
         res = train(ranks, mpi_stores["undirected", ranks], "--epochs", 3, "--threads", t, "--mode", mode,
-                    "--hidden", "64,64", "--arch", "sage" if mode == "minibatch" else "gcn", log=log, timeout=600)
+                    "--hidden", "64,64", "--arch", arch, log=log, timeout=600)
         assert res.returncode == 0, res.stderr
         header, seen[t] = _losses(log, kind)
         if mode == "minibatch":  # every step says where its time went, on every rank

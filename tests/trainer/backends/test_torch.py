@@ -130,9 +130,9 @@ def _numba_kernels():
     """Every numba-compiled function of the numpy backend's kernel modules: (module, name)."""
     import numba
 
-    from shgcn.trainer.backends import kernels, parallel
+    from shgcn.trainer.backends import arrays, kernels, parallel
 
-    return [(mod, name) for mod in (kernels, parallel) for name, f in vars(mod).items()
+    return [(mod, name) for mod in (arrays, kernels, parallel) for name, f in vars(mod).items()
             if isinstance(f, numba.core.registry.CPUDispatcher)]
 
 
