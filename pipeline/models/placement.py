@@ -12,7 +12,9 @@ What crosses the network depends on the exchange:
   ``hypergraph`` placement partitions the hypergraph whose vertices are the
   parts and whose nets are those sets (identical sets merged, weighted by
   their count) into nodes of k parts with Mt-KaHyPar's connectivity-1
-  objective (the process-mapping objective);
+  objective (the process-mapping objective), from scratch and improving
+  block placement, the better refined by pairwise swaps (up to
+  :data:`SWAP_PARTS` parts);
 - a flat exchange sends a row once to each part that needs it: its
   inter-node rows are the volume matrix's entries between nodes; the
   ``graph`` placement partitions the parts' quotient graph (edge weight
@@ -35,6 +37,7 @@ import scipy.sparse as sp
 from ..metrics.internode import Nets, inter_rows, node_loads
 
 PLACEMENTS = ("hypergraph", "graph", "block")
+SWAP_PARTS = 2048  # the swap search holds (P, P) float64 deltas: 32 MiB each at this P, and P² work a round
 
 @dataclass(frozen=True)
 class Placement:
@@ -168,7 +171,8 @@ def place(nets: Nets, volume: np.ndarray, k: int, how: str = "hypergraph", seed:
         node = _kahypar_nodes(*quotient_nets(volume), parts, k, seed)
     elif how == "hypergraph":
         found = [_kahypar_nodes(nets.ptr, nets.pins, nets.weights, parts, k, seed, start=s) for s in (None, block)]
-        node = swap_search(nets, min(found, key=lambda n: inter_rows(nets, n)))
+        node = min(found, key=lambda n: inter_rows(nets, n))
+        node = swap_search(nets, node) if parts <= SWAP_PARTS else node
     else:
         raise ValueError(f"placement {how!r}: one of {', '.join(PLACEMENTS)}")
     rows = inter_rows(nets, node)
