@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from shgcn.pipeline.metrics.internode import Nets, inter_rows
-from shgcn.pipeline.models.placement import swap_search
+from shgcn.pipeline.models.placement import _kahypar_nodes, block_nodes, swap_search
 
 ATTEMPTS = (("QUALITY", 0, False), ("QUALITY", 1, False), ("QUALITY", 2, False), ("HIGHEST_QUALITY", 0, False),
             ("QUALITY", 0, True))  # (preset, seed, improve block placement)
@@ -19,31 +19,14 @@ RELABELINGS = (1, 2, 3)
 
 
 def kahypar_nodes(nets: Nets, parts: int, k: int, attempt: tuple[str, int, bool]) -> np.ndarray | None:
-    """(P,) node of every part by Mt-KaHyPar (one thread) with ``attempt``'s preset and seed, from scratch
+    """(P,) node of every part by the product's Mt-KaHyPar call with ``attempt``'s preset and seed, from scratch
     or improving block placement (3 V-cycles); None when the nodes are not exactly k parts."""
-    import mtkahypar
-
-    from shgcn.pipeline.models.kahypar import KAHYPAR_LOCK, _kahypar
-
     preset, seed, improve = attempt
-    nodes = -(-parts // k)
-    sizes = [k] * (nodes - 1) + [parts - k * (nodes - 1)]
-    init = _kahypar(1)
-    ctx = init.context_from_preset(getattr(mtkahypar.PresetType, preset))
-    ctx.set_partitioning_parameters(nodes, 0.0, mtkahypar.Objective.KM1)
-    ctx.set_individual_target_block_weights(sizes)
-    ctx.logging = False
-    with KAHYPAR_LOCK:
-        mtkahypar.set_seed(seed)
-        h = init.create_hypergraph(ctx, parts, nets.count, np.split(nets.pins, nets.ptr[1:-1]), np.ones(parts, np.int64),
-                                   nets.weights.astype(np.int64))
-        if improve:
-            ph = h.create_partitioned_hypergraph(ctx, nodes, np.arange(parts, dtype=np.int64) // k)
-            ph.improve_partition(ctx, 3)
-        else:
-            ph = h.partition(ctx)
-        node = np.asarray(ph.get_partition(), np.int64)
-    return node if np.array_equal(np.bincount(node, minlength=nodes), sizes) else None
+    start = block_nodes(parts, k) if improve else None
+    try:
+        return _kahypar_nodes(nets.ptr, nets.pins, nets.weights, parts, k, seed, start=start, preset=preset)
+    except RuntimeError:  # its balance check: nodes not of k parts
+        return None
 
 
 def best_placement(nets: Nets, parts: int, k: int, found: dict[str, np.ndarray]) -> tuple[np.ndarray, int, str]:

@@ -64,9 +64,10 @@ def _ranks_from_nodes(node_of_part: np.ndarray) -> np.ndarray:
 
 
 def _kahypar_nodes(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, parts: int, k: int, seed: int, *,
-                   start: np.ndarray | None = None) -> np.ndarray:
+                   start: np.ndarray | None = None, preset: str = "DETERMINISTIC") -> np.ndarray:
     """Parts into nodes of exactly k (the last the rest) minimizing connectivity-1 (Mt-KaHyPar,
-    deterministic preset, one thread); with ``start`` (P,) nodes, that placement improved (3 V-cycles)."""
+    one thread; ``preset`` a name of ``mtkahypar.PresetType``, the product's the reproducible DETERMINISTIC);
+    with ``start`` (P,) nodes, that placement improved (3 V-cycles)."""
     import mtkahypar
 
     from .kahypar import KAHYPAR_LOCK, _kahypar
@@ -74,7 +75,7 @@ def _kahypar_nodes(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, parts
     nodes = -(-parts // k)
     sizes = [k] * (nodes - 1) + [parts - k * (nodes - 1)]
     init = _kahypar(1)
-    ctx = init.context_from_preset(mtkahypar.PresetType.DETERMINISTIC)
+    ctx = init.context_from_preset(getattr(mtkahypar.PresetType, preset))
     ctx.set_partitioning_parameters(nodes, 0.0, mtkahypar.Objective.KM1)
     ctx.set_individual_target_block_weights(sizes)
     ctx.logging = False
