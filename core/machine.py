@@ -130,8 +130,10 @@ class Machine:
         node's cores): a waiting MPI rank busy-polls, so the rank it waits for gets its core a scheduling slice
         later (measured here by ``benchmarks.training.pingpong --oversubscribed``; 0: not modelled)
     threads : threads in each rank (:meth:`with_threads`; ``compute`` is a rank's with them)
-    contention : how a node's ranks share its link (:data:`shgcn.core.contention.MODELS`: ``maxmin``, ``share``,
-        ``aggregate``); a machine built in code without one: ``aggregate``, the model before issue 53
+    contention : how a node's ranks share its link (:data:`shgcn.core.contention.MODELS`: ``fluid``, ``maxmin``,
+        ``share``, ``aggregate``); without one: ``fluid`` (work-conserving, issue 58)
+    message_rate : messages/s a node's adapter handles in each direction (each message keeps it busy
+        ``1 / message_rate`` s besides its bytes; None: not modelled)
     """
 
     name: str
@@ -145,7 +147,8 @@ class Machine:
     source: str = ""
     oversubscribed_sync: float = 0.0
     threads: int = 1
-    contention: str = "aggregate"
+    contention: str = "fluid"
+    message_rate: float | None = None
 
     def nodes(self, ranks: int) -> int:
         """Nodes a job of ``ranks`` ranks spans."""
@@ -236,10 +239,19 @@ def machine_from_json(d: dict, where: str | None = None) -> Machine:
                     cores_per_node=whole(d["cores_per_node"]), compute=_compute_of(d["compute"]),
                     description=str(d.get("description", "")), source=str(d.get("source", "")),
                     oversubscribed_sync=float(d.get("oversubscribed_sync", {}).get("seconds", 0.0)),
-                    contention=str(d["link"].get("contention", "aggregate")) if d.get("link") else "aggregate")
+                    contention=str(d["link"].get("contention", "fluid")) if d.get("link") else "fluid",
+                    message_rate=_message_rate(d["link"]) if d.get("link") else None)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise UserError(f"{where}: not a machine description ({type(e).__name__}: {e})") from None
     return check_machine(m, where)
+
+
+def _message_rate(link: dict) -> float | None:
+    """A link's ``message_rate``: ``{"messages_per_s": x, "source": ...}`` or a number; None when absent."""
+    r = link.get("message_rate")
+    if r is None:
+        return None
+    return float(r["messages_per_s"] if isinstance(r, dict) else r)
 
 
 def presets() -> dict[str, Machine]:
@@ -317,6 +329,14 @@ def _spec_field(key: str, value: str, item: str) -> tuple[str, object]:
         return "compute", _spec_compute(value, item)
     if key == "sync":
         return "oversubscribed_sync", _time(value, item)
+    if key == "msgrate":
+        if value == "none":
+            return "message_rate", None
+        m = re.fullmatch(rf"({_NUMBER})\s*([kKmMgG]?)(?:/s)?", value)
+        r = float(m.group(1)) * _UNIT[m.group(2).lower()] if m else math.nan
+        if not (math.isfinite(r) and r > 0):
+            raise UserError(f"machine spec: {item!r}: {value!r} is not a message rate above 0 like 32.4M/s (or none)")
+        return "message_rate", r
     if key == "contention":
         from .contention import MODELS
 
@@ -327,16 +347,17 @@ def _spec_field(key: str, value: str, item: str) -> tuple[str, object]:
         if not value.strip():
             raise UserError(f"machine spec: {item!r}: name the machine")
         return "name", value
-    raise UserError(f"machine spec: unknown key {key!r} (ranks, intra, inter, link, contention, cores, compute, sync, "
-                    "name)")
+    raise UserError(f"machine spec: unknown key {key!r} (ranks, intra, inter, link, msgrate, contention, cores, compute, "
+                    "sync, name)")
 
 
 def machine_from_spec(text: str, base: Machine | None = None) -> Machine:
     """A machine from ``key=value`` pairs over ``base`` (default: the ``this`` preset).
 
     Keys: ``ranks`` (ranks per node), ``intra`` and ``inter`` (``LATENCY:RATE``, e.g. ``1.5us:12GB/s``),
-    ``link`` (a rate, or ``none``), ``contention`` (how a node's ranks share the link: ``maxmin``, ``share``,
-    ``aggregate``; :mod:`.contention`), ``cores``, ``compute`` (``NAME*FACTOR``: a fitted model scaled), ``sync``
+    ``link`` (a rate, or ``none``), ``msgrate`` (a node adapter's messages/s, e.g. ``32.4M/s``, or ``none``),
+    ``contention`` (how a node's ranks share the link: ``fluid``, ``maxmin``, ``share``, ``aggregate``;
+    :mod:`.contention`), ``cores``, ``compute`` (``NAME*FACTOR``: a fitted model scaled), ``sync``
     (a time: one synchronization's cost per unit of oversubscription), ``name``. Every value is checked: a
     malformed, zero, negative or infinite one is one line naming its ``key=value``.
     """

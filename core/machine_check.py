@@ -41,6 +41,9 @@ def check_machine(m: M, where: str) -> M:
             raise bad(field, x, "finite and >= 0")
     if m.link_rate is not None and not (math.isfinite(m.link_rate) and m.link_rate > 0):
         raise bad("link.rate", m.link_rate, "finite and above 0 bytes/s (no link: leave it out)")
+    rate = getattr(m, "message_rate", None)
+    if rate is not None and not (math.isfinite(rate) and rate > 0):
+        raise bad("link.message_rate", rate, "finite and above 0 messages/s (not modelled: leave it out)")
     from .contention import MODELS
 
     if getattr(m, "contention", MODELS[-1]) not in MODELS:

@@ -140,7 +140,8 @@ def format_breakdown(row: dict, ranks_per_node: int) -> str:
     terms = list(t)
     slow = int(np.argmax(t["total"]))
     head = (f"P={row['parts']} {row['model']} {row['exchange']}, {row['ranks_per_node']} ranks per node x "
-            f"{row['threads']} threads: every rank's terms, ms per step (* the slowest)")
+            f"{row['threads']} threads, contention {row.get('contention', '?')}: every rank's terms, ms per step "
+            "(* the slowest)")
     names = {"link_send": "link send", "link_recv": "link recv"}
     cells = [["rank", "node #", *(names.get(k, k) for k in terms)]]
     for r in range(t["total"].size):

@@ -178,9 +178,13 @@ def _simulation(s: store_mod.Store, network: str, hidden: tuple[int, ...]):
 
 
 def preset_words(network: str) -> str:
-    """How a prediction names its machine, so it is never read as a time
-    measured here: ``infiniband preset, not this machine``."""
-    return f"{network} preset, not this machine" if network != "this" else "this machine's preset (a model)"
+    """How a prediction names its machine and the network model it used, so it is never read as a time
+    measured here: ``infiniband preset, fluid contention, not this machine``."""
+    from shgcn.core.machine import machine_of
+
+    m = machine_of(network)
+    net = f"{m.contention} contention" if m.link_rate else "no shared link"
+    return f"{network} preset, {net}, not this machine" if network != "this" else f"this machine's preset ({net}; a model)"
 
 
 def simulation_table(s: store_mod.Store, network: str = "infiniband", hidden: tuple[int, ...] = (16,)):

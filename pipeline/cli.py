@@ -263,6 +263,11 @@ def _simulate_parser(sub, common) -> None:
                           "count (1.5d with each --replication c: k = P / c parts; 2d: k = sqrt(P)) and "
                           "recommend the fastest per P")
     sim.add_argument("--replication", type=_ints, default=(2, 4), help="1.5d: replications to predict (P / c parts)")
+    sim.add_argument("--contention", default=None,
+                     help="how a node's ranks share its link, overriding the machine's: fluid (the presets': "
+                          "work-conserving max-min flows, shgcn.core.fluid), maxmin (its closed form, each direction "
+                          "on its own), share (a pessimistic bound: each rank at its share for its whole transfer), "
+                          "aggregate (the node's bytes as one pipe)")
     sim.add_argument("--breakdown", action="store_true", help="then every rank's terms, ms (epoch.rank_breakdown)")
 
 

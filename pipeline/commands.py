@@ -215,6 +215,7 @@ def cmd_simulate(args) -> int:
         breakdown_rows,
         fastest_line,
         model_partitioner,
+        network_line,
         no_plans,
         oversubscribed,
         predict_algorithms,
@@ -225,7 +226,7 @@ def cmd_simulate(args) -> int:
     )
 
     s = store.open_store(args.store)
-    machine = simulation_machine(args.machine, args.alpha, args.beta)
+    machine = simulation_machine(args.machine, args.alpha, args.beta, args.contention)
     exchanges = simulation_list(args.exchange, "--exchange")
     jobs = simulation_jobs(s, args.hidden, args.arch, machine, args.ranks_per_node, args.threads)
     refused = oversubscribed(args.ranks or [s.parts], jobs, machine)
@@ -247,6 +248,7 @@ def cmd_simulate(args) -> int:
     for job in jobs:
         rows += predict_ranks(s, args.ranks, job, machine, exchanges, partitioner=model_partitioner(s))
     print(f"machine {machine.name}: {machine.description or machine.source}")
+    print(network_line(machine))
     print(tables.format_epochs(rows))
     if args.breakdown:
         for job in jobs:

@@ -59,14 +59,18 @@ def breakdown_rows(store, ranks: Iterable[int] | None, job: Job, machine: str | 
     """Every rank's terms (:func:`shgcn.core.epoch.rank_breakdown`) of every model of a store with each exchange at
     each of ``ranks`` (as :func:`predict_ranks`): one dict per (P, model, exchange) with ``parts``, ``model``,
     ``exchange``, ``ranks_per_node``, ``threads`` and ``terms`` (name -> (P,) seconds)."""
+    from shgcn.core.machine import machine_of
+
     s = as_store(store)
+    m = machine_of(machine)
+    net = m.contention if m.link_rate else "none (no shared link)"
     out = []
     for p in [s.parts] if ranks is None else [int(r) for r in ranks]:
         for c in placed(_costs_at(s, p, partitioner), job.ranks_per_node, s):
             for ex in (list(exchanges) if exchanges is not None else [job.exchange]):
                 j = job.with_(exchange=ex)
                 out.append({"parts": c.parts, "model": c.model, "exchange": ex, "ranks_per_node": j.ranks_per_node,
-                            "threads": j.threads, "terms": epoch.rank_breakdown(c, j, machine)})
+                            "threads": j.threads, "contention": net, "terms": epoch.rank_breakdown(c, j, m)})
     return out
 
 
@@ -201,15 +205,21 @@ def _costs_at(s, parts: int, partitioner) -> list[PartitionCost]:
     return costs_from_partitions(a, {m: partitioner(a, m, parts) for m in s.models}, parts, directed)
 
 
-def simulation_machine(name: str, alpha: float | None = None, beta: float | None = None) -> Machine:
+def simulation_machine(name: str, alpha: float | None = None, beta: float | None = None,
+                       contention: str | None = None) -> Machine:
     """The machine ``pipeline simulate --machine`` names, with ``--alpha`` / ``--beta`` replacing both paths'
-    latency (s) and inverse bandwidth (s/byte) when given."""
+    latency (s) and inverse bandwidth (s/byte) when given, and ``--contention`` its contention model."""
     import math
     from dataclasses import replace
 
+    from shgcn.core.contention import MODELS
     from shgcn.core.machine import Channel, machine_of
 
     m = machine_of(name)
+    if contention is not None:
+        if contention not in MODELS:
+            raise UserError(f"--contention {contention!r}: choose from {', '.join(MODELS)}")
+        m = replace(m, contention=contention)
     if alpha is None and beta is None:
         return m
     a = m.inter.alpha if alpha is None else alpha
@@ -265,6 +275,13 @@ def fastest_splits(store, ranks: Iterable[int] | None, job: Job, machines: Mappi
             min(rows, key=lambda r: r["epoch"])["best"] = True
         out += rows
     return out
+
+
+def network_line(m: Machine) -> str:
+    """One line naming how the machine's network is modelled: its contention model and message rate."""
+    from shgcn.core.contention import describe
+
+    return f"network: {describe(m)}"
 
 
 def as_store(store) -> Store:

@@ -28,6 +28,22 @@ def test_machine_with_replaces_one_constant_at_a_time():
     assert pt.machine_with(base, {"compute factor": 2.0}).compute.spmm == pytest.approx(2 * base.compute.spmm)
     assert {r.name for r in pt.RANGES} >= {"contention", "link GB/s", "inter latency us", "hidden"}
     assert all(r.values[0] == v for r, v in zip(pt.RANGES[1:4], (0.98, 12.32, 12.30)))  # the preset's first
+    assert pt.RANGES[0].values[0] == "fluid" and pt.machine_with(base, {"message rate M/s": None}).message_rate is None
+    assert pt.machine_with(base, {"message rate M/s": 15.9}).message_rate == pytest.approx(15.9e6)
+
+
+def test_no_target_decides_met():
+    """No target derived from the paper's answer (issue 58): the rows carry the model's R, the paper's and the gap."""
+    assert not hasattr(pt, "TARGETS")
+    v = np.full((8, 8), 10)
+    v[0] = 12
+    np.fill_diagonal(v, 0)
+    rp = PartitionCost("rp", v, np.full(8, 50), np.full(8, 20), np.zeros(8, np.int64), False)
+    m = machine(ranks_per_node=4, link_rate=100.0)
+    mine, theirs = pt.ratio_rows({"rp": rp}, pt.paper_rows(rp), Job((2, 2, 2)), m)
+    assert all("met" not in r and "target" not in r for r in mine + theirs)
+    assert [r["paper R"] for r in theirs] == ["0.75", "2.02"]
+    assert all(float(r["gap"]) == pytest.approx(float(r["R"]) - float(r["paper R"]), abs=2e-3) for r in theirs)
 
 
 def test_the_busiest_rank_scaled_rises_with_its_share_of_the_link():

@@ -12,7 +12,7 @@ from shgcn.core.contention import aggregate_finish, maxmin_finish, share_finish,
 from shgcn.core.costs import Job
 from shgcn.core.errors import UserError
 from shgcn.core.exchanges import Messages, stage_time
-from shgcn.core.machine import machine_of
+from shgcn.core.machine import machine_of, presets
 
 
 def test_two_ranks_on_one_node_sharing_a_link_get_half_each():
@@ -51,7 +51,8 @@ def unequal() -> Messages:
     return Messages.of([0, 1], [2, 3], [6, 2])
 
 
-@pytest.mark.parametrize("model, link", [("maxmin", [12.8, 6.4, 12.8, 6.4]), ("share", [19.2, 6.4, 19.2, 6.4]),
+@pytest.mark.parametrize("model, link", [("fluid", [12.8, 6.4, 12.8, 6.4]), ("maxmin", [12.8, 6.4, 12.8, 6.4]),
+                                         ("share", [19.2, 6.4, 19.2, 6.4]),
                                          ("aggregate", [12.8, 12.8, 12.8, 12.8])])
 def test_the_terms_of_one_stage_per_rank(model, link):
     """inter alpha 10 s, beta 0.1 s/B (10 B/s a rank); a 5 B/s link a node. Sending: ranks 0 and 1 share node 0's
@@ -77,9 +78,10 @@ def test_the_terms_without_a_link_and_of_idle_ranks():
 
 
 def test_a_machine_names_its_contention_model():
-    assert machine_of("paper").contention == "share" and machine(link_rate=5.0).contention == "aggregate"
+    assert machine_of("paper").contention == "fluid" and machine(link_rate=5.0).contention == "fluid"
+    assert all(m.contention != "share" for m in presets().values())  # share: a named bound, never a default
     assert machine_of("ranks=48,link=12GB/s,contention=maxmin").contention == "maxmin"
-    with pytest.raises(UserError, match="'contention=fair': choose a contention model from maxmin, share, aggregate"):
+    with pytest.raises(UserError, match="'contention=fair': choose a contention model from fluid, maxmin, share, aggregate"):
         machine_of("contention=fair")
     assert contention.check_model("share") == "share"
     with pytest.raises(UserError, match="contention model 'x'"):

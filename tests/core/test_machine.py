@@ -39,8 +39,9 @@ def test_the_presets_numbers():
     assert (paper.ranks_per_node, paper.cores_per_node, paper.link_rate) == (48, 48, 12.3e9)
     # issue 53: osu_latency and osu_mbw_mr (one pair, 56 pairs) on a 100 Gb/s Cascade Lake cluster, cited in the file
     assert (paper.inter.alpha, paper.inter.beta, paper.intra.alpha) == (9.8e-7, 8.114e-11, 4e-7)
-    assert paper.contention == "share" and ms["hdr128"].contention == "share"
-    assert ms["this"].contention == "aggregate"  # no link: the default, which nothing reads
+    assert paper.contention == "fluid" and ms["hdr128"].contention == "fluid"
+    assert paper.message_rate == pytest.approx(32.37e6, rel=1e-3) and ms["hdr128"].message_rate is None
+    assert ms["this"].contention == "fluid"  # no link: the default, which nothing reads
     # issue 53: Azure HBv3's published 1.2 us and 192 Gb/s one-way (HDR), Aion's osu_bw across sockets
     assert ms["hdr128"].link_rate == 24e9 and ms["hdr128"].ranks_per_node == 128
     assert (ms["hdr128"].inter.alpha, ms["hdr128"].inter.beta, ms["hdr128"].intra.beta) == (1.2e-6, 4.167e-11,

@@ -207,7 +207,7 @@ def test_simulation_stacks_compute_and_communication(small):
         assert heights(ax) == pytest.approx(compute + comm) and bottoms(ax) == pytest.approx([0.0] * 3 + compute)
         assert [x.get_text() for x in ax.get_xticklabels()] == ["rp", "gp", "hp"]
     assert legend_texts(fig) == ["computation", "communication"]
-    assert fig.axes[0].get_ylabel() == "predicted epoch, ms\n(infiniband preset, not this machine)"
+    assert fig.axes[0].get_ylabel() == "predicted epoch, ms\n(infiniband preset, fluid contention, not this machine)"
     assert fig.get_suptitle() == "predicted for the infiniband preset, not measured on this machine"
 
 

@@ -1,6 +1,8 @@
 """What every exchange's cost model shares (core/exchanges/base.py): nodes of ranks, messages, their bytes by
 path and their time on a machine, on examples counted by hand."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from helpers.costs import machine
@@ -77,10 +79,13 @@ def test_stage_time_by_hand():
 
 
 def test_stage_time_of_a_node_is_bounded_by_its_shared_link():
-    """A link of 5 B/s: node 0 sends 16 B and receives 8 B across it, node 1 sends 8 B and receives 16 B:
-    16 / 5 = 3.2 s of bytes on every rank, over the latencies."""
+    """A link of 5 B/s: node 0 sends 16 B and receives 8 B across it, node 1 sends 8 B and receives 16 B. The
+    fluid model (the default): each message through its two adapters, 16 / 5 = 3.2 s for 0 -> 2 and 8 / 5 = 1.6 s
+    for 3 -> 0, over the latencies; rank 1 has no inter-node message. aggregate: 3.2 s of bytes on every rank."""
     m = machine(ranks_per_node=2, link_rate=5.0)
-    assert stage_time(three_messages(), 8, m, 4) == pytest.approx([14.2, 4.2, 13.2, 13.2])
+    assert stage_time(three_messages(), 8, m, 4) == pytest.approx([14.2, 1.24, 13.2, 11.6])
+    agg = replace(m, contention="aggregate")
+    assert stage_time(three_messages(), 8, agg, 4) == pytest.approx([14.2, 4.2, 13.2, 13.2])
     fast = machine(ranks_per_node=2, link_rate=1e9)  # a fast link bounds nothing
     assert stage_time(three_messages(), 8, fast, 4) == pytest.approx([12.6, 1.24, 11.6, 10.8])
 
