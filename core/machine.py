@@ -43,12 +43,24 @@ from .thread_scaling import ThreadScaling, amdahl_slowdown, scaling_from_json
 class Channel:
     """One way a message travels: it takes ``alpha + beta * bytes`` seconds.
 
-    Attributes: alpha (s per message); beta (s per byte); source (where the numbers come from).
+    Attributes: alpha (s: a message's latency); beta (s per byte); source (where the numbers come from);
+    overhead (s per message when a rank has several in flight at once: the time one more non-blocking message
+    adds, what ``osu_mbw_mr`` measures with one pair at small sizes, less its bytes; None: every message a
+    full ``alpha``, the model before issue 58).
     """
 
     alpha: float
     beta: float
     source: str = ""
+    overhead: float | None = None
+
+    def latency(self, messages) -> np.ndarray:
+        """Seconds of latency of ``messages`` (array) sent (or received) together in one stage: the first
+        one's ``alpha``, then ``overhead`` for each further one (each ``alpha`` without an overhead)."""
+        n = np.asarray(messages, float)
+        if self.overhead is None:
+            return self.alpha * n
+        return np.where(n > 0, self.alpha + self.overhead * np.maximum(n - 1, 0), 0.0)
 
 
 @dataclass(frozen=True)
@@ -222,7 +234,9 @@ def compute_path() -> Path:
 
 
 def _path_of(d: dict) -> Channel:
-    return Channel(float(d["alpha"]), float(d["beta"]), d.get("source", ""))
+    o = d.get("overhead")
+    return Channel(float(d["alpha"]), float(d["beta"]), d.get("source", ""),
+                   None if o is None else float(o["seconds"] if isinstance(o, dict) else o))
 
 
 def machine_from_json(d: dict, where: str | None = None) -> Machine:
@@ -301,8 +315,11 @@ def _count(value: str, item: str) -> int:
 
 
 def _spec_path(text: str, item: str) -> Channel:
-    lat, _, rate = text.partition(":")
-    return Channel(_time(lat, item), 1.0 / _rate(rate, item), "given on the command line")
+    """``LATENCY:RATE[:OVERHEAD]`` (``1us:12GB/s:0.14us``): without an overhead every message a full latency."""
+    lat, _, rest = text.partition(":")
+    rate, _, over = rest.partition(":")
+    return Channel(_time(lat, item), 1.0 / _rate(rate, item), "given on the command line",
+                   _time(over, item) if over else None)
 
 
 def _spec_compute(value: str, item: str) -> ComputeModel:
@@ -354,7 +371,9 @@ def _spec_field(key: str, value: str, item: str) -> tuple[str, object]:
 def machine_from_spec(text: str, base: Machine | None = None) -> Machine:
     """A machine from ``key=value`` pairs over ``base`` (default: the ``this`` preset).
 
-    Keys: ``ranks`` (ranks per node), ``intra`` and ``inter`` (``LATENCY:RATE``, e.g. ``1.5us:12GB/s``),
+    Keys: ``ranks`` (ranks per node), ``intra`` and ``inter`` (``LATENCY:RATE[:OVERHEAD]``, e.g. ``1.5us:12GB/s`` or
+    ``1us:12GB/s:0.14us``: the overhead of each further message in flight; without one each message a full
+    latency),
     ``link`` (a rate, or ``none``), ``msgrate`` (a node adapter's messages/s, e.g. ``32.4M/s``, or ``none``),
     ``contention`` (how a node's ranks share the link: ``fluid``, ``maxmin``, ``share``, ``aggregate``;
     :mod:`.contention`), ``cores``, ``compute`` (``NAME*FACTOR``: a fitted model scaled), ``sync``

@@ -39,6 +39,10 @@ def check_machine(m: M, where: str) -> M:
     for field, x in figures.items():
         if not (math.isfinite(x) and x >= 0):
             raise bad(field, x, "finite and >= 0")
+    for field, ch in (("intra.overhead", m.intra), ("inter.overhead", m.inter)):
+        o = getattr(ch, "overhead", None)
+        if o is not None and not (math.isfinite(o) and o >= 0):
+            raise bad(field, o, "finite and >= 0 seconds (every message a full alpha: leave it out)")
     if m.link_rate is not None and not (math.isfinite(m.link_rate) and m.link_rate > 0):
         raise bad("link.rate", m.link_rate, "finite and above 0 bytes/s (no link: leave it out)")
     rate = getattr(m, "message_rate", None)

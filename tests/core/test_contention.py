@@ -105,3 +105,22 @@ def test_the_breakdown_has_every_term_per_rank():
     assert b["exchanges"] == pytest.approx(b["latency"] + b["link_send"])
     t = epoch.rank_times(path_cost(), job, m)
     assert b["total"] == pytest.approx(t["total"]) and b["total"] == pytest.approx(b["compute"] + b["comm"])
+
+
+def test_a_paths_overhead_pipelines_its_messages():
+    """alpha 10 s, an overhead of 1 s: 3 messages in flight cost 10 + 2 x 1 s of latency; without an overhead
+    30 s (every message a full alpha, the model before issue 58); none: 0."""
+    from shgcn.core.machine import Channel
+
+    assert Channel(10.0, 0.1, "", 1.0).latency([3, 1, 0]).tolist() == [12.0, 10.0, 0.0]
+    assert Channel(10.0, 0.1).latency([3, 1, 0]).tolist() == [30.0, 10.0, 0.0]
+    m = replace(machine(ranks_per_node=1, link_rate=5.0), inter=Channel(10.0, 0.1, "", 1.0))
+    t = stage_terms(Messages.of([0, 0, 0], [1, 2, 3], [1, 1, 1]), 8, m, 4)
+    assert t["latency"].tolist() == [12.0, 10.0, 10.0, 10.0]
+    assert machine_of("inter=1us:12GB/s:0.14us").inter.overhead == pytest.approx(0.14e-6)
+    assert machine_of("paper").inter.overhead == pytest.approx(143.6e-9)
+    with pytest.raises(UserError, match="0.14x"):
+        machine_of("inter=1us:12GB/s:0.14x")
+    assert machine_of("msgrate=32.4M/s,link=12GB/s").message_rate == pytest.approx(32.4e6)
+    with pytest.raises(UserError, match="message rate"):
+        machine_of("msgrate=-3")

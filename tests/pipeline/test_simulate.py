@@ -70,9 +70,21 @@ def test_the_command_re_partitions_with_the_stores_models(store4):
     out = run_cli("simulate", str(store4), "--ranks", "2,4", "--machine", "shm", "--exchange", "p2p,alltoallv,bcast")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("machine shm:") and lines[1].split()[:3] == ["P", "model", "exchange"]
-    table = lines[2:2 + 2 * 2 * 3]
+    assert lines[0].startswith("machine shm:") and lines[1].startswith("network: no shared link")
+    assert lines[2].split()[:3] == ["P", "model", "exchange"]
+    table = lines[3:3 + 2 * 2 * 3]
     assert {ln.split()[0] for ln in table} == {"2", "4"} and lines[-2].startswith("P=2: fastest ")
+
+
+def test_the_command_names_its_contention_model_and_takes_another(store4):
+    out = run_cli("simulate", str(store4), "--machine", "paper", "--exchange", "p2p", "--breakdown")
+    assert out.returncode == 0, out.stderr
+    assert "network: contention fluid (work-conserving" in out.stdout and "contention fluid: every rank's" in out.stdout
+    out = run_cli("simulate", str(store4), "--machine", "paper", "--exchange", "p2p", "--contention", "share")
+    assert out.returncode == 0 and "network: contention share (a pessimistic bound" in out.stdout
+    out = run_cli("simulate", str(store4), "--machine", "paper", "--contention", "fair")
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "pipeline: error: --contention 'fair': choose from fluid, maxmin, share, aggregate"]
 
 
 def test_the_command_names_the_fastest_model_exchange_and_ranks_per_node(store4):
