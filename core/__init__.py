@@ -7,7 +7,8 @@ report share, none of which knows the store's layout.
 - the models of cost and time: :mod:`.partition` (what a partition costs),
   :mod:`.machine` (nodes, paths, links, fitted compute; presets in
   ``machines/*.json``; every figure checked by :mod:`.machine_check`), :mod:`.collectives`, :mod:`.contention` (what a rank's
-  messages cost while its node's other ranks send; :mod:`.fluid`, its default model),  :mod:`.epoch` (the epoch model), :mod:`.profile` (a
+  messages cost while its node's other ranks send; :mod:`.fluid`, its default model), :mod:`.epoch` (the epoch
+  model), :mod:`.profile` (a
   partition given by its ratios to a baseline's volumes and messages), :mod:`.memory`,
   :mod:`.work` (the partitioners' vertex weights);
 - :mod:`.sample` (the mini-batch samplers), :mod:`.runlog` (the run log's

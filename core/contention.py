@@ -95,9 +95,10 @@ def maxmin_finish(nbytes, node, capacity, cap: float) -> np.ndarray:
     """When each sender's last byte is through its node's link under max-min fair sharing.
 
     ``nbytes`` (k,): each sender's bytes; ``node`` (k,): the link each one uses; ``capacity``: bytes/s of
-    a link (a number, or (N,) per node); ``cap``: bytes/s one sender can go at most. Progressive filling: a node's senders sorted by
-    bytes, b_1 <= ... <= b_n; while n - j + 1 are left, each goes at r_j = min(cap, capacity / (n - j + 1));
-    sender j is done at T_j = T_{j-1} + (b_j - b_{j-1}) / r_j. 0 for a sender without bytes.
+    a link (a number, or (N,) per node); ``cap``: bytes/s one sender can go at most. Progressive filling: a
+    node's senders sorted by bytes, b_1 <= ... <= b_n; while n - j + 1 are left, each goes at
+    r_j = min(cap, capacity / (n - j + 1)); sender j is done at T_j = T_{j-1} + (b_j - b_{j-1}) / r_j. 0 for a
+    sender without bytes.
 
     Two senders of b bytes on one link (cap >= capacity / 2): 2 b / capacity each.
     """

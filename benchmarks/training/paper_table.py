@@ -287,13 +287,17 @@ FINDING = (
     "the paper's code or cluster.\n\n")
 
 
+def _rate_words(m: Machine) -> str:
+    return f"an adapter message rate of {m.message_rate / 1e6:.2f} M/s" if m.message_rate else "no message rate"
+
+
 def _text(args, m: Machine, job: Job) -> str:
     return (f"GCN {list(job.dims)} (features {args.features}, random, as the benchmarks' graphs have none), p2p with "
             f"the own-column overlap, one training step per epoch, {m.ranks_per_node} ranks a node "
             f"({math.ceil(PARTS / m.ranks_per_node)} nodes). Machine `{m.name}`: inter-node α "
             f"{m.inter.alpha * 1e6:.2f} µs and one rank's rate {1 / m.inter.beta / 1e9:.2f} GB/s, the node's link "
             f"{m.link_rate / 1e9:.2f} GB/s shared by its ranks with the `{m.contention}` contention model "
-            f"and {'an adapter message rate of ' + format(m.message_rate / 1e6, '.2f') + ' M/s' if m.message_rate else 'no message rate'} "
+            f"and {_rate_words(m)} "
             "(shgcn.core.contention), intra-node α "
             f"{m.intra.alpha * 1e6:.2f} µs and {1 / m.intra.beta / 1e9:.1f} GB/s; every constant's source is in "
             "core/machines/paper.json, none fitted to the paper's results. R = predicted epoch / rp's. Ours: the "

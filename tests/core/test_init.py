@@ -9,8 +9,8 @@ from helpers import REPO
 
 import shgcn.core
 
-SUBMODULES = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges", "fluid", "machine",
-              "machine_check", "memory", "options", "partition", "profile", "registry", "runlog", "sample", "tables",
+SUBMODULES = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges", "fluid",
+              "machine", "machine_check", "memory", "options", "partition", "profile", "registry", "runlog", "sample", "tables",
               "thread_scaling", "work"]
 
 

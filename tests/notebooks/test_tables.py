@@ -130,8 +130,9 @@ def test_simulation_table(built):
     s = store.open_store(built.path)
     t = tables.simulation_table(s)
     assert list(t.index) == [(m, ex) for m in ("rp", "gp", "hp") for ex in ("p2p", "alltoallv", "bcast")]
-    assert list(t.columns.get_level_values(0).unique()) == ["predicted epoch (infiniband preset, fluid contention, not this machine)",
-                                                          "slowest rank", "imbalance (max/avg - 1)", "speedup"]
+    assert list(t.columns.get_level_values(0).unique()) == [
+        "predicted epoch (infiniband preset, fluid contention, not this machine)", "slowest rank",
+        "imbalance (max/avg - 1)", "speedup"]
     assert t.loc[("rp", "p2p"), ("speedup", "over rp")] == "1.00"
     assert t.loc[("hp", "bcast"), ("speedup", "over bcast")] == "1.00"
 
