@@ -13,12 +13,13 @@ import numpy as np
 
 from shgcn.core import runlog
 from shgcn.core.algorithms import ALGORITHMS
-from shgcn.core.memory import peak_resident
+from shgcn.core.memory import peak_resident, resident_anon
 
 from . import checkpoint, summary, watchdog
 from .backends import Dropped, Noise
 from .context import BatchContext, Context, versions
-from .minibatch import BatchView, MiniBatches, PlanAhead
+from .minibatch import Batches, BatchView, PlanAhead
+from .outofcore import OutOfCoreBatches
 from .phases import Phases, kernel_time
 
 
@@ -52,6 +53,7 @@ class EpochResult:
     loss: float
     train_acc: float
     steps: list[StepStats] = field(default_factory=list)
+    anon: int = 0  # the largest RssAnon at a step's end (mini-batch), bytes
 
 
 def train(ctx: Context, comm) -> list[runlog.Epoch]:
@@ -81,7 +83,8 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
             if not math.isfinite(res.loss):
                 raise Diverged(f"the training loss became {res.loss} at epoch {epoch}; "
                                "lower --lr or check the features")
-            train_comm = {**ctx.counters.reset(), "kernel_time": kernel_time(ctx.backend), "peak": peak_resident()}
+            train_comm = {**ctx.counters.reset(), "kernel_time": kernel_time(ctx.backend), "peak": peak_resident(),
+                          "anon": res.anon}
             epoch_time = time.perf_counter() - t0
             accs = None
             if (epoch + 1) % cfg.eval_every == 0 or epoch == cfg.epochs - 1:
@@ -136,8 +139,9 @@ def minibatch_epoch(ctx: BatchContext, plans: PlanAhead, comm, epoch: int, train
     while which the next batch's plan (:class:`.minibatch.PlanAhead`) and
     dropped input are made. Gradients are summed unnormalized and divided
     by the global count after the allreduce."""
-    mb: MiniBatches = plans.mb
+    mb: Batches = plans.mb
     steps: list[StepStats] = []
+    anon = 0
     seen = np.zeros(ctx.targets.width)
     view, x_in = plans.get(epoch, 0), None
     for step in range(mb.steps):
@@ -159,9 +163,10 @@ def minibatch_epoch(ctx: BatchContext, plans: PlanAhead, comm, epoch: int, train
             view, x_in = ready
         seen += counts
         steps.append(st)
+        anon = max(anon, resident_anon())
         watchdog.tick()
     losses = [st.loss for st in steps]
-    return EpochResult(float(np.mean(losses)) if losses else 0.0, ctx.targets.score(seen), steps)
+    return EpochResult(float(np.mean(losses)) if losses else 0.0, ctx.targets.score(seen), steps, anon)
 
 
 def batch_input(ctx: Context, v, key: int) -> Dropped:
@@ -199,7 +204,7 @@ def _minibatch_step(ctx: BatchContext, comm, batch: Batch, train_total: int, mea
     rows = v.rows
     train_b = d.train[rows]
     loss_weight = ctx.batches.loss_weight if ctx.batches is not None else None
-    weights = loss_weight[rows] if loss_weight is not None else None
+    weights = np.asarray(loss_weight[rows]) if loss_weight is not None else None
     before = (ex.counters.bytes_sent, ex.counters.msgs_sent, ex.counters.comm_time, len(ex.counters.calls))
     paths = (dict(ex.counters.paths), dict(ex.counters.path_msgs))
     ph = Phases()
@@ -234,11 +239,29 @@ def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
     from mpi4py import MPI
 
     d, t = ctx.data, ctx.targets
-    logits, _ = ctx.model.forward(d.x, ctx.graph, None)
-    counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
+    if isinstance(ctx.batches, OutOfCoreBatches) and isinstance(ctx, BatchContext):
+        counts = _batch_counts(ctx, ctx.batches)
+    else:
+        logits, _ = ctx.model.forward(d.x, ctx.graph, None)
+        counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
     counts *= ctx.primary
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     return t.score(counts[:t.width]), t.score(counts[t.width:])
+
+
+def _batch_counts(ctx: BatchContext, mb: OutOfCoreBatches) -> np.ndarray:
+    """Out of core: the validation and test counts summed over batches that cover every vertex once, each the
+    subgraph induced on its vertices (GraphSAINT's normalization off), so that no step holds the block."""
+    d, t, ex = ctx.data, ctx.targets, ctx.exchange
+    counts = np.zeros(2 * t.width)
+    for batch in mb.eval_batches():  # a loop over batches, the same on every rank
+        v = mb.view_of(batch, normalized=False)
+        rows = v.rows
+        with ex.using(v.cp):
+            logits, _ = ctx.model.forward(d.x[rows], ctx.batch_graph(v), None)
+        labels = d.labels[rows]
+        counts += np.concatenate([t.counts(logits, labels, d.val[rows]), t.counts(logits, labels, d.test[rows])])
+    return counts
 
 
 def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
@@ -354,6 +377,7 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
         bytes_split=[c["split"] for _, c, _, _ in per_rank] if any(c["split"] for _, c, _, _ in per_rank) else None,
         kernel_time=[c["kernel_time"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
         peak_memory=[c["peak"] for _, c, _, _ in per_rank],
+        anon_memory=[c["anon"] for _, c, _, _ in per_rank] if ctx.batches is not None else None,
         **_paths(ctx, [c for _, c, _, _ in per_rank]))
     if accs is not None:
         rec.val_acc, rec.test_acc = accs

@@ -4,13 +4,17 @@ operators are the local matrix and its pattern over that exchange."""
 
 from __future__ import annotations
 
+import numpy as np
+import scipy.sparse as sp
+
 from shgcn.core.memory import Held, rank_bytes
 
 from ..context import Context, Local, finish
 from ..exchanges import EXCHANGES, make
 from ..graph import Graph, RowOperators
 from ..minibatch import BatchView
-from ..plan import full_local, local_matrix
+from ..outofcore import OutOfCoreBatches
+from ..plan import LocalMatrix, full_local, local_matrix
 from ..wire import Wire
 from .base import check_memory, peers
 
@@ -22,10 +26,15 @@ def connect(local: Local, comm) -> Context:
     # an exchange that reads the rank's matrix at setup (the node-aware one: the halo columns' pins) asks for it
     ex = make(cfg.exchange, comm, cp, Wire(cfg.exchange_dtype), nodes, local=lambda: full_local(block.plan, cp),
               **EXCHANGES.get(cfg.exchange).own(cfg.options))
-    graph = Graph(RowOperators(local_matrix(block.plan, cp), ex, local.symmetric, be),
-                  local.col_gids(local.data.gids, cp.recv_ids))
-    memory = int(rank_bytes(Held(block.n_own, int(block.plan.indices.shape[0]), cp.recv_rows, sent=cp.send_rows),
-                              local.job))
+    if isinstance(local.batches, OutOfCoreBatches):  # no full-batch operators: the block stays in the store
+        graph = Graph(RowOperators(LocalMatrix(own=sp.csr_matrix((0, 0), dtype=np.float32), halo={}), ex,
+                                   local.symmetric, be), np.zeros(0, np.int64))
+        memory = local.batches.memory(local.job)
+    else:
+        graph = Graph(RowOperators(local_matrix(block.plan, cp), ex, local.symmetric, be),
+                      local.col_gids(local.data.gids, cp.recv_ids))
+        memory = int(rank_bytes(Held(block.n_own, int(block.plan.indices.shape[0]), cp.recv_rows,
+                                     sent=cp.send_rows), local.job))
 
     def batch_graph(v: BatchView) -> Graph:
         """The operators of batch view ``v`` (its plan is the exchange's inside ``ex.using(v.cp)``)."""
