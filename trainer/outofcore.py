@@ -129,7 +129,7 @@ class MappedSampler(Sampler):
         cfg.check(n)
         self.cfg, self.n = cfg, n
         if cfg.kind == "node":
-            self.indptr, self.indices = np.zeros(n + 1, np.int64), np.zeros(0, np.int64)
+            self.indptr, self.indices = np.zeros(1, np.int64), np.zeros(0, np.int64)  # draws need neither
             return
         blocks = s.graph_blocks(verify)
         self.indices = BlockIndices([idx for _, _, idx in blocks])
