@@ -199,8 +199,14 @@ def prepare(cfg: TrainConfig, comm) -> Local:
     targets = for_store(s.attrs, be)
     out_of_core = cfg.mode == "minibatch" and cfg.out_of_core
     if out_of_core:  # the block stays in the store: each step gathers its batch's rows
-        from .outofcore import mapped_data
-        data = mapped_data(block, targets, be)
+        from .mapped import MappedFeatures, MappedMask, MappedRows
+
+        lab = targets.labelled
+        data = RankData(x=MappedFeatures(block.features, be), labels=MappedRows(block.labels),  # type: ignore[arg-type]
+                        train=MappedMask(block.train_mask, block.labels, lab),  # type: ignore[arg-type]
+                        val=MappedMask(block.val_mask, block.labels, lab),  # type: ignore[arg-type]
+                        test=MappedMask(block.test_mask, block.labels, lab),  # type: ignore[arg-type]
+                        gids=MappedRows(block.node_index))  # type: ignore[arg-type]
     else:
         labelled = targets.labelled(block.labels)
         data = RankData(x=be.asarray(as_input(block.features)), labels=np.asarray(block.labels),
@@ -262,5 +268,5 @@ def _out_of_core(cfg: TrainConfig, s: store.Store, block: store.RankBlock, i: in
     if size > n:
         raise TrainError(f"--batch-size {size}: more than the {n} vertices of the graph")
     scfg = SamplerConfig(kind=cfg.sampler, size=size, walk_length=cfg.walk_length, seed=cfg.seed)
-    return outofcore.batches(s, block, i, scfg, cfg.batches_per_epoch or -(-n // size), cfg.use_saint,
-                             cfg.norm_batches, verify=cfg.verify)
+    return outofcore.batches(s, block, i, scfg, steps=cfg.batches_per_epoch or -(-n // size), saint=cfg.use_saint,
+                             norm_batches=cfg.norm_batches, verify=cfg.verify)

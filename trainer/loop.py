@@ -24,8 +24,8 @@ from .phases import Phases, kernel_time
 
 
 class Diverged(RuntimeError):
-    """The loss became NaN or infinite. Every rank sees the same (allreduced)
-    loss, so every rank raises it at the same step."""
+    """The loss became NaN or infinite. Every rank sees the same (allreduced) loss, so every rank raises it at the
+    same step."""
 
 
 @dataclass
@@ -44,6 +44,7 @@ class StepStats:
     path_msgs: dict[str, int]
     phases: dict[str, float] = field(default_factory=dict)  # s per phase of the step (.phases.Phases)
     kernels: dict[str, float] = field(default_factory=dict)  # s per backend kernel in the step
+    anon: int = 0  # RssAnon at the step's end, bytes
 
 
 @dataclass
@@ -130,18 +131,15 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
 
 
 def minibatch_epoch(ctx: BatchContext, plans: PlanAhead, comm, epoch: int, train_total: int) -> EpochResult:
-    """``mb.steps`` optimizer steps, each on batch (seed, epoch, step),
-    re-drawn by every rank; the exchange runs on the batch's plan.
+    """``mb.steps`` optimizer steps, each on batch (seed, epoch, step), re-drawn by every rank; the exchange runs
+    on the batch's plan.
 
-    One collective per step besides the SpMMs' exchanges (one per layer and
-    direction): the weight gradients travel with the step's loss and the
-    targets' counts (training vertices, correct...) in one buffer, one non-blocking allreduce,
-    while which the next batch's plan (:class:`.minibatch.PlanAhead`) and
-    dropped input are made. Gradients are summed unnormalized and divided
-    by the global count after the allreduce."""
+    One collective per step besides the SpMMs' exchanges (one per layer and direction): the weight gradients
+    travel with the step's loss and the targets' counts (training vertices, correct...) in one buffer, one
+    non-blocking allreduce, while which the next batch's plan (:class:`.minibatch.PlanAhead`) and dropped input
+    are made. Gradients are summed unnormalized and divided by the global count after the allreduce."""
     mb: Batches = plans.mb
     steps: list[StepStats] = []
-    anon = 0
     seen = np.zeros(ctx.targets.width)
     view, x_in = plans.get(epoch, 0), None
     for step in range(mb.steps):
@@ -163,10 +161,9 @@ def minibatch_epoch(ctx: BatchContext, plans: PlanAhead, comm, epoch: int, train
             view, x_in = ready
         seen += counts
         steps.append(st)
-        anon = max(anon, resident_anon())
         watchdog.tick()
     losses = [st.loss for st in steps]
-    return EpochResult(float(np.mean(losses)) if losses else 0.0, ctx.targets.score(seen), steps, anon)
+    return EpochResult(float(np.mean(losses)) if losses else 0.0, ctx.targets.score(seen), steps, max(s.anon for s in steps))
 
 
 def batch_input(ctx: Context, v, key: int) -> Dropped:
@@ -231,7 +228,7 @@ def _minibatch_step(ctx: BatchContext, comm, batch: Batch, train_total: int, mea
     by_path = ({k: ex.counters.paths[k] - paths[0][k] for k in paths[0]},
                {k: ex.counters.path_msgs[k] - paths[1][k] for k in paths[1]})
     return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls, *by_path,
-                     ph.rounded(), kernel_time(ctx.backend)), counts, ready
+                     ph.rounded(), kernel_time(ctx.backend), resident_anon()), counts, ready
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
@@ -239,29 +236,14 @@ def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
     from mpi4py import MPI
 
     d, t = ctx.data, ctx.targets
-    if isinstance(ctx.batches, OutOfCoreBatches) and isinstance(ctx, BatchContext):
-        counts = _batch_counts(ctx, ctx.batches)
+    if isinstance(ctx.batches, OutOfCoreBatches):  # out of core: on batches, not the whole graph
+        counts = ctx.batches.eval_counts(ctx)
     else:
         logits, _ = ctx.model.forward(d.x, ctx.graph, None)
         counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
     counts *= ctx.primary
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     return t.score(counts[:t.width]), t.score(counts[t.width:])
-
-
-def _batch_counts(ctx: BatchContext, mb: OutOfCoreBatches) -> np.ndarray:
-    """Out of core: the validation and test counts summed over batches that cover every vertex once, each the
-    subgraph induced on its vertices (GraphSAINT's normalization off), so that no step holds the block."""
-    d, t, ex = ctx.data, ctx.targets, ctx.exchange
-    counts = np.zeros(2 * t.width)
-    for batch in mb.eval_batches():  # a loop over batches, the same on every rank
-        v = mb.view_of(batch, normalized=False)
-        rows = v.rows
-        with ex.using(v.cp):
-            logits, _ = ctx.model.forward(d.x[rows], ctx.batch_graph(v), None)
-        labels = d.labels[rows]
-        counts += np.concatenate([t.counts(logits, labels, d.val[rows]), t.counts(logits, labels, d.test[rows])])
-    return counts
 
 
 def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
@@ -276,11 +258,10 @@ def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
 
 def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[float], total_of=None,
                      meanwhile=None, *, phases: Phases | None = None) -> tuple[np.ndarray, float, object]:
-    """The step's one collective: the local gradients and ``stats`` in one
-    float32 buffer, summed by one non-blocking allreduce while
-    ``meanwhile()`` runs (the next batch's plan and input); then the
-    optimizer step, the gradients divided by ``total_of(buffer)`` when given.
-    Returns (the summed buffer, the L2 term, what ``meanwhile`` returned); ``phases`` gets the time of each part."""
+    """The step's one collective: the local gradients and ``stats`` in one float32 buffer, summed by one
+    non-blocking allreduce while ``meanwhile()`` runs (the next batch's plan and input); then the optimizer step,
+    the gradients divided by ``total_of(buffer)`` when given. Returns (the summed buffer, the L2 term, what
+    ``meanwhile`` returned); ``phases`` gets the time of each part."""
     from mpi4py import MPI
 
     ph = phases if phases is not None else Phases()
@@ -310,11 +291,9 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
 
 
 def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = None) -> float:
-    """The optimizer step of full-batch and mini-batch training alike: the
-    parameters' gradients from the allreduced ``flat`` buffer (divided by
-    ``scale`` when given), L2 on the model's ``decay`` parameters (the first
-    layer's weights, Kipf & Welling), Adam. Returns the L2 term of the loss,
-    taken before the step."""
+    """The optimizer step of full-batch and mini-batch training alike: the parameters' gradients from the
+    allreduced ``flat`` buffer (divided by ``scale`` when given), L2 on the model's ``decay`` parameters (the first
+    layer's weights, Kipf & Welling), Adam. Returns the L2 term of the loss, taken before the step."""
     cfg, model, be = ctx.cfg, ctx.model, ctx.backend
     grads, pos = [], 0
     sizes = [math.prod(w.shape) for w in model.params]  # not w.size: a torch tensor spells it differently

@@ -30,12 +30,9 @@ so the validation and test accuracy are a mini-batch estimate, not the full grap
 an option and not the default (the training losses are the same, bit for bit on the numpy backend).
 """
 
+
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -47,186 +44,10 @@ from shgcn.core.csr import segments
 from shgcn.core.memory import batch_fan_in, outofcore_bytes
 from shgcn.core.sample import NORM, TRAIN, Sampler, SamplerConfig
 
+from . import mapped
+from .mapped import MappedSampler, Scratch, inverse_permutation, member
 from .minibatch import BatchView, _csr, _halo_blocks
 from .plan import CommPlan, LocalMatrix
-
-CHUNK = 1 << 20  # rows or entries a one-time pass over a mapped array handles at once
-
-
-class Scratch:
-    """File-backed arrays in a private directory under ``TMPDIR`` (removed when the object goes, or at exit)."""
-
-    def __init__(self, where: str | None = None):
-        self.dir = tempfile.mkdtemp(prefix="shgcn-outofcore-", dir=where)
-        self._done = weakref.finalize(self, shutil.rmtree, self.dir, True)
-
-    def array(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
-        if int(np.prod(shape)) == 0:
-            return np.zeros(shape, dtype)
-        return np.memmap(os.path.join(self.dir, name), dtype=dtype, mode="w+", shape=shape)
-
-    def close(self) -> None:
-        self._done()
-
-
-def member(batch: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """(k,) bool: which ``ids`` are in the sorted ``batch``."""
-    if batch.size == 0:
-        return np.zeros(ids.size, bool)
-    at = np.minimum(np.searchsorted(batch, ids), batch.size - 1)
-    return batch[at] == ids
-
-
-def inverse_permutation(s: store.Store, scratch: Scratch) -> np.ndarray:
-    """(n,) int64 file-backed: new id of every original vertex id (the store's permutation read in slices)."""
-    perm = s.permutation_mapped()
-    n = int(s.attrs["n"])
-    inv = scratch.array("inverse", (n,), np.int64)
-    for lo in range(0, n, CHUNK):  # a loop over slices
-        hi = min(n, lo + CHUNK)
-        inv[np.asarray(perm[lo:hi])] = np.arange(lo, hi, dtype=np.int64)
-        store.release_pages(perm)
-    return inv
-
-
-class BlockIndices:
-    """The input graph's column indices over its row blocks, as one (E,) int64 array to gather from."""
-
-    def __init__(self, blocks: list[np.ndarray]):
-        self.blocks = blocks
-        self.starts = np.concatenate([[0], np.cumsum([b.size for b in blocks])]).astype(np.int64)
-        self.size = int(self.starts[-1])
-
-    def __getitem__(self, pos) -> np.ndarray:
-        pos = np.asarray(pos, np.int64)
-        out = np.empty(pos.shape, np.int64)
-        which = np.searchsorted(self.starts, pos, side="right") - 1
-        for b in np.unique(which):  # a loop over row blocks (a few)
-            m = which == b
-            out[m] = self.blocks[b][pos[m] - self.starts[b]]
-        return out
-
-
-class EdgeRows:
-    """The row of each entry of a CSR pattern, from its row pointer (``searchsorted``, not an (E,) array)."""
-
-    def __init__(self, indptr: np.ndarray):
-        self.indptr = indptr
-
-    def __getitem__(self, e) -> np.ndarray:
-        return (np.searchsorted(self.indptr, np.asarray(e, np.int64), side="right") - 1).astype(np.int64)
-
-
-class MappedSampler(Sampler):
-    """:class:`shgcn.core.sample.Sampler` over the store's memory-mapped graph: the same draws, bit for bit.
-
-    The node sampler needs no graph. The edge and rw samplers read the graph's blocks where they are
-    (:meth:`shgcn.store.Store.graph_blocks`); its row pointer and the edge sampler's cumulative weights are
-    written once to ``scratch`` (one pass over the graph, in slices)."""
-
-    def __init__(self, s: store.Store, cfg: SamplerConfig, scratch: Scratch, verify: bool = True):
-        n = int(s.attrs["n"])
-        cfg.check(n)
-        self.cfg, self.n = cfg, n
-        if cfg.kind == "node":
-            self.indptr, self.indices = np.zeros(1, np.int64), np.zeros(0, np.int64)  # draws need neither
-            return
-        blocks = s.graph_blocks(verify)
-        self.indices = BlockIndices([idx for _, _, idx in blocks])
-        indptr = scratch.array("graph_indptr", (n + 1,), np.int64)
-        indptr[0] = 0
-        off = 0
-        for lo, ptr, idx in blocks:  # a loop over row blocks
-            rows = ptr.size - 1
-            for a in range(0, rows, CHUNK):  # a loop over slices
-                b = min(rows, a + CHUNK)
-                indptr[lo + a + 1:lo + b + 1] = np.asarray(ptr[a + 1:b + 1]) + off
-            off += idx.size
-            store.release_pages(ptr)
-        self.indptr = indptr
-        if cfg.kind == "edge":
-            self._rows = EdgeRows(indptr)  # type: ignore[assignment]
-            self._cum = self._cumulative(scratch)
-
-    def _cumulative(self, scratch: Scratch) -> np.ndarray:
-        """(E,) float64: the in-memory sampler's ``cumsum(1 / deg u + 1 / deg v)``, summed in the same order
-        slice by slice (each slice's first weight adds the running total first)."""
-        indptr, e_all = self.indptr, self.indices.size
-        cum = scratch.array("edge_cum", (e_all,), np.float64)
-        carry = None
-        r0 = 0
-        while r0 < self.n:  # a loop over slices of rows, about CHUNK entries each
-            r1 = int(np.searchsorted(indptr, indptr[r0] + CHUNK, side="right"))
-            r1 = min(self.n, max(r1 - 1, r0 + 1))
-            ptr = np.asarray(indptr[r0:r1 + 1])
-            e0, e1 = int(ptr[0]), int(ptr[-1])
-            if e1 > e0:
-                deg_rows = np.maximum(np.diff(ptr), 1).astype(np.float64)
-                rows = np.repeat(np.arange(r1 - r0), np.diff(ptr))
-                cols = self.indices[np.arange(e0, e1, dtype=np.int64)]
-                deg_cols = np.maximum(indptr[cols + 1] - indptr[cols], 1).astype(np.float64)
-                w = 1.0 / deg_rows[rows] + 1.0 / deg_cols
-                if carry is not None:
-                    w[0] = carry + w[0]
-                part = np.cumsum(w)
-                cum[e0:e1] = part
-                carry = part[-1]
-            r0 = r1
-        return cum
-
-
-class MappedRows:
-    """Rows of a memory-mapped (n_own, ...) array, gathered on demand (``a[rows]``: a small array)."""
-
-    def __init__(self, a: np.ndarray):
-        self.a = a
-        self.shape = a.shape
-
-    def __getitem__(self, rows) -> np.ndarray:
-        return np.asarray(self.a[rows])
-
-    def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        return np.asarray(self.a, dtype=dtype)  # the mapped view itself (no copy)
-
-
-class MappedMask:
-    """A node mask of the block restricted to labelled rows, per batch: ``mask[rows] & labelled(labels[rows])``."""
-
-    def __init__(self, mask: np.ndarray, labels: np.ndarray, labelled):
-        self.mask, self.labels, self.labelled = mask, labels, labelled
-        self.shape = mask.shape
-
-    def __getitem__(self, rows) -> np.ndarray:
-        return np.asarray(self.mask[rows]) & self.labelled(np.asarray(self.labels[rows]))
-
-    def sum(self) -> int:
-        out = 0
-        for lo in range(0, self.shape[0], CHUNK):  # a loop over slices
-            out += int(np.count_nonzero(self[slice(lo, lo + CHUNK)]))
-        store.release_pages(self.mask, self.labels)
-        return out
-
-
-class MappedFeatures:
-    """The block's features, a batch's rows at a time, as the in-memory trainer holds them: float32, CSR when
-    the whole block has at most 10% nonzeros (:func:`shgcn.trainer.archs.base.as_input`'s rule, counted once
-    in slices), on the backend."""
-
-    def __init__(self, a: np.ndarray, be, max_density: float = 0.1):
-        self.a, self.be = a, be
-        self.shape = a.shape
-        nnz = 0
-        for lo in range(0, a.shape[0], CHUNK):  # a loop over slices
-            nnz += int(np.count_nonzero(np.asarray(a[lo:lo + CHUNK])))
-            store.release_pages(a)
-        self.nnz = nnz
-        self.sparse = nnz <= max_density * a.size
-
-    def __getitem__(self, rows):
-        import scipy.sparse as sp
-
-        x = np.asarray(self.a[rows], dtype=np.float32)
-        return self.be.asarray(sp.csr_matrix(x) if self.sparse else x)
 
 
 @dataclass(frozen=True)
@@ -272,9 +93,9 @@ class OutOfCoreBatches:
     """:class:`shgcn.trainer.minibatch.MiniBatches`'s batches from a memory-mapped block (same interface:
     ``steps``, ``sampler``, ``loss_weight``, ``batch_number``, ``view``; and ``view_of`` any sorted batch)."""
 
-    def __init__(self, blk: MappedBlock, sampler: Sampler, inverse: np.ndarray, n: int, steps: int, saint: bool,
-                 norm_batches: int, scratch: Scratch):
-        self.blk, self.sampler, self.inverse, self.n = blk, sampler, inverse, n
+    def __init__(self, blk: MappedBlock, sampler: Sampler, inverse: np.ndarray, scratch: Scratch, *, steps: int,
+                 saint: bool, norm_batches: int):
+        self.blk, self.sampler, self.inverse, self.n = blk, sampler, inverse, sampler.n
         self.steps, self.saint, self.scratch = steps, saint, scratch
         self.size = int(blk.offsets.size - 1)
         self.loss_weight: Any = None
@@ -289,8 +110,8 @@ class OutOfCoreBatches:
     def fan_in(self, indptr: np.ndarray) -> float:
         """The expected nonzeros of a batch row of the CSR rows ``indptr`` (read in slices)."""
         total, squares = int(indptr[-1]), 0.0
-        for lo in range(0, self.blk.n_own, CHUNK):  # a loop over slices
-            d = np.diff(np.asarray(indptr[lo:lo + CHUNK + 1])).astype(np.float64)
+        for lo in range(0, self.blk.n_own, mapped.CHUNK):  # a loop over slices
+            d = np.diff(np.asarray(indptr[lo:lo + mapped.CHUNK + 1])).astype(np.float64)
             squares += float((d * d).sum())
         cfg = self.sampler.cfg
         return batch_fan_in(self.blk.n_own, total, squares, cfg.kind, cfg.walk_length)
@@ -335,13 +156,13 @@ class OutOfCoreBatches:
         self.row_scale = sc.array("saint_row_scale", (blk.n_own,), np.float32)
         self.edge_scale = sc.array("saint_edge_scale", (blk.nnz,), np.float32)
         with np.errstate(divide="ignore", invalid="ignore"):
-            for lo in range(0, blk.n_own, CHUNK):  # a loop over slices
-                c = np.asarray(cv[lo:lo + CHUNK])
-                self.loss_weight[lo:lo + CHUNK] = np.where(c > 0, batches / np.maximum(c, 1), 0.0).astype(np.float32)
-                self.row_scale[lo:lo + CHUNK] = c.astype(np.float32)
-            for lo in range(0, blk.nnz, CHUNK):  # a loop over slices
-                c = np.asarray(cuv[lo:lo + CHUNK])
-                self.edge_scale[lo:lo + CHUNK] = np.where(c > 0, 1.0 / np.maximum(c, 1), 0.0).astype(np.float32)
+            for lo in range(0, blk.n_own, mapped.CHUNK):  # a loop over slices
+                c = np.asarray(cv[lo:lo + mapped.CHUNK])
+                self.loss_weight[lo:lo + mapped.CHUNK] = np.where(c > 0, batches / np.maximum(c, 1), 0.0).astype(np.float32)
+                self.row_scale[lo:lo + mapped.CHUNK] = c.astype(np.float32)
+            for lo in range(0, blk.nnz, mapped.CHUNK):  # a loop over slices
+                c = np.asarray(cuv[lo:lo + mapped.CHUNK])
+                self.edge_scale[lo:lo + mapped.CHUNK] = np.where(c > 0, 1.0 / np.maximum(c, 1), 0.0).astype(np.float32)
 
     def view(self, epoch: int, step: int) -> BatchView:
         return self.view_of(self.batch(self.batch_number(epoch, step), TRAIN))
@@ -390,28 +211,30 @@ class OutOfCoreBatches:
         cuts = np.searchsorted(qs, np.arange(self.size + 1))
         return [(q_, at[cuts[q_]:cuts[q_ + 1]]) for q_ in range(self.size) if cuts[q_ + 1] > cuts[q_]]
 
+    def eval_counts(self, ctx) -> np.ndarray:
+        """The validation and test counts of ``ctx``'s model (a :class:`~.context.BatchContext`) summed over
+        :meth:`eval_batches`, each the subgraph induced on its vertices (GraphSAINT's normalization off): no
+        step holds the block."""
+        d, t, ex = ctx.data, ctx.targets, ctx.exchange
+        counts = np.zeros(2 * t.width)
+        for batch in self.eval_batches():  # a loop over batches, the same on every rank
+            v = self.view_of(batch, normalized=False)
+            rows = v.rows
+            with ex.using(v.cp):
+                logits, _ = ctx.model.forward(d.x[rows], ctx.batch_graph(v), None)
+            labels = d.labels[rows]
+            counts += np.concatenate([t.counts(logits, labels, d.val[rows]), t.counts(logits, labels, d.test[rows])])
+        return counts
+
     def eval_batches(self) -> Iterator[np.ndarray]:
         """The evaluation's batches: ``steps`` of them, batch j the new ids ``v % steps == j`` (each vertex once)."""
         for j in range(self.steps):  # a loop over batches
             yield np.arange(j, self.n, self.steps, dtype=np.int64)
 
 
-def mapped_data(block: store.RankBlock, targets, be):
-    """The rank's :class:`~.context.RankData` left in the store: its rows are gathered per batch."""
-    from .context import RankData
-
-    labelled = targets.labelled
-    return RankData(x=MappedFeatures(block.features, be), labels=MappedRows(block.labels),  # type: ignore[arg-type]
-                    train=MappedMask(block.train_mask, block.labels, labelled),  # type: ignore[arg-type]
-                    val=MappedMask(block.val_mask, block.labels, labelled),  # type: ignore[arg-type]
-                    test=MappedMask(block.test_mask, block.labels, labelled),  # type: ignore[arg-type]
-                    gids=MappedRows(block.node_index))  # type: ignore[arg-type]
-
-
-def batches(s: store.Store, block: store.RankBlock, rank: int, cfg: SamplerConfig, steps: int, saint: bool,
+def batches(s: store.Store, block: store.RankBlock, rank: int, cfg: SamplerConfig, *, steps: int, saint: bool,
             norm_batches: int, verify: bool = True, scratch: Scratch | None = None) -> OutOfCoreBatches:
     """The out-of-core batches of ``block`` (block row ``rank``) of ``s``."""
     sc = scratch or Scratch()
-    n = int(s.attrs["n"])
     return OutOfCoreBatches(MappedBlock.of(block, s.offsets, rank), MappedSampler(s, cfg, sc, verify),
-                            inverse_permutation(s, sc), n, steps, saint, norm_batches, sc)
+                            inverse_permutation(s, sc), sc, steps=steps, saint=saint, norm_batches=norm_batches)

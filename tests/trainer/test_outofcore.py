@@ -8,7 +8,7 @@ from helpers.mpi import GRAPHS, build_stores, read_log, train
 
 from shgcn import store
 from shgcn.core.sample import SamplerConfig
-from shgcn.trainer import outofcore
+from shgcn.trainer import mapped, outofcore
 from shgcn.trainer.config import TrainConfig
 from shgcn.trainer.context import _minibatches
 from shgcn.trainer.plan import comm_plan
@@ -23,17 +23,6 @@ def stores(tmp_path_factory, client):
     return build_stores(tmp_path_factory.mktemp("ooc-stores"), client, parts=(2, 3), models=("rp",))
 
 
-def test_member_and_the_rows_of_entries():
-    batch = np.array([2, 5, 9])
-    np.testing.assert_array_equal(outofcore.member(batch, np.array([9, 0, 5, 10, 2, 3])),
-                                  [True, False, True, False, True, False])
-    assert not outofcore.member(np.zeros(0, np.int64), np.array([1])).any()
-    rows = outofcore.EdgeRows(np.array([0, 2, 2, 5]))  # rows of 2, 0 and 3 entries
-    np.testing.assert_array_equal(rows[np.array([0, 1, 2, 4])], [0, 0, 2, 2])
-    idx = outofcore.BlockIndices([np.array([7, 8], np.int32), np.zeros(0, np.int32), np.array([1, 2, 3], np.int32)])
-    np.testing.assert_array_equal(idx[np.array([4, 0, 2, 1])], [3, 7, 1, 8])
-
-
 def _path_graph() -> outofcore.OutOfCoreBatches:
     """The path 0-1-2-3 with self loops on 2 ranks ({0, 1}, {2, 3}); rank 0's block, values 1..5 in row order."""
     blk = outofcore.MappedBlock(
@@ -44,7 +33,8 @@ def _path_graph() -> outofcore.OutOfCoreBatches:
     from shgcn.core.sample import Sampler
 
     sampler = Sampler(sp.csr_matrix((4, 4), dtype=np.float32), SamplerConfig(size=3))
-    return outofcore.OutOfCoreBatches(blk, sampler, np.arange(4), 4, 2, False, 1, outofcore.Scratch())
+    return outofcore.OutOfCoreBatches(blk, sampler, np.arange(4), mapped.Scratch(), steps=2, saint=False,
+                                      norm_batches=1)
 
 
 def test_a_hand_built_batch():
@@ -85,8 +75,8 @@ def _same_view(a, b) -> None:
 @pytest.mark.parametrize("sampler", ["node", "edge", "rw"])
 def test_views_equal_the_in_memory_views(stores, monkeypatch, kind, sampler):
     """Every rank's batch views, with and without GraphSAINT's scales, equal the in-memory ones; the one-time
-    passes in slices of 7 (:data:`outofcore.CHUNK`) give the same as one pass (the edge sampler's sums)."""
-    monkeypatch.setattr(outofcore, "CHUNK", 7)
+    passes in slices of 7 (:data:`mapped.CHUNK`) give the same as one pass (the edge sampler's sums)."""
+    monkeypatch.setattr(mapped, "CHUNK", 7)
     path = stores[kind, 3]
     s = store.open_store(path)
     for saint in (False, True):
@@ -95,7 +85,8 @@ def test_views_equal_the_in_memory_views(stores, monkeypatch, kind, sampler):
         for r in range(s.parts):
             block = s.rank(r)
             mb = _minibatches(cfg, s, block, comm_plan(block.plan, r, s.offsets))
-            ob = outofcore.batches(s, block, r, SamplerConfig(kind=sampler, size=60, seed=3), mb.steps, saint, 4)
+            ob = outofcore.batches(s, block, r, SamplerConfig(kind=sampler, size=60, seed=3), steps=mb.steps,
+                                   saint=saint, norm_batches=4)
             if saint:
                 for f in ("loss_weight", "row_scale", "edge_scale"):
                     assert np.array_equal(getattr(mb, f), getattr(ob, f))

@@ -171,7 +171,8 @@ class MiniBatches:
                 raise UserError(f"{s.path}: the store has {s.parts} parts but the job has {size} rank"
                                 f"{'s' * (size != 1)}; run with mpirun -n {s.parts}")
             self.block = MappedTorchBlock(s, s.rank(rank), rank, size, device or "cpu")
-            self._mb: Any = outofcore.batches(s, self.block.b, rank, cfg, self.steps, use_saint, norm_batches)
+            self._mb: Any = outofcore.batches(s, self.block.b, rank, cfg, steps=self.steps, saint=use_saint,
+                                                  norm_batches=norm_batches)
             self._perm = s.permutation_mapped()
         else:
             self.block = block if block is not None else open_block(s, rank, size, device=device or "cpu")
