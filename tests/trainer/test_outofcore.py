@@ -139,6 +139,12 @@ def test_out_of_core_is_mini_batch_only(stores):
     assert res.returncode == 2 and len(lines) == 1 and "--out-of-core: mini-batch" in lines[0], res.stderr
 
 
+def test_an_exchange_that_reads_the_whole_block_is_refused(stores):
+    res = train(2, stores["undirected", 2], "--mode", "minibatch", "--batch-size", 80, "--exchange", "node",
+                "--out-of-core", timeout=TIMEOUT)
+    assert res.returncode == 2 and "--exchange node: its setup reads the rank's whole block" in res.stderr, res.stderr
+
+
 SIZES = {"small": 3000, "large": 30000}  # vertices: the large store is 10x the small one
 
 

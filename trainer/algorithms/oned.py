@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from shgcn.core.memory import Held, rank_bytes
 
+from ..config import TrainError
 from ..context import Context, Local, finish
 from ..exchanges import EXCHANGES, make
 from ..graph import Graph, RowOperators
@@ -24,9 +25,17 @@ def connect(local: Local, comm) -> Context:
     cfg, cp, block, be = local.cfg, local.cp, local.block, local.backend
     nodes = peers(local, comm)
     # an exchange that reads the rank's matrix at setup (the node-aware one: the halo columns' pins) asks for it
-    ex = make(cfg.exchange, comm, cp, Wire(cfg.exchange_dtype), nodes, local=lambda: full_local(block.plan, cp),
+    out_of_core = isinstance(local.batches, OutOfCoreBatches)
+
+    def whole():  # an exchange that reads the rank's whole matrix at setup cannot run out of core
+        if out_of_core:
+            raise TrainError(f"--exchange {cfg.exchange}: its setup reads the rank's whole block, which "
+                             "--out-of-core leaves in the store; choose another --exchange")
+        return full_local(block.plan, cp)
+
+    ex = make(cfg.exchange, comm, cp, Wire(cfg.exchange_dtype), nodes, local=whole,
               **EXCHANGES.get(cfg.exchange).own(cfg.options))
-    if isinstance(local.batches, OutOfCoreBatches):  # no full-batch operators: the block stays in the store
+    if out_of_core:  # no full-batch operators: the block stays in the store
         graph = Graph(RowOperators(LocalMatrix(own=sp.csr_matrix((0, 0), dtype=np.float32), halo={}), ex,
                                    local.symmetric, be), np.zeros(0, np.int64))
         memory = local.batches.memory(local.job)
