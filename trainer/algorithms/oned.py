@@ -25,7 +25,8 @@ def connect(local: Local, comm) -> Context:
     cfg, cp, block, be = local.cfg, local.cp, local.block, local.backend
     nodes = peers(local, comm)
     # an exchange that reads the rank's matrix at setup (the node-aware one: the halo columns' pins) asks for it
-    out_of_core = isinstance(local.batches, OutOfCoreBatches)
+    batches = local.batches
+    out_of_core = isinstance(batches, OutOfCoreBatches)
 
     def whole():  # an exchange that reads the rank's whole matrix at setup cannot run out of core
         if out_of_core:
@@ -35,10 +36,10 @@ def connect(local: Local, comm) -> Context:
 
     ex = make(cfg.exchange, comm, cp, Wire(cfg.exchange_dtype), nodes, local=whole,
               **EXCHANGES.get(cfg.exchange).own(cfg.options))
-    if out_of_core:  # no full-batch operators: the block stays in the store
+    if isinstance(batches, OutOfCoreBatches):  # no full-batch operators: the block stays in the store
         graph = Graph(RowOperators(LocalMatrix(own=sp.csr_matrix((0, 0), dtype=np.float32), halo={}), ex,
                                    local.symmetric, be), np.zeros(0, np.int64))
-        memory = local.batches.memory(local.job)
+        memory = batches.memory(local.job)
     else:
         graph = Graph(RowOperators(local_matrix(block.plan, cp), ex, local.symmetric, be),
                       local.col_gids(local.data.gids, cp.recv_ids))
