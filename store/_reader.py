@@ -108,6 +108,9 @@ def open_rank(path: str | Path, r: int, verify: bool = True) -> RankBlock:
     return block
 
 
+_SLICE = 1 << 22  # rows a check reads at once (a block's row pointer is checked in slices, not copied whole)
+
+
 def _check_plan(where: Path, p: Plan, r: int, offsets: np.ndarray, n: int) -> None:
     """Cheap bounds checks (also with ``verify=False``): a corrupt plan must
     stop with a message, not index out of bounds or hang an MPI job."""
@@ -119,7 +122,7 @@ def _check_plan(where: Path, p: Plan, r: int, offsets: np.ndarray, n: int) -> No
         return StoreError(f"{where}: {what} (a corrupt block; the checksum would have caught it without --no-verify)")
 
     if p.indptr.shape[0] != n_own + 1 or p.indptr[0] != 0 or p.indptr[-1] != p.indices.shape[0] or \
-            np.any(np.diff(p.indptr) < 0):
+            any(np.any(np.diff(p.indptr[lo:lo + _SLICE + 1]) < 0) for lo in range(0, n_own, _SLICE)):
         raise bad("indptr is not a CSR row pointer for its rows")
     if p.data.shape[0] != p.indices.shape[0]:
         raise bad("indices and data differ in length")
