@@ -24,8 +24,8 @@ for its row), the rw sampler two row-pointer reads and one indices read per walk
 store or the scratch that may have to come from disk when the page cache does not hold it.
 
 Evaluation: the in-memory mini-batch evaluates on the whole graph (a full-batch forward, whose activations
-are the block's). Out of core it evaluates on ``steps`` fixed batches that cover every vertex once (batch j:
-the new ids ``v`` with ``v % steps == j``), each the subgraph induced on its vertices as a training batch's,
+are the block's). Out of core it evaluates on k = ceil(n / B) fixed batches that cover every vertex once
+(batch j: the new ids ``v`` with ``v % k == j``), each the subgraph induced on its vertices as a training batch's,
 so the validation and test accuracy are a mini-batch estimate, not the full graph's: that is why out of core is
 an option and not the default (the training losses are the same, bit for bit on the numpy backend).
 """
@@ -227,9 +227,11 @@ class OutOfCoreBatches:
         return counts
 
     def eval_batches(self) -> Iterator[np.ndarray]:
-        """The evaluation's batches: ``steps`` of them, batch j the new ids ``v % steps == j`` (each vertex once)."""
-        for j in range(self.steps):  # a loop over batches
-            yield np.arange(j, self.n, self.steps, dtype=np.int64)
+        """The evaluation's batches: k = ceil(n / B) of them for batches of B vertices, batch j the new ids
+        ``v % k == j`` (each vertex once, each batch about B vertices whatever the steps of an epoch)."""
+        k = max(1, -(-self.n // max(self.sampler.cfg.size, 1)))
+        for j in range(k):  # a loop over batches
+            yield np.arange(j, self.n, k, dtype=np.int64)
 
 
 def batches(s: store.Store, block: store.RankBlock, rank: int, cfg: SamplerConfig, *, steps: int, saint: bool,
