@@ -65,6 +65,19 @@ def peak_resident() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
+def resident_anon() -> int:
+    """This process's anonymous resident memory now, bytes (``RssAnon`` of ``/proc/self/status``: not the page
+    cache's file pages a memory-mapped store occupies); 0 where ``/proc`` has none."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def parse_size(text: str) -> int:
     """``8G``, ``512M``, ``1.5T``, ``24GiB`` or a byte count -> bytes (binary
     units); ``ValueError`` for anything else."""
@@ -133,3 +146,40 @@ def rank_bytes(held: Held, job: Job):
     attention = spec.attention_bytes * nnz * sum(hs)
     return (BYTES_PER_NONZERO * nnz + 8 * np.asarray(held.buffer_nnz, np.int64) + 16 * rows + 4 * rows * dims[0]
             + act + 4 * (halo + np.asarray(held.sent, np.int64)) * widest + attention)
+
+
+# an out-of-core mini-batch step's gather, per nonzero of the batch rows it reads (of Â, and of Â^T for the send
+# lists): its position and row (int64 each, :func:`shgcn.core.csr.segments`), its column and that column's global
+# id and place in the batch (int64 each), its value (float32) and the in-batch flag: 48 bytes
+GATHER_BYTES_PER_NONZERO = 48
+# per batch vertex: the sampler's draw and its sorted new ids, the walks (rw), the eval batch's ids (int64 each)
+SAMPLE_BYTES_PER_VERTEX = 64
+
+
+def batch_fan_in(rows: int, total: int, squares: float, sampler: str = "node", walk_length: int = 2) -> float:
+    """The expected nonzeros of a batch row of a block of ``rows`` rows with ``total`` nonzeros and ``squares``
+    the sum of its rows' squared nonzero counts: the mean row for the node and edge samplers (uniform rows; the
+    edge sampler favours low degrees); for rw the mean over a walk's steps, its root uniform and every later
+    vertex drawn by degree (sum d^2 / sum d)."""
+    if rows == 0 or total == 0:
+        return 0.0
+    mean = total / rows
+    if sampler != "rw":
+        return mean
+    return (mean + walk_length * squares / total) / (walk_length + 1)
+
+
+def outofcore_bytes(job: Job, batch: int, share: float, fan_in: float, t_fan_in: float, parts: int) -> int:
+    """Modelled bytes an out-of-core mini-batch rank holds beyond the page cache (the model aside: the caller
+    adds :func:`model_bytes`): a batch of ``batch`` vertices of which the rank owns ``share`` (its fraction of
+    the vertices), each row with ``fan_in`` nonzeros of Â and ``t_fan_in`` of Â^T read from the store. It
+    counts :func:`rank_bytes` of the batch's rows (their matrix taken at every nonzero read, before the batch
+    keeps its own: an upper bound), the gather's index arrays, and the draw; the received rows are at most the
+    batch's other vertices, the sent rows one copy per other rank. The block's size enters only through the
+    mean fan-in: it is bounded by the batch and the model, not by the block."""
+    rows = int(np.ceil(batch * share))
+    gathered = int(np.ceil(rows * fan_in))
+    t_gathered = int(np.ceil(rows * t_fan_in))
+    held = Held(rows, gathered, min(batch - rows, gathered), sent=min(rows * max(parts - 1, 0), t_gathered))
+    return (int(rank_bytes(held, job)) + GATHER_BYTES_PER_NONZERO * (gathered + t_gathered)
+            + SAMPLE_BYTES_PER_VERTEX * batch)

@@ -114,6 +114,7 @@ class Epoch:
     node_inter_bytes: list[int] | None = None  # 1d: per node, the bytes its ranks sent to other nodes
     kernel_time: list[dict[str, float]] | None = None  # full batch: per rank, s per backend kernel in the training step
     peak_memory: list[int] | None = None  # per rank, its peak resident bytes so far (measured; the header's memory: modelled)
+    anon_memory: list[int] | None = None  # mini-batch: per rank, the largest RssAnon (anonymous bytes) at a step's end
     val_acc: float | None = None  # evaluation epochs only
     test_acc: float | None = None
     steps: int | None = None  # mini-batch mode

@@ -108,6 +108,9 @@ def open_rank(path: str | Path, r: int, verify: bool = True) -> RankBlock:
     return block
 
 
+_SLICE = 1 << 22  # rows a check reads at once (a block's row pointer is checked in slices, not copied whole)
+
+
 def _check_plan(where: Path, p: Plan, r: int, offsets: np.ndarray, n: int) -> None:
     """Cheap bounds checks (also with ``verify=False``): a corrupt plan must
     stop with a message, not index out of bounds or hang an MPI job."""
@@ -119,7 +122,7 @@ def _check_plan(where: Path, p: Plan, r: int, offsets: np.ndarray, n: int) -> No
         return StoreError(f"{where}: {what} (a corrupt block; the checksum would have caught it without --no-verify)")
 
     if p.indptr.shape[0] != n_own + 1 or p.indptr[0] != 0 or p.indptr[-1] != p.indices.shape[0] or \
-            np.any(np.diff(p.indptr) < 0):
+            any(np.any(np.diff(p.indptr[lo:lo + _SLICE + 1]) < 0) for lo in range(0, n_own, _SLICE)):
         raise bad("indptr is not a CSR row pointer for its rows")
     if p.data.shape[0] != p.indices.shape[0]:
         raise bad("indices and data differ in length")
@@ -244,6 +247,33 @@ class Store:
         indptr = np.concatenate(indptr_parts)
         indices = np.concatenate(indices_parts) if indices_parts else np.zeros(0, np.int32)
         return sp.csr_matrix((np.ones(indices.size, np.float32), indices, indptr), shape=(n, n))
+
+    def graph_blocks(self, verify: bool = True) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """The input graph's pattern as :meth:`graph` reads it, memory-mapped and not copied: per row block,
+        (its first row, its indptr (rows + 1,) int64, its indices (nnz,) int32), views of the chunk files (the
+        pages stay in the page cache, not in this process's anonymous memory). With ``verify`` each block's
+        checksum is recomputed slice by slice, its pages released after each."""
+        bounds = self._checked(_layout.graph_bounds(), "<i8", verify)
+        n = int(self.attrs["n"])
+        if bounds.size < 2 or bounds[0] != 0 or bounds[-1] != n or np.any(np.diff(bounds) < 0):
+            raise StoreError(f"{self.path / _layout.graph_bounds()}: not the row bounds of {n} vertices")
+        sums = self.attrs.get("array_checksums", {})
+        out = []
+        for b in range(bounds.size - 1):  # a loop over row blocks
+            ptr = memmap_array(self.path, _layout.graph_block(b, "indptr"), "<i8")
+            idx = memmap_array(self.path, _layout.graph_block(b, "indices"), "<i4")
+            key = _layout.graph_block(b, "")
+            if verify and (key not in sums or hashlib.sha256(
+                    (array_checksum(ptr) + array_checksum(idx)).encode()).hexdigest() != sums[key]):
+                raise StoreError(f"{self.path / key}: checksum mismatch or none recorded: the block is corrupt")
+            if ptr.size != bounds[b + 1] - bounds[b] + 1 or ptr[0] != 0 or ptr[-1] != idx.size:
+                raise StoreError(f"{self.path / key}: inconsistent CSR block")
+            out.append((int(bounds[b]), ptr, idx))
+        return out
+
+    def permutation_mapped(self) -> np.ndarray:
+        """(n,) int64 memory-mapped: :meth:`permutation` without reading it into memory (not verified)."""
+        return memmap_array(self.path, _layout.PERMUTATION, "<i8")
 
     def verify(self) -> int:
         """Recompute every checksum the store records: each rank's block (in

@@ -172,6 +172,10 @@ def _minibatch_options(p: argparse.ArgumentParser) -> None:
                          "in a helper thread while the step computes and waits (thread: pays when a core is free "
                          "for it); auto: thread when each rank has --threads above 1, else inline")
     mb.add_argument("--norm-batches", type=int, default=50, help="batches pre-sampled for the normalization counts")
+    mb.add_argument("--out-of-core", action="store_true",
+                    help="hold the batch, not the block: each step reads its rows of Â, the features and labels from "
+                         "the memory-mapped store (page cache), and the memory check models the batch; evaluation "
+                         "runs on batches that cover every vertex once (induced subgraphs) instead of the whole graph")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

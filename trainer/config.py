@@ -82,6 +82,7 @@ class TrainConfig:
     batches_per_epoch: int = 0
     saint: str = "auto"
     norm_batches: int = 50
+    out_of_core: bool = False  # mini-batch: read each batch's rows from the memory-mapped store (trainer.outofcore)
     overwrite: bool = False  # replace an existing run log and checkpoint (only ones the trainer wrote)
     timeout: float = 1800.0  # seconds without progress on any rank before the job ends (0: no watchdog)
     arch: str = "gcn"
@@ -141,6 +142,8 @@ class TrainConfig:
                 raise TrainError(f"--plan-ahead {self.plan_ahead!r}: choose {', '.join(PLAN_AHEAD)}")
             if self.saint not in ("auto", "on", "off") or self.batches_per_epoch < 0 or self.norm_batches < 1:
                 raise TrainError("--saint is auto, on or off; --batches-per-epoch >= 0; --norm-batches >= 1")
+        if self.out_of_core and self.mode != "minibatch":
+            raise TrainError("--out-of-core: mini-batch training only (--mode minibatch); full batch holds the block")
 
     def _check_model(self) -> None:
         parts = ((ARCHS, self.arch), (EXCHANGES, self.exchange), (ALGORITHMS, self.algorithm), (BACKENDS, self.backend))

@@ -33,7 +33,8 @@ from .exchanges import Counters, Exchange, Peers
 from .graph import Graph
 from .minibatch import BatchSource, BatchView, MiniBatches
 from .optim import Adam
-from .plan import CommPlan, comm_plan, full_local
+from .outofcore import OutOfCoreBatches
+from .plan import CommPlan, comm_plan, empty_plan, full_local
 from .targets import Targets, for_store
 from .values import check_room
 
@@ -71,7 +72,7 @@ class Local:
     model, opt, backend : the architecture's layers, Adam, the compute backend (one, passed explicitly)
     identity, start : what a checkpoint must match, and the first epoch (a resumed run's)
     shape, rank : the process grid and this rank's place in the job (COMM_WORLD)
-    batches : the mini-batch re-drawer (mini-batch mode), else None
+    batches : the mini-batch re-drawer (mini-batch mode; :class:`~.outofcore.OutOfCoreBatches` out of core), else None
     perm : new id -> original id (the attention masks' keys of received rows), or None
     """
 
@@ -89,7 +90,7 @@ class Local:
     start: int
     shape: GridShape
     rank: int
-    batches: MiniBatches | None = None
+    batches: MiniBatches | OutOfCoreBatches | None = None
     perm: np.ndarray | None = None
 
     @property
@@ -191,20 +192,38 @@ def prepare(cfg: TrainConfig, comm) -> Local:
         raise TrainError(f"{cfg.store}: {e}") from None
     i, _ = shape.position(comm.rank)
     block = s.rank(i, verify=cfg.verify)
-    cp = comm_plan(block.plan, i, s.offsets)
+    # out of core the exchange's plan is each batch's: the block's full plan (its send lists) is never read
+    cp = comm_plan(block.plan, i, s.offsets) if not (cfg.mode == "minibatch" and cfg.out_of_core) else \
+        empty_plan(i, s.offsets)
     be = backend(cfg.backend, cfg.device, cfg.threads, **cfg.options)  # its own options (--torch-kernels)
     targets = for_store(s.attrs, be)
-    labelled = targets.labelled(block.labels)
-    data = RankData(x=be.asarray(as_input(block.features)), labels=np.asarray(block.labels),
-                    train=np.asarray(block.train_mask) & labelled, val=np.asarray(block.val_mask) & labelled,
-                    test=np.asarray(block.test_mask) & labelled, gids=np.asarray(block.node_index))
+    out_of_core = cfg.mode == "minibatch" and cfg.out_of_core
+    if out_of_core:  # the block stays in the store: each step gathers its batch's rows
+        from .mapped import MappedFeatures, MappedMask, MappedRows
+
+        lab = targets.labelled
+        data = RankData(x=MappedFeatures(block.features, be), labels=MappedRows(block.labels),  # type: ignore[arg-type]
+                        train=MappedMask(block.train_mask, block.labels, lab),  # type: ignore[arg-type]
+                        val=MappedMask(block.val_mask, block.labels, lab),  # type: ignore[arg-type]
+                        test=MappedMask(block.test_mask, block.labels, lab),  # type: ignore[arg-type]
+                        gids=MappedRows(block.node_index))  # type: ignore[arg-type]
+    else:
+        labelled = targets.labelled(block.labels)
+        data = RankData(x=be.asarray(as_input(block.features)), labels=np.asarray(block.labels),
+                        train=np.asarray(block.train_mask) & labelled, val=np.asarray(block.val_mask) & labelled,
+                        test=np.asarray(block.test_mask) & labelled, gids=np.asarray(block.node_index))
     model = archs.build(job.spec, list(job.dims), cfg.seed, be, cfg.options)
     opt = Adam(model.params, cfg.lr, be)
     identity = {"store": s.attrs["checksums"], "dims": model.dims, **cfg.training_options()}
     start = checkpoint.load(cfg, model, opt, identity) if cfg.resume else 0
-    batches = _minibatches(cfg, s, block, cp) if cfg.mode == "minibatch" else None
+    batches: MiniBatches | OutOfCoreBatches | None = None
+    if out_of_core:
+        batches = _out_of_core(cfg, s, block, i)
+    elif cfg.mode == "minibatch":
+        batches = _minibatches(cfg, s, block, cp)
     return Local(cfg, job, s, block, cp, data, targets, model, opt, be, identity, start, shape, comm.rank,
-                 batches=batches, perm=s.permutation() if job.spec.needs_halo_ids else None)
+                 batches=batches,
+                 perm=(s.permutation_mapped() if out_of_core else s.permutation()) if job.spec.needs_halo_ids else None)
 
 
 def finish(local: Local, *, exchange: Exchange | None = None,
@@ -238,3 +257,16 @@ def _minibatches(cfg: TrainConfig, s: store.Store, block: store.RankBlock, cp: C
                                    adj=adj, columns=columns),
                        steps=cfg.batches_per_epoch or -(-n // size),  # the training vertices once on average
                        saint=cfg.use_saint, norm_batches=cfg.norm_batches)
+
+
+def _out_of_core(cfg: TrainConfig, s: store.Store, block: store.RankBlock, i: int) -> OutOfCoreBatches:
+    """The batches of block row ``i`` read from the memory-mapped store (``--out-of-core``)."""
+    from . import outofcore
+
+    n = int(s.attrs["n"])
+    size = cfg.batch_size_for(n)
+    if size > n:
+        raise TrainError(f"--batch-size {size}: more than the {n} vertices of the graph")
+    scfg = SamplerConfig(kind=cfg.sampler, size=size, walk_length=cfg.walk_length, seed=cfg.seed)
+    return outofcore.batches(s, block, i, scfg, steps=cfg.batches_per_epoch or -(-n // size), saint=cfg.use_saint,
+                             norm_batches=cfg.norm_batches, verify=cfg.verify)

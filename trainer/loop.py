@@ -13,18 +13,19 @@ import numpy as np
 
 from shgcn.core import runlog
 from shgcn.core.algorithms import ALGORITHMS
-from shgcn.core.memory import peak_resident
+from shgcn.core.memory import peak_resident, resident_anon
 
 from . import checkpoint, summary, watchdog
 from .backends import Dropped, Noise
 from .context import BatchContext, Context, versions
-from .minibatch import BatchView, MiniBatches, PlanAhead
+from .minibatch import Batches, BatchView, PlanAhead
+from .outofcore import OutOfCoreBatches
 from .phases import Phases, kernel_time
 
 
 class Diverged(RuntimeError):
-    """The loss became NaN or infinite. Every rank sees the same (allreduced)
-    loss, so every rank raises it at the same step."""
+    """The loss became NaN or infinite. Every rank sees the same (allreduced) loss, so every rank raises it at the
+    same step."""
 
 
 @dataclass
@@ -43,6 +44,7 @@ class StepStats:
     path_msgs: dict[str, int]
     phases: dict[str, float] = field(default_factory=dict)  # s per phase of the step (.phases.Phases)
     kernels: dict[str, float] = field(default_factory=dict)  # s per backend kernel in the step
+    anon: int = 0  # RssAnon at the step's end, bytes
 
 
 @dataclass
@@ -52,6 +54,7 @@ class EpochResult:
     loss: float
     train_acc: float
     steps: list[StepStats] = field(default_factory=list)
+    anon: int = 0  # the largest RssAnon at a step's end (mini-batch), bytes
 
 
 def train(ctx: Context, comm) -> list[runlog.Epoch]:
@@ -81,7 +84,8 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
             if not math.isfinite(res.loss):
                 raise Diverged(f"the training loss became {res.loss} at epoch {epoch}; "
                                "lower --lr or check the features")
-            train_comm = {**ctx.counters.reset(), "kernel_time": kernel_time(ctx.backend), "peak": peak_resident()}
+            train_comm = {**ctx.counters.reset(), "kernel_time": kernel_time(ctx.backend), "peak": peak_resident(),
+                          "anon": res.anon}
             epoch_time = time.perf_counter() - t0
             accs = None
             if (epoch + 1) % cfg.eval_every == 0 or epoch == cfg.epochs - 1:
@@ -127,16 +131,14 @@ def full_batch_epoch(ctx: Context, comm, epoch: int, train_total: int) -> EpochR
 
 
 def minibatch_epoch(ctx: BatchContext, plans: PlanAhead, comm, epoch: int, train_total: int) -> EpochResult:
-    """``mb.steps`` optimizer steps, each on batch (seed, epoch, step),
-    re-drawn by every rank; the exchange runs on the batch's plan.
+    """``mb.steps`` optimizer steps, each on batch (seed, epoch, step), re-drawn by every rank; the exchange runs
+    on the batch's plan.
 
-    One collective per step besides the SpMMs' exchanges (one per layer and
-    direction): the weight gradients travel with the step's loss and the
-    targets' counts (training vertices, correct...) in one buffer, one non-blocking allreduce,
-    while which the next batch's plan (:class:`.minibatch.PlanAhead`) and
-    dropped input are made. Gradients are summed unnormalized and divided
-    by the global count after the allreduce."""
-    mb: MiniBatches = plans.mb
+    One collective per step besides the SpMMs' exchanges (one per layer and direction): the weight gradients
+    travel with the step's loss and the targets' counts (training vertices, correct...) in one buffer, one
+    non-blocking allreduce, while which the next batch's plan (:class:`.minibatch.PlanAhead`) and dropped input
+    are made. Gradients are summed unnormalized and divided by the global count after the allreduce."""
+    mb: Batches = plans.mb
     steps: list[StepStats] = []
     seen = np.zeros(ctx.targets.width)
     view, x_in = plans.get(epoch, 0), None
@@ -161,7 +163,7 @@ def minibatch_epoch(ctx: BatchContext, plans: PlanAhead, comm, epoch: int, train
         steps.append(st)
         watchdog.tick()
     losses = [st.loss for st in steps]
-    return EpochResult(float(np.mean(losses)) if losses else 0.0, ctx.targets.score(seen), steps)
+    return EpochResult(float(np.mean(losses)) if losses else 0.0, ctx.targets.score(seen), steps, max(s.anon for s in steps))
 
 
 def batch_input(ctx: Context, v, key: int) -> Dropped:
@@ -199,7 +201,7 @@ def _minibatch_step(ctx: BatchContext, comm, batch: Batch, train_total: int, mea
     rows = v.rows
     train_b = d.train[rows]
     loss_weight = ctx.batches.loss_weight if ctx.batches is not None else None
-    weights = loss_weight[rows] if loss_weight is not None else None
+    weights = np.asarray(loss_weight[rows]) if loss_weight is not None else None
     before = (ex.counters.bytes_sent, ex.counters.msgs_sent, ex.counters.comm_time, len(ex.counters.calls))
     paths = (dict(ex.counters.paths), dict(ex.counters.path_msgs))
     ph = Phases()
@@ -226,7 +228,7 @@ def _minibatch_step(ctx: BatchContext, comm, batch: Batch, train_total: int, mea
     by_path = ({k: ex.counters.paths[k] - paths[0][k] for k in paths[0]},
                {k: ex.counters.path_msgs[k] - paths[1][k] for k in paths[1]})
     return StepStats(step, v.vertices, int(counts[0]), loss_sum / total + l2, *sent, wait, calls, *by_path,
-                     ph.rounded(), kernel_time(ctx.backend)), counts, ready
+                     ph.rounded(), kernel_time(ctx.backend), resident_anon()), counts, ready
 
 
 def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
@@ -234,8 +236,11 @@ def evaluate(ctx: Context, comm, totals: dict[str, int]) -> tuple[float, float]:
     from mpi4py import MPI
 
     d, t = ctx.data, ctx.targets
-    logits, _ = ctx.model.forward(d.x, ctx.graph, None)
-    counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
+    if isinstance(ctx.batches, OutOfCoreBatches):  # out of core: on batches, not the whole graph
+        counts = ctx.batches.eval_counts(ctx)
+    else:
+        logits, _ = ctx.model.forward(d.x, ctx.graph, None)
+        counts = np.concatenate([t.counts(logits, d.labels, d.val), t.counts(logits, d.labels, d.test)])
     counts *= ctx.primary
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     return t.score(counts[:t.width]), t.score(counts[t.width:])
@@ -253,11 +258,10 @@ def check_weights_agree(ctx: Context, comm, epoch: int) -> None:
 
 def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[float], total_of=None,
                      meanwhile=None, *, phases: Phases | None = None) -> tuple[np.ndarray, float, object]:
-    """The step's one collective: the local gradients and ``stats`` in one
-    float32 buffer, summed by one non-blocking allreduce while
-    ``meanwhile()`` runs (the next batch's plan and input); then the
-    optimizer step, the gradients divided by ``total_of(buffer)`` when given.
-    Returns (the summed buffer, the L2 term, what ``meanwhile`` returned); ``phases`` gets the time of each part."""
+    """The step's one collective: the local gradients and ``stats`` in one float32 buffer, summed by one
+    non-blocking allreduce while ``meanwhile()`` runs (the next batch's plan and input); then the optimizer step,
+    the gradients divided by ``total_of(buffer)`` when given. Returns (the summed buffer, the L2 term, what
+    ``meanwhile`` returned); ``phases`` gets the time of each part."""
     from mpi4py import MPI
 
     ph = phases if phases is not None else Phases()
@@ -287,11 +291,9 @@ def _reduce_and_step(ctx: Context, comm, grads: list[np.ndarray], stats: list[fl
 
 
 def apply_gradients(ctx: Context, flat: np.ndarray, scale: np.float32 | None = None) -> float:
-    """The optimizer step of full-batch and mini-batch training alike: the
-    parameters' gradients from the allreduced ``flat`` buffer (divided by
-    ``scale`` when given), L2 on the model's ``decay`` parameters (the first
-    layer's weights, Kipf & Welling), Adam. Returns the L2 term of the loss,
-    taken before the step."""
+    """The optimizer step of full-batch and mini-batch training alike: the parameters' gradients from the
+    allreduced ``flat`` buffer (divided by ``scale`` when given), L2 on the model's ``decay`` parameters (the first
+    layer's weights, Kipf & Welling), Adam. Returns the L2 term of the loss, taken before the step."""
     cfg, model, be = ctx.cfg, ctx.model, ctx.backend
     grads, pos = [], 0
     sizes = [math.prod(w.shape) for w in model.params]  # not w.size: a torch tensor spells it differently
@@ -354,6 +356,7 @@ def _records(ctx: Context, epoch: int, res: EpochResult, accs, per_rank, log) ->
         bytes_split=[c["split"] for _, c, _, _ in per_rank] if any(c["split"] for _, c, _, _ in per_rank) else None,
         kernel_time=[c["kernel_time"] for _, c, _, _ in per_rank] if ctx.batches is None else None,
         peak_memory=[c["peak"] for _, c, _, _ in per_rank],
+        anon_memory=[c["anon"] for _, c, _, _ in per_rank] if ctx.batches is not None else None,
         **_paths(ctx, [c for _, c, _, _ in per_rank]))
     if accs is not None:
         rec.val_acc, rec.test_acc = accs

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -235,6 +236,19 @@ class MiniBatches:
         return out
 
 
+class Batches(Protocol):
+    """What the training loop asks of a mini-batch source (:class:`MiniBatches`, or out of core
+    :class:`shgcn.trainer.outofcore.OutOfCoreBatches`)."""
+
+    steps: int
+    sampler: Sampler
+    loss_weight: Any
+
+    def batch_number(self, epoch: int, step: int) -> int: ...
+
+    def view(self, epoch: int, step: int) -> Any: ...
+
+
 class PlanAhead:
     """Builds batch views one step ahead.
 
@@ -249,7 +263,7 @@ class PlanAhead:
     functions of the batch number: the same either way, tested).
     """
 
-    def __init__(self, mb: MiniBatches, threaded: bool = True):
+    def __init__(self, mb: Batches, threaded: bool = True):
         self.mb = mb
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="plan") if threaded else None
         self.pending: dict[tuple[int, int], Future] = {}

@@ -57,6 +57,12 @@ def comm_plan(plan: Plan, rank: int, offsets: np.ndarray) -> CommPlan:
                     np.asarray(plan.recv_ids, dtype=np.int64))
 
 
+def empty_plan(rank: int, offsets: np.ndarray) -> CommPlan:
+    """A plan that exchanges nothing (an out-of-core exchange's between batches)."""
+    size = offsets.size - 1
+    return CommPlan(rank, size, np.asarray(offsets), [], [], np.zeros(size + 1, np.int64), np.zeros(0, np.int64))
+
+
 @dataclass
 class LocalMatrix:
     """A rank's rows of a matrix, split by column block.

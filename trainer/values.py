@@ -42,6 +42,8 @@ def check_room(cfg, job, offsets) -> None:
 
     parts = np.diff(np.asarray(offsets, np.int64))
     rows = int(parts.min()) if parts.size else 0
+    if cfg.mode == "minibatch" and cfg.out_of_core:  # a rank holds the activations of its batch's rows only
+        rows = min(rows, int(cfg.batch_size_for(int(offsets[-1]))))
     need, limit = model_bytes(job) + int(rank_bytes(Held(rows, 0, 0), job)), cfg.memory_limit or machine_memory()
     if need > limit:
         raise TrainError(f"--hidden {','.join(map(str, cfg.hidden))}: the model's weights, gradients and Adam state "
@@ -52,7 +54,7 @@ def check_room(cfg, job, offsets) -> None:
 
 def train_count(local) -> int:
     """The rank's labelled training rows (its share of the job's training set)."""
-    return int(np.count_nonzero(local.data.train))
+    return int(local.data.train.sum())  # an array, or the out-of-core mask (counted in slices)
 
 
 def no_training_vertex(store: str) -> str:

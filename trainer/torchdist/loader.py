@@ -134,6 +134,9 @@ class MiniBatches:
     saint : GraphSAINT's normalisation (None: on for ``edge`` and ``rw``, as ``--saint auto``)
     norm_batches : batches pre-sampled for its counts (``--norm-batches``)
     block : this rank's :class:`~.block.TorchBlock` if already opened (None: :func:`~.block.open_block`)
+    out_of_core : leave the block in the store (memory-mapped) and read each batch's rows from it, as
+        ``shgcn-train --out-of-core`` (:mod:`shgcn.trainer.outofcore`): the same batches bit for bit; ``block``
+        is then a :class:`MappedTorchBlock`
     rank, size : default torch.distributed's (one process when it is not initialized)
     device : where the batches' tensors go (None: the block's device)
     ahead : make the next batch on a helper thread while the current one trains
@@ -148,28 +151,40 @@ class MiniBatches:
     def __init__(self, path: str | Path | store.Store, *, batch_size: int, sampler: str = "node", seed: int = 0,
                  steps: int | None = None, walk_length: int = 2, saint: bool | None = None, norm_batches: int = 50,
                  block: TorchBlock | None = None, rank: int | None = None, size: int | None = None,
-                 device: Any = None, ahead: bool = True, group: Any = None):
+                 device: Any = None, ahead: bool = True, group: Any = None, out_of_core: bool = False):
         if sampler not in SAMPLERS:
             raise UserError(f"MiniBatches(sampler={sampler!r}): choose from {', '.join(SAMPLERS)}")
         if steps is not None and steps < 1 or norm_batches < 1:
             raise UserError(f"MiniBatches: steps ({steps}) and norm_batches ({norm_batches}) must be >= 1")
         s = path if isinstance(path, store.Store) else store.open_store(path)
         rank, size = _world(rank, size)
-        self.block = block if block is not None else open_block(s, rank, size, device=device or "cpu")
-        if device is not None:
-            self.block = self.block.to(device)
         n = int(s.attrs["n"])
         cfg = SamplerConfig(kind=sampler, size=int(batch_size), walk_length=walk_length, seed=seed)
         cfg.check(n)
         self.steps = int(steps) if steps is not None else -(-n // cfg.size)
         use_saint = sampler in WALKERS if saint is None else bool(saint)
-        self._mb = Restrictor(_source(s, self.block.plan.rank, cfg), self.steps, use_saint, norm_batches)
+        self.block: Any
+        if out_of_core:  # the block stays memory-mapped: every batch reads its rows (shgcn.trainer.outofcore)
+            from .. import outofcore
+
+            if size != s.parts:
+                raise UserError(f"{s.path}: the store has {s.parts} parts but the job has {size} rank"
+                                f"{'s' * (size != 1)}; run with mpirun -n {s.parts}")
+            self.block = MappedTorchBlock(s, s.rank(rank), rank, size, device or "cpu")
+            self._mb: Any = outofcore.batches(s, self.block.b, rank, cfg, steps=self.steps, saint=use_saint,
+                                                  norm_batches=norm_batches)
+            self._perm = s.permutation_mapped()
+        else:
+            self.block = block if block is not None else open_block(s, rank, size, device=device or "cpu")
+            if device is not None:
+                self.block = self.block.to(device)
+            self._mb = Restrictor(_source(s, self.block.plan.rank, cfg), self.steps, use_saint, norm_batches)
+            self._perm = np.asarray(s.permutation(), np.int64)
         self._store = s
         self._pattern: tuple[Any, np.ndarray] | None = None  # Â's pattern and the partition, read on first use
         # what a checkpoint's loader must match to resume here (the batches, not the ranks)
         self.config = {"n": n, "sampler": sampler, "batch_size": cfg.size, "seed": int(seed), "steps": self.steps,
                        "walk_length": int(walk_length), "normalisation": use_saint, "norm_batches": int(norm_batches)}
-        self._perm = np.asarray(s.permutation(), np.int64)
         self.train_total = int(global_sum(self.block.train_mask.sum().reshape(1))[0])
         self.group = group
         # PlanAhead runs ``.view(epoch, step)`` of what it is given, on its thread: here this loader's (a MiniBatch)
@@ -280,7 +295,57 @@ def _source(s: store.Store, rank: int, cfg: SamplerConfig) -> BatchSource:
                        adj=s.graph() if cfg.kind in WALKERS else None, columns=columns)
 
 
-def batch_block(block: TorchBlock, v: BatchView, perm: np.ndarray) -> TorchBlock:
+class _Counted:
+    """A count that answers ``.sum().reshape(1)`` as a tensor's does (``train_total``'s global sum)."""
+
+    def __init__(self, count: int):
+        self.count = count
+
+    def sum(self) -> Any:
+        return torch.tensor([self.count], dtype=torch.int64)
+
+
+class MappedTorchBlock:
+    """A rank's block left in the store (``MiniBatches(..., out_of_core=True)``): what :func:`batch_block` takes
+    of a :class:`~.block.TorchBlock` (``rows(own)``: the rows' x, y, masks and node ids as :func:`~.block.open_block`
+    makes them, read from the memory-mapped store per batch), and the job's ``plan.rank`` and ``plan.size``."""
+
+    def __init__(self, s: store.Store, b: store.RankBlock, rank: int, size: int, device: Any):
+        from types import SimpleNamespace
+
+        from .block import as_device
+
+        self.b = b
+        self.device = as_device(device)
+        self.n, self.classes = int(s.attrs["n"]), int(s.attrs["classes"])
+        self.directed, self.multilabel = bool(s.attrs["directed"]), s.attrs.get("label_kind") == "multi"
+        self.plan = SimpleNamespace(rank=rank, size=size)
+        count = 0
+        for lo in range(0, b.n_own, 1 << 20):  # a loop over slices
+            own = np.arange(lo, min(b.n_own, lo + (1 << 20)))
+            count += int(np.count_nonzero(self._mask(b.train_mask, own)))
+        store.release_pages(b.train_mask, b.labels)
+        self.train_mask = _Counted(count)
+
+    def _known(self, own: np.ndarray) -> np.ndarray:
+        labels = np.asarray(self.b.labels[own])
+        return np.asarray(labels.any(1) if self.multilabel else labels >= 0)
+
+    def _mask(self, m: np.ndarray, own: np.ndarray) -> np.ndarray:
+        return np.asarray(m[own], bool) & self._known(own)
+
+    def rows(self, own: np.ndarray) -> dict[str, Any]:
+        b = self.b
+        labels = np.asarray(b.labels[own])
+        return {"x": torch.from_numpy(np.asarray(b.features[own], np.float32)),
+                "y": torch.from_numpy(labels.astype(np.float32) if self.multilabel else labels.astype(np.int64)),
+                "train_mask": torch.from_numpy(self._mask(b.train_mask, own)),
+                "val_mask": torch.from_numpy(self._mask(b.val_mask, own)),
+                "test_mask": torch.from_numpy(self._mask(b.test_mask, own)),
+                "node_ids": torch.from_numpy(np.asarray(b.node_index[own], np.int64))}
+
+
+def batch_block(block: TorchBlock | MappedTorchBlock, v: BatchView, perm: np.ndarray) -> TorchBlock:
     """The batch view ``v`` of ``block`` as a TorchBlock on the block's device.
 
     Its Â rows are ``diag(v.left) [own | halo from each sender]`` (GraphSAINT's row scale when set), columns in
@@ -300,12 +365,17 @@ def batch_block(block: TorchBlock, v: BatchView, perm: np.ndarray) -> TorchBlock
                     [(q, torch.from_numpy(np.ascontiguousarray(r, np.int64))) for q, r in cp.send_to],
                     [(q, int(cp.recv_start[q]), c) for q, c in cp.recv_from])
     dev = block.device
-    own = torch.from_numpy(np.ascontiguousarray(v.rows, np.int64)).to(dev)
-    halo_ids = torch.from_numpy(perm[np.asarray(v.halo_new, np.int64)]).to(dev)
+    halo_ids = torch.from_numpy(np.asarray(perm[np.asarray(v.halo_new, np.int64)], np.int64))
+    if isinstance(block, MappedTorchBlock):  # read from the store, on the host, moved below with the rest
+        mine = block.rows(np.asarray(v.rows, np.int64))
+    else:
+        own = torch.from_numpy(np.ascontiguousarray(v.rows, np.int64)).to(dev)
+        mine = {"x": block.x[own], "y": block.y[own], "train_mask": block.train_mask[own],
+                "val_mask": block.val_mask[own], "test_mask": block.test_mask[own], "node_ids": block.node_ids[own]}
+        halo_ids = halo_ids.to(dev)
+    node_ids = torch.cat([mine.pop("node_ids"), halo_ids])
     out = TorchBlock(
         plan=plan, rows=torch.from_numpy(rows_of), cols=torch.from_numpy(a.indices.astype(np.int64)),
-        values=torch.from_numpy(values), x=block.x[own], y=block.y[own], train_mask=block.train_mask[own],
-        val_mask=block.val_mask[own], test_mask=block.test_mask[own],
-        node_ids=torch.cat([block.node_ids[own], halo_ids]), n=block.n, classes=block.classes,
-        directed=block.directed, multilabel=block.multilabel)
+        values=torch.from_numpy(values), node_ids=node_ids, n=block.n, classes=block.classes,
+        directed=block.directed, multilabel=block.multilabel, **mine)
     return out if dev.type == "cpu" else out.to(dev)
