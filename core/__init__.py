@@ -25,9 +25,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges", "fluid",
-           "machine", "machine_check", "memory", "options", "partition", "profile", "registry", "runlog", "sample", "tables",
-           "thread_scaling", "work"]
+__all__ = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges",
+           "fluid", "machine", "machine_check", "machine_spec", "memory", "options", "partition", "profile",
+           "registry", "runlog", "sample", "tables", "thread_scaling", "work"]
 
 
 def __dir__() -> list[str]:

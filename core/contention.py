@@ -207,8 +207,8 @@ def stage_terms(msgs: Any, row_bytes: int, machine: Any, P: int,
             from .fluid import stage_finish
 
             t["link_send"], t["link_recv"] = stage_finish(msgs.src[inter], msgs.dst[inter], nbytes[inter],
-                                                          np.ones(int(inter.sum())), node, cap,
-                                                          machine.link_rate, overhead)
+                                                          np.ones(int(inter.sum())), node, cap=cap,
+                                                          link_rate=machine.link_rate, overhead=overhead)
         else:
             finish = FINISH[model]
             for key, ranks, b in (("link_send", msgs.src, inter_out), ("link_recv", msgs.dst, inter_in)):

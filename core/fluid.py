@@ -39,7 +39,8 @@ import heapq
 import numba
 import numpy as np
 
-TOL = 1e-3  # flows finishing within 0.1% of the first are finished together
+TOL = 1e-3  # flow by flow: flows finishing within 0.1% of the first are finished together
+BUNDLE_TOL = 1e-4  # bundles: within 0.01% (each finish time within about twice that of the exact one)
 
 
 def maxmin_rates(res: np.ndarray, weight: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -87,7 +88,7 @@ def maxmin_rates(res: np.ndarray, weight: np.ndarray, capacity: np.ndarray) -> n
     return rate
 
 
-def stage_finish(src, dst, nbytes, msgs, node, cap: float, link_rate: float | None, overhead: float = 0.0,
+def stage_finish(src, dst, nbytes, msgs, node, *, cap: float, link_rate: float | None, overhead: float = 0.0,
                  tol: float = TOL) -> tuple[np.ndarray, np.ndarray]:
     """When each rank's last byte out and in is through, under the fluid model of one stage.
 
@@ -108,8 +109,9 @@ def stage_finish(src, dst, nbytes, msgs, node, cap: float, link_rate: float | No
     overhead : float
         Seconds of the node adapter per message (1 / its message rate; 0: not modelled).
     tol : float
-        Flows whose finish times at the current rates are within this fraction of the first one's (from the
-        stage's start) are finished together, each at its own time.
+        Flow by flow (a rank's own rate may bind): flows whose finish times at the current rates are within
+        this fraction of the first one's (from the stage's start) are finished together, each at its own time.
+        Bundles: :data:`BUNDLE_TOL`.
 
     Returns
     -------
@@ -128,9 +130,9 @@ def stage_finish(src, dst, nbytes, msgs, node, cap: float, link_rate: float | No
         # a rank's flows go through its node's adapter, which carries at most link_rate bytes/s: a rank's own
         # rate cannot bind, and every flow between the same two nodes has the same rate (max-min gives flows
         # on the same resources the same rate): the nodes' flows in bundles, exactly
-        end = node_pair_finish(node[src], node[dst], b, msgs, float(link_rate), overhead, tol=0.0)
+        end = node_pair_finish(node[src], node[dst], b, msgs, float(link_rate), overhead=overhead, tol=BUNDLE_TOL)
     else:
-        res, weight, capacity = resources(src, dst, b, msgs, node, cap, link_rate, overhead)
+        res, weight, capacity = resources(src, dst, b, msgs, node, cap=cap, link_rate=link_rate, overhead=overhead)
         if not np.isfinite(capacity).any():
             raise ValueError("the flows cross no finite limit: give the ranks a rate (cap) or the nodes a link")
         end = finish_times(res, weight, capacity, b, tol)
@@ -139,7 +141,7 @@ def stage_finish(src, dst, nbytes, msgs, node, cap: float, link_rate: float | No
     return send, recv
 
 
-def node_pair_finish(a: np.ndarray, b: np.ndarray, nbytes: np.ndarray, msgs, link_rate: float,
+def node_pair_finish(a: np.ndarray, b: np.ndarray, nbytes: np.ndarray, msgs, link_rate: float, *,
                      overhead: float = 0.0, tol: float = 0.0) -> np.ndarray:
     """(F,) seconds until each flow from node ``a`` to node ``b`` (F,) is through, when only the nodes'
     adapters limit them (each ``link_rate`` bytes/s and ``overhead`` s a message, each direction).
@@ -168,7 +170,7 @@ def node_pair_finish(a: np.ndarray, b: np.ndarray, nbytes: np.ndarray, msgs, lin
     return end
 
 
-def resources(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, msgs, node: np.ndarray, cap: float,
+def resources(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, msgs, node: np.ndarray, *, cap: float,
               link_rate: float | None, overhead: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The resources of :func:`stage_finish`'s flows: ``res`` (F, K) and ``weight`` (F, K) as
     :func:`maxmin_rates` takes them, ``capacity`` (R,): rank ``r`` sending is resource ``r``, receiving

@@ -21,21 +21,22 @@ blocks: ranks ``k i .. k i + k - 1`` share node ``i``), with
 Machines are data: the presets are the JSON files in ``core/machines/``
 (each field with the source of its number), and :func:`machine_of` also
 takes a file path or a spec string such as
-``ranks=48,intra=0.4us:10GB/s,inter=1.5us:12GB/s,link=12.5GB/s,cores=48,compute=this*1.0``.
+``ranks=48,intra=0.4us:10GB/s,inter=1.5us:12GB/s,link=12.5GB/s,cores=48,compute=this*1.0``
+(its values parsed by :mod:`.machine_spec`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from . import machine_spec as spec
 from .errors import UserError
-from .machine_check import MAX_PER_NODE, check_machine, whole
+from .machine_check import check_machine, whole
 from .thread_scaling import ThreadScaling, amdahl_slowdown, scaling_from_json
 
 
@@ -278,50 +279,6 @@ def presets() -> dict[str, Machine]:
     return out
 
 
-_UNIT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
-_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-
-
-_NUMBER = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-
-
-def _rate(text: str, item: str = "") -> float:
-    """``12GB/s`` -> bytes per second; ``100Gb/s`` -> bits / 8; finite and above 0."""
-    m = re.fullmatch(rf"({_NUMBER})\s*([kKmMgGtT]?)([bB])/s", text.strip())
-    if m is None:
-        raise UserError(f"machine spec: {item or text!r}: {text!r} is not a rate like 12GB/s or 100Gb/s")
-    rate = float(m.group(1)) * _UNIT[m.group(2).lower()] / (8 if m.group(3) == "b" else 1)
-    if not (math.isfinite(rate) and rate > 0):
-        none = " (no link: link=none)" if item.startswith("link") else ""
-        raise UserError(f"machine spec: {item or text!r}: the rate {text!r} must be finite and above 0{none}")
-    return rate
-
-
-def _time(text: str, item: str = "") -> float:
-    """``1.5us`` -> seconds; finite and >= 0."""
-    m = re.fullmatch(rf"({_NUMBER})\s*(s|ms|us|µs|ns)", text.strip())
-    if m is None:
-        raise UserError(f"machine spec: {item or text!r}: {text!r} is not a time like 1.5us")
-    t = float(m.group(1)) * _TIME[m.group(2)]
-    if not math.isfinite(t):
-        raise UserError(f"machine spec: {item or text!r}: the time {text!r} must be finite")
-    return t
-
-
-def _count(value: str, item: str) -> int:
-    if re.fullmatch(r"[0-9]{1,8}", value.strip()) is None or not 1 <= int(value) <= MAX_PER_NODE:
-        raise UserError(f"machine spec: {item!r}: must be a whole number from 1 to {MAX_PER_NODE:,}")
-    return int(value)
-
-
-def _spec_path(text: str, item: str) -> Channel:
-    """``LATENCY:RATE[:OVERHEAD]`` (``1us:12GB/s:0.14us``): without an overhead every message a full latency."""
-    lat, _, rest = text.partition(":")
-    rate, _, over = rest.partition(":")
-    return Channel(_time(lat, item), 1.0 / _rate(rate, item), "given on the command line",
-                   _time(over, item) if over else None)
-
-
 def _spec_compute(value: str, item: str) -> ComputeModel:
     """``NAME*FACTOR``: a fitted compute model scaled by a finite factor above 0."""
     name, star, factor = value.partition("*")
@@ -337,23 +294,18 @@ def _spec_compute(value: str, item: str) -> ComputeModel:
 def _spec_field(key: str, value: str, item: str) -> tuple[str, object]:
     """The :class:`Machine` field and value of one ``key=value`` of a spec."""
     if key in ("ranks", "cores"):
-        return ("ranks_per_node" if key == "ranks" else "cores_per_node"), _count(value, item)
+        return ("ranks_per_node" if key == "ranks" else "cores_per_node"), spec.count(value, item)
     if key in ("intra", "inter"):
-        return key, _spec_path(value, item)
+        alpha, beta, overhead = spec.path(value, item)
+        return key, Channel(alpha, beta, "given on the command line", overhead)
     if key == "link":
-        return "link_rate", None if value == "none" else _rate(value, item)
+        return "link_rate", None if value == "none" else spec.rate(value, item)
     if key == "compute":
         return "compute", _spec_compute(value, item)
     if key == "sync":
-        return "oversubscribed_sync", _time(value, item)
+        return "oversubscribed_sync", spec.time(value, item)
     if key == "msgrate":
-        if value == "none":
-            return "message_rate", None
-        m = re.fullmatch(rf"({_NUMBER})\s*([kKmMgG]?)(?:/s)?", value)
-        r = float(m.group(1)) * _UNIT[m.group(2).lower()] if m else math.nan
-        if not (math.isfinite(r) and r > 0):
-            raise UserError(f"machine spec: {item!r}: {value!r} is not a message rate above 0 like 32.4M/s (or none)")
-        return "message_rate", r
+        return "message_rate", spec.message_rate(value, item)
     if key == "contention":
         from .contention import MODELS
 

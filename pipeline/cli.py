@@ -246,10 +246,8 @@ def _simulate_parser(sub, common) -> None:
                      help="a preset (this, paper, hdr128, infiniband, shm: core/machines/*.json), a machine .json "
                           "file, or a spec like ranks=48,intra=0.4us:8GB/s,inter=1.5us:12GB/s,link=12.5GB/s")
     sim.add_argument("--ranks-per-node", type=_ints, default=None,
-                     help="ranks per node to predict, a comma list (default: the store's placement, else the "
-                          "machine's)")
-    sim.add_argument("--alpha", type=float, default=None, help="latency per message, seconds (both paths; overrides "
-                                                               "the machine)")
+                     help="ranks per node to predict, a comma list (default: the store's placement, else the machine's)")
+    sim.add_argument("--alpha", type=float, default=None, help="latency per message, s (both paths; overrides the machine)")
     sim.add_argument("--beta", type=float, default=None, help="seconds per byte (both paths; overrides the machine)")
     sim.add_argument("--exchange", default="p2p,alltoallv,bcast,node", help="exchanges to predict, a comma list")
     sim.add_argument("--hidden", type=_ints, default=(16,), help="hidden widths, as shgcn-train's")
@@ -263,11 +261,8 @@ def _simulate_parser(sub, common) -> None:
                           "count (1.5d with each --replication c: k = P / c parts; 2d: k = sqrt(P)) and "
                           "recommend the fastest per P")
     sim.add_argument("--replication", type=_ints, default=(2, 4), help="1.5d: replications to predict (P / c parts)")
-    sim.add_argument("--contention", default=None,
-                     help="how a node's ranks share its link, overriding the machine's: fluid (the presets': "
-                          "work-conserving max-min flows, shgcn.core.fluid), maxmin (its closed form, each direction "
-                          "on its own), share (a pessimistic bound: each rank at its share for its whole transfer), "
-                          "aggregate (the node's bytes as one pipe)")
+    sim.add_argument("--contention", help="the link's sharing, overriding the machine's: fluid (the presets'), maxmin, "
+                     "share (a pessimistic bound), aggregate (shgcn.core.contention)")
     sim.add_argument("--breakdown", action="store_true", help="then every rank's terms, ms (epoch.rank_breakdown)")
 
 

@@ -90,16 +90,16 @@ def test_the_bundles_equal_the_per_flow_simulation(seed):
     """When a rank's own rate cannot bind (cap >= link), the flows between two nodes as one bundle give every
     flow's end exactly as the flow-by-flow simulation does (both exact: tol 0)."""
     node, s, d, b = _instance(seed, 18, 6)
-    res, w, cap = fluid.resources(s, d, b, np.ones(s.size), node, 13.0, 12.0, 2.0)
+    res, w, cap = fluid.resources(s, d, b, np.ones(s.size), node, cap=13.0, link_rate=12.0, overhead=2.0)
     per_flow = fluid.finish_times(res, w, cap, b, tol=0.0)
-    bundled = fluid.node_pair_finish(node[s], node[d], b, 1.0, 12.0, 2.0)
+    bundled = fluid.node_pair_finish(node[s], node[d], b, 1.0, 12.0, overhead=2.0)
     assert bundled == pytest.approx(per_flow, rel=1e-9)
 
 
 def test_tol_finishes_close_flows_together_within_it():
     node, s, d, b = _instance(7, 24, 6)
-    exact = fluid.node_pair_finish(node[s], node[d], b, 1.0, 12.0, 0.5, tol=0.0)
-    fast = fluid.node_pair_finish(node[s], node[d], b, 1.0, 12.0, 0.5, tol=1e-3)
+    exact = fluid.node_pair_finish(node[s], node[d], b, 1.0, 12.0, overhead=0.5, tol=0.0)
+    fast = fluid.node_pair_finish(node[s], node[d], b, 1.0, 12.0, overhead=0.5, tol=1e-3)
     assert np.max(np.abs(fast / exact - 1)) <= 5e-3
 
 

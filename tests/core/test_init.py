@@ -9,9 +9,9 @@ from helpers import REPO
 
 import shgcn.core
 
-SUBMODULES = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges", "fluid",
-              "machine", "machine_check", "memory", "options", "partition", "profile", "registry", "runlog", "sample", "tables",
-              "thread_scaling", "work"]
+SUBMODULES = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges",
+              "fluid", "machine", "machine_check", "machine_spec", "memory", "options", "partition", "profile",
+              "registry", "runlog", "sample", "tables", "thread_scaling", "work"]
 
 
 def test_all_names_every_submodule_and_only_those():

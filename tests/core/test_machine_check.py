@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shgcn.core.errors import UserError
-from shgcn.core.machine import MAX_PER_NODE, Machine, machine_from_json, machine_from_spec, machine_of, presets
+from shgcn.core.machine import Machine, machine_from_json, machine_from_spec, machine_of, presets
+from shgcn.core.machine_check import MAX_PER_NODE
 
 COUNT = f"must be a whole number from 1 to {MAX_PER_NODE:,}"
 
