@@ -1,0 +1,191 @@
+"""benchmarks/device (issue 60): the device run's pure parts (the budget's shares, the runs' order, the threads
+model's check, the report's tables and the docs' blocks, bad input), and end to end what the CI runs between
+visits to a GPU machine: ``prepare --dry-run``, ``run.sh --dry-run`` and ``report`` on tiny stores."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from helpers import REPO, one_line
+
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.common import commands as cm  # noqa: E402
+from benchmarks.device import cpu, driver, gpu, prepare, profile_step, report  # noqa: E402
+from benchmarks.device.common import LIMIT_MIB, PARTS, SHARES  # noqa: E402
+from benchmarks.training.gpu_bench import Run  # noqa: E402
+
+CLI = [sys.executable, "-m", "benchmarks.device"]
+
+
+def test_each_part_gets_its_share_of_what_is_left():
+    assert driver.share(400.0, "gpu", PARTS) == pytest.approx(400 * SHARES["gpu"])
+    # what the first part left goes to the others, in their proportion
+    rest = PARTS[1:]
+    assert driver.share(300.0, "cpu", rest) == pytest.approx(300 * SHARES["cpu"] / (SHARES["cpu"] + SHARES["calibration"]))
+    assert driver.share(50.0, "calibration", ("calibration",)) == 50.0
+    assert driver.share(-5.0, "gpu", PARTS) == 0.0
+
+
+def test_the_sweep_runs_the_extreme_thread_counts_of_every_architecture_first_and_the_splits_last():
+    keys = cpu.plan(("gcn", "gin"), [1, 2, 4, 16], [(2, 8), (16, 1)])
+    assert len(keys) == len(set(keys)) == 2 * 2 * (4 + 2)
+    assert keys[:4] == [("gcn", "full", 1, 1), ("gcn", "full", 1, 16), ("gin", "full", 1, 1), ("gin", "full", 1, 16)]
+    assert keys[4:8] == [("gcn", "minibatch", 1, 1), ("gcn", "minibatch", 1, 16), ("gin", "minibatch", 1, 1),
+                         ("gin", "minibatch", 1, 16)]
+    assert all(k[2] == 1 for k in keys[:16]) and all(k[2] > 1 for k in keys[16:])
+
+
+def _m(epoch, gemm, spmm, elem, attention=0.0):
+    return {"epoch": epoch, "gemm": gemm, "spmm": spmm, "elementwise": elem, "attention": attention, "cpu_wall": 1.0}
+
+
+def test_the_threads_model_divides_each_kernel_by_its_terms_speedup():
+    med = {("gcn", "full", 1, 1): _m(1.0, 0.4, 0.2, 0.2), ("gcn", "full", 1, 2): _m(0.5, 0.2, 0.1, 0.1),
+           ("gcn", "full", 2, 1): _m(0.5, 0.2, 0.1, 0.1)}
+    fig = {"source": "t", "speedup": {"dense": {"2": 2.0}, "spmm": {"2": 4.0}, "elem": {"2": 1.0}}}
+    rows = cpu.model_check(med, fig)
+    assert len(rows) == 1  # the split and T = 1 are not predicted
+    # 0.2 left as it is, 0.4 / 2 + 0.2 / 4 + 0.2 / 1
+    assert rows[0]["predicted"] == pytest.approx(0.2 + 0.2 + 0.05 + 0.2)
+    assert rows[0]["error"] == pytest.approx(0.65 / 0.5 - 1)
+
+
+def test_losses_are_compared_over_the_epochs_both_runs_have():
+    a = Run("a", [], extra={"losses": [2.0, 1.0, 0.5], "bytes": [8, 8, 8]})
+    b = Run("b", [], extra={"losses": [2.0, 1.001], "bytes": [8, 8]})
+    got = gpu.losses_against(a, b)
+    assert got["epochs"] == 2 and got["max_abs"] == pytest.approx(1e-3) and got["bytes_equal"]
+    assert gpu.losses_against(a, None) is None and gpu.losses_against(Run("c", []), a) is None
+    runs = {"gcn torch cuda": Run("x", [], ms=6.0), "gcn pyg cuda": Run("y", [], ms=5.0),
+            "gin torch cuda": Run("x", [], ms=9.0), "gin pyg cuda": Run("y", [], ms=3.0),
+            "sage torch cuda": Run("x", [], error="timed out")}
+    r = gpu.ratios(runs, "cuda")
+    assert r == {"gcn": pytest.approx(1.2), "gin": pytest.approx(3.0)} and gpu.slowest(r) == "gin"
+
+
+def test_a_profile_counts_launches_syncs_and_copies_per_step():
+    rows = [("cudaLaunchKernel", 300), ("cuLaunchKernel", 30), ("cudaStreamSynchronize", 6), ("cudaMemcpyAsync", 9),
+            ("aten::mm", 60), ("ProfilerStep*", 3), ("cudaMemcpy", 3)]
+    got = profile_step.counts(rows, 3)
+    assert got["per_step"] == {"kernel_launches": 110.0, "host_syncs": 3.0, "async_copies": 3.0, "aten_ops": 20.0}
+    assert got["calls_per_step"]["cudaStreamSynchronize"] == 2.0
+
+
+def test_wheels_and_sizes():
+    assert prepare.missing_wheels(["zarr-3.1.6-py3-none-any.whl", "PyYAML-6.0.4-cp312-x.whl", "notes.txt"]) == \
+        ["numcodecs", "donfig", "google_crc32c", "shgcn"]
+    assert report.cores_text([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11" and report.cores_text([]) == ""
+
+
+def test_the_report_renders_the_calibration_generically_and_the_docs_blocks(tmp_path):
+    cal = {"part": "calibration", "rows": [{"ranks": 16, "bytes": 1024, "alpha": 1.5e-6}, {"ranks": 16, "beta": 2.0}],
+           "fit": "ok"}
+    text = report.calibration_body(cal)
+    assert "| ranks | bytes | alpha | beta |" in text and "| 16 | 1024 | 1.5e-06 |  |" in text and "fit: ok" in text
+    assert report.calibration_body({"skipped": "no module"}) == "Not run: no module.\n"
+    doc = tmp_path / "page.md"
+    doc.write_text("a\n<!-- device-run:gpu -->\nold\nlines\n<!-- /device-run:gpu -->\nb\n")
+    (tmp_path / "other.md").write_text("nothing\n")
+    assert report.update_docs(tmp_path, {"gpu": "new", "threads": "x"}) == [doc]
+    assert doc.read_text() == "a\n<!-- device-run:gpu -->\nnew\n<!-- /device-run:gpu -->\nb\n"
+
+
+def test_the_docs_have_the_blocks_the_report_rewrites():
+    assert "<!-- device-run:gpu -->" in (REPO / "docs" / "gpus.md").read_text()
+    assert "<!-- device-run:threads -->" in (REPO / "docs" / "threads.md").read_text()
+    assert "/.device/" in (REPO / ".gitignore").read_text().splitlines()
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    def run(*args, **kw):
+        return subprocess.run([*CLI, *args], cwd=REPO, capture_output=True, text=True, timeout=120, **kw)
+
+    one_line(run("report", str(tmp_path / "nope.json")), "nope.json", "cannot read")
+    (tmp_path / "bad.json").write_text("{")
+    one_line(run("report", str(tmp_path / "bad.json")), "bad.json", "not JSON")
+    (tmp_path / "x.json").write_text('{"part": "tea"}')
+    one_line(run("report", str(tmp_path / "x.json")), "x.json", "part 'tea'")
+    (tmp_path / "c.json").write_text('{"part": "calibration", "dry_run": true, "skipped": "absent"}')
+    one_line(run("report", str(tmp_path / "c.json")), "dry run", "--results")
+    one_line(run("run", str(tmp_path), "--out", str(tmp_path), "--work", str(tmp_path), "--started", "0"),
+             "prepared.json")
+    (tmp_path / "prepared.json").write_text("{}")
+    shutil.copy2(REPO / "benchmarks" / "device" / "run.sh", tmp_path / "run.sh")
+    sh = subprocess.run(["bash", str(tmp_path / "run.sh"), "--budget", "soon"], capture_output=True, text=True,
+                        timeout=60)
+    one_line(sh, "--budget 'soon'")
+    sh = subprocess.run(["bash", str(tmp_path / "run.sh"), "--fast"], capture_output=True, text=True, timeout=60)
+    one_line(sh, "unknown argument '--fast'")
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_prepare_run_and_report_end_to_end_on_the_cpu(tmp_path):
+    """What CI runs between visits to a GPU: the three steps with --dry-run. prepare downloads the wheels (for this
+    Python) as it does for the GPU machine's."""
+    folder, out = tmp_path / "device", tmp_path / "out"
+    res = subprocess.run([*CLI, "prepare", str(folder), "--dry-run"], cwd=REPO, capture_output=True, text=True,
+                         timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    prepared = json.loads((folder / "prepared.json").read_text())
+    assert prepared["dry_run"] and prepared["stores"] == {"1": "rmat8-p1.zarr", "2": "rmat8-p2.zarr"}
+    assert prepared["bytes"]["total"] <= LIMIT_MIB * 2**20
+    assert not prepare.missing_wheels(prepared["wheels"])
+    assert sorted(p.name for p in folder.iterdir()) == ["prepared.json", "run.sh", "stores.tar.xz", "wheels"]
+
+    # the size check: a limit below the folder is one line and exit 2
+    small = subprocess.run([*CLI, "prepare", str(tmp_path / "small"), "--dry-run", "--wheels-from",
+                            str(folder / "wheels"), "--limit-mib", "1"], cwd=REPO, capture_output=True, text=True,
+                           timeout=600)
+    one_line(small, "above the limit of 1 MiB")
+
+    env = {**os.environ, "OUT": str(out), "SHGCN_PYTHON": sys.executable}
+    env.pop("PYTHONPATH", None)
+    run = subprocess.run(["bash", str(folder / "run.sh"), "--dry-run", "--budget", "400"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    docs = {p: json.loads((out / f"{p}.json").read_text()) for p in ("run", "gpu", "cpu", "calibration")}
+    assert all(d["dry_run"] for d in docs.values())
+    assert [p["part"] for p in docs["run"]["parts"]] == list(PARTS) and docs["run"]["complete"]
+    assert "Successfully installed" in (out / "install.log").read_text()  # the wheels went in, with pip
+
+    g = docs["gpu"]
+    assert g["complete"] and g["device"] in ("cpu", "cuda")
+    dev = g["device"]
+    for arch in gpu.ARCHS:  # every architecture ran on the device and on numpy, or says why not
+        for key in (f"{arch} torch {dev}", f"{arch} numpy cpu", f"{arch} pyg {dev}"):
+            assert g["runs"][key]["ms"] is not None or g["runs"][key]["error"], key
+        assert g["losses"][arch]["bytes_equal"]  # the same exchange, the same bytes
+    assert g["two_ranks"]["torch P=2 vs numpy P=2"]["bytes_equal"]
+    assert g["torchdist"]["backend"] == ("nccl" if dev == "cuda" else "gloo")
+    assert "per_step" in g["profile"] or "skipped" in g["profile"]
+
+    c = docs["cpu"]
+    assert c["complete"] and c["threads"] == [t for t in (1, 2) if t <= c["affinity_cores"]]
+    keys = {(r["arch"], r["mode"], r["ranks"], r["threads"]) for r in c["runs"]}
+    assert keys == set(cpu.plan(cpu.ARCHS, c["threads"], [tuple(s) for s in c["splits"]]))
+    for split, ranks in c["ranks"].items():
+        p, t = map(int, split.split("x"))
+        assert [r["rank"] for r in ranks] == list(range(p)) and all(r["numba_threads"] == t for r in ranks)
+    if (REPO / "benchmarks" / "training" / "net_calibration.py").exists():
+        assert "skipped" not in docs["calibration"]
+    else:
+        assert "net_calibration.py is not in this checkout" in docs["calibration"]["skipped"]
+
+    results, site = tmp_path / "RESULTS.md", tmp_path / "docs"
+    shutil.copy2(REPO / "benchmarks" / "RESULTS.md", results)
+    shutil.copytree(REPO / "docs", site)
+    rep = subprocess.run([*CLI, "report", *map(str, sorted(out.glob("*.json"))), "--results", str(results),
+                          "--docs", str(site)], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    text = results.read_text()
+    for title in (report.GPU_TITLE, report.CPU_TITLE, report.CAL_TITLE):
+        assert f"## {title}" in text
+    assert [str(p) for p in cm.check(text)] == []  # its commands run from the repository
+    assert "results.md#the-device-run-the-trainer-on-one-gpu-against-pyg-issue-60" in (site / "gpus.md").read_text()
+    assert "results.md#the-device-run-threads-on-the-gpu-machines-cores-issue-60" in (site / "threads.md").read_text()
