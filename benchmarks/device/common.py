@@ -42,8 +42,8 @@ class Sizes:
     classes: int = 16
 
 
-FULL = Sizes(scale=16, parts=(1, 2, 4, 8, 16), hidden=256, gpu_epochs=40, gat_epochs=30, cpu_epochs=12, skip=10,
-             threads=(1, 2, 4, 8, 16), sweep_epochs=5, cores=16, calibration_ranks=16)
+FULL = Sizes(scale=16, parts=(1, 2, 4, 8, 16), hidden=256, gpu_epochs=40, gat_epochs=30, cpu_epochs=8, skip=10,
+             threads=(1, 2, 4, 8, 16), sweep_epochs=4, cores=16, calibration_ranks=16)
 DRY = Sizes(scale=8, parts=(1, 2), hidden=16, gpu_epochs=4, gat_epochs=4, cpu_epochs=4, skip=1, threads=(1, 2),
             sweep_epochs=3, cores=2, calibration_ranks=2)
 
@@ -91,6 +91,19 @@ def facts() -> dict[str, Any]:
     return {"cpu": cpu_model(), "cores": cores(), "cpu_count": os.cpu_count(), "memory_gib": mem,
             "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
             "shgcn_rev": git_rev(), "load": list(os.getloadavg())}
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGINT raise KeyboardInterrupt here, whatever this process inherited (a shell's background job
+    starts with SIGINT ignored): the driver's stop reaches the part's ``finally``, which kills its running child's
+    group and writes what it measured."""
+    import signal
+
+    def stop(signum, frame) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
 
 
 class Part:

@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from benchmarks.device.common import Part, sizes, store_name
+from benchmarks.device.common import Part, sizes, stop_on_signals, store_name
 from benchmarks.training import threads_sweep as ts
 from benchmarks.training.gpu_bench import launcher, timed
 
@@ -97,6 +97,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
+    stop_on_signals()
     sz = sizes(a.dry_run)
     cores = ts.cores()
     threads = [t for t in sz.threads if t <= cores] or [1]

@@ -1,8 +1,8 @@
 """``python -m benchmarks.device run DIR`` (what ``DIR/run.sh`` calls once the wheels are in place): unpack the
 stores, then the parts in their fixed order (gpu, cpu, calibration), each a child process under its share of
 the budget left (:data:`.common.SHARES`): time a part does not use goes to the next. A part past its time gets
-SIGINT (it writes what it has and stops), 20 s later SIGKILL; its JSON holds what it measured by then either
-way. ``OUT/run.json``: the parts' exit codes and seconds, the machine, the budget."""
+SIGTERM (it kills its running child, writes what it has and stops), 20 s later SIGKILL; its JSON holds what it
+measured by then either way. ``OUT/run.json``: the parts' exit codes and seconds, the machine, the budget."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from benchmarks.device.common import PARTS, SHARES, STORES, facts, now, read_pre
 from benchmarks.training.gpu_bench import launcher
 
 log = logging.getLogger("benchmarks.device.driver")
-GRACE = 20.0  # seconds between a part's SIGINT and its SIGKILL
+GRACE = 20.0  # seconds between a part's SIGTERM and its SIGKILL
 RESERVE = 15.0  # seconds of the budget kept for the end (run.json, the run tool's copy back)
 CALIBRATION = REPO / "benchmarks" / "training" / "net_calibration.py"
 
@@ -43,14 +43,14 @@ def unpack(folder: Path, work: Path) -> Path:
 
 
 def child(cmd: list[str], timeout: float) -> tuple[int, float, str]:
-    """(exit code, seconds, last lines of stderr) of ``cmd`` in a session of its own: SIGINT at ``timeout``,
+    """(exit code, seconds, last lines of stderr) of ``cmd`` in a session of its own: SIGTERM at ``timeout``,
     SIGKILL to its whole group :data:`GRACE` seconds later. Its stdout goes to this process's stderr."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=sys.stderr, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         _, err = proc.communicate(timeout=max(1.0, timeout))
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGTERM)
         try:
             _, err = proc.communicate(timeout=GRACE)
         except subprocess.TimeoutExpired:

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import REPO
-from benchmarks.device.common import Part, sizes, store_name
+from benchmarks.device.common import Part, sizes, stop_on_signals, store_name
 from benchmarks.training import gpu_bench as gb
 
 log = logging.getLogger("benchmarks.device.gpu")
@@ -121,6 +121,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
+    stop_on_signals()
     sz = sizes(a.dry_run)
     p1, p2 = a.stores / store_name(sz.scale, 1), a.stores / store_name(sz.scale, 2)
     gpu = gb.gpu_facts(sys.executable)

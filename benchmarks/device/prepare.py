@@ -62,7 +62,7 @@ def ignored(path: Path) -> bool | None:
     except ValueError:
         return None
     try:
-        res = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", str(path)], timeout=30)
+        res = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", str(path.resolve())], timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return res.returncode == 0 if res.returncode in (0, 1) else None
@@ -114,10 +114,10 @@ def prepare(folder: Path, *, dry_run: bool = False, python_version: str = "3.12"
     """Fill ``folder``; return what ``prepared.json`` says. Raises :class:`PrepareError`."""
     if folder.exists() and not folder.is_dir():
         raise PrepareError(f"{folder}: exists and is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)  # first: git tells an ignored folder by its being one
     if ignored(folder) is False:
         log.warning("%s is not git-ignored: it would be committed and carried as part of the working tree "
                     "(put it under .device/)", folder)
-    folder.mkdir(parents=True, exist_ok=True)
     for old in (folder / WHEELS, folder / "out"):
         shutil.rmtree(old, ignore_errors=True)
     sz = sizes(dry_run)

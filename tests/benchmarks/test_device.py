@@ -5,9 +5,13 @@ visits to a GPU machine: ``prepare --dry-run``, ``run.sh --dry-run`` and ``repor
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tarfile
+import time
 
+import psutil
 import pytest
 from helpers import REPO, one_line
 
@@ -74,6 +78,18 @@ def test_a_profile_counts_launches_syncs_and_copies_per_step():
     got = profile_step.counts(rows, 3)
     assert got["per_step"] == {"kernel_launches": 110.0, "host_syncs": 3.0, "async_copies": 3.0, "aten_ops": 20.0}
     assert got["calls_per_step"]["cudaStreamSynchronize"] == 2.0
+
+
+def test_the_prepared_folder_is_ignored_by_git_where_the_docs_put_it(tmp_path):
+    folder = REPO / ".device"
+    made = not folder.exists()
+    folder.mkdir(exist_ok=True)  # git tells an ignored folder by its being one
+    try:
+        assert prepare.ignored(folder) is True
+    finally:
+        if made:
+            folder.rmdir()
+    assert prepare.ignored(REPO / "benchmarks") is False and prepare.ignored(tmp_path) is None
 
 
 def test_wheels_and_sizes():
@@ -189,3 +205,24 @@ def test_prepare_run_and_report_end_to_end_on_the_cpu(tmp_path):
     assert [str(p) for p in cm.check(text)] == []  # its commands run from the repository
     assert "results.md#the-device-run-the-trainer-on-one-gpu-against-pyg-issue-60" in (site / "gpus.md").read_text()
     assert "results.md#the-device-run-threads-on-the-gpu-machines-cores-issue-60" in (site / "threads.md").read_text()
+
+    # a part stopped mid-way (the driver's SIGTERM when its time is up) keeps what it measured and leaves no run behind
+    stores, cut = tmp_path / "stores", tmp_path / "cut"
+    with tarfile.open(folder / "stores.tar.xz") as tar:
+        tar.extractall(stores, filter="data")
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.device.cpu", "--stores", str(stores), "--out", str(cut),
+                             "--dry-run"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if (cut / "cpu.json").exists() and json.loads((cut / "cpu.json").read_text()).get("runs"):
+                break
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    doc = json.loads((cut / "cpu.json").read_text())
+    assert doc["stopped"] and not doc["complete"] and all("epoch" in r for r in doc["runs"]) and doc["runs"]
+    assert not [p.pid for p in psutil.process_iter(["cmdline"]) if str(stores) in " ".join(p.info["cmdline"] or [])]
