@@ -76,7 +76,9 @@ def wheels(dest: Path, python_version: str, wheels_from: Path | None) -> list[st
         for w in sorted(wheels_from.glob("*.whl")):
             shutil.copy2(w, dest / w.name)
     else:
-        env = {**os.environ, "WHL_DIR": str(dest.resolve())}
+        # the script's python3 is this Python (its pip; a test may run without the environment activated)
+        env = {**os.environ, "WHL_DIR": str(dest.resolve()),
+               "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
         res = subprocess.run(["bash", str(REPO / "benchmarks" / "training" / "gpu_wheels.sh"), python_version],
                              env=env, capture_output=True, text=True, timeout=900)
         if res.returncode != 0:

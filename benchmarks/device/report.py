@@ -36,6 +36,7 @@ RUN_TARGET_S = 480.0
 FOLDER_TARGET_MIB = 60.0
 PREPARE = "python -m benchmarks.device prepare .device"
 LAUNCH = "bash .device/run.sh"
+REPORT = "python -m benchmarks.device report OUT/*.json"
 
 
 class ReportError(Exception):
@@ -107,10 +108,12 @@ def head(title: str, doc: dict, run: dict | None, extra: str = "") -> str:
     gpu = doc.get("gpu") or (run or {}).get("gpu") or {}
     card = f"; GPU {gpu.get('gpu')} ({gpu.get('gpu_memory_gib')} GiB, CUDA {gpu.get('cuda_version')})" \
         if gpu.get("cuda") else ""
-    dry = " (dry run: tiny stores, torch's CPU device standing in for CUDA)" if doc.get("dry_run") else ""
+    dry = "; a dry run: tiny stores, torch's CPU device standing in for CUDA" if doc.get("dry_run") else ""
+    flag = " --dry-run" if doc.get("dry_run") else ""
     lines = [f"## {title}", "",
-             f"- command: `{PREPARE}{' --dry-run' if doc.get('dry_run') else ''}`, then on the GPU machine "
-             f"`{LAUNCH}{' --dry-run' if doc.get('dry_run') else ''}`{dry}",
+             f"- command: `{LAUNCH}{flag}`",
+             f"  (on the GPU machine, one call of the run tool with carry [\".device\"]; prepared by `{PREPARE}{flag}`, "
+             f"reported by `{REPORT}`){dry}",
              f"- date: {doc.get('date', '-')}",
              f"- machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores in the affinity ({m.get('cpu_count', '?')} "
              f"in all), {m.get('memory_gib', '?')} GiB, {m.get('os', '?')}{card}",
@@ -368,7 +371,7 @@ def sections(parts: dict[str, dict]) -> list[tuple[str, str]]:
         if "machine" not in cal and run:
             cal = {**cal, "machine": run.get("machine", {})}
         extra = "" if cal.get("skipped") else \
-            "- the part: `mpirun -n 16 python -m benchmarks.training.net_calibration --json OUT/calibration.json`"
+            "- the part: benchmarks/training/net_calibration.py at 16 ranks (run.sh: `mpirun -n 16`, `--json`)"
         out.append((CAL_TITLE, head(CAL_TITLE, cal, run, extra) + "\n" + calibration_body(cal)))
     return out
 

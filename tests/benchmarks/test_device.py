@@ -226,3 +226,69 @@ def test_prepare_run_and_report_end_to_end_on_the_cpu(tmp_path):
     doc = json.loads((cut / "cpu.json").read_text())
     assert doc["stopped"] and not doc["complete"] and all("epoch" in r for r in doc["runs"]) and doc["runs"]
     assert not [p.pid for p in psutil.process_iter(["cmdline"]) if str(stores) in " ".join(p.info["cmdline"] or [])]
+
+
+def _synthetic(tmp_path):
+    """A real (not dry) run's JSONs, written by hand: what a GPU machine returns."""
+    machine = {"cpu": "Xeon", "cores": 16, "cpu_count": 16, "memory_gib": 125.9, "os": "Linux", "shgcn_rev": "abc"}
+    runs = {f"{a} {k}": {"key": f"{a} {k}", "cmd": [], "ms": ms, "epochs_timed": 30, "seconds": 30.0, "error": None,
+                         "extra": {"first_epoch": 20.0, "losses": [2.0, 1.0], "bytes": [0, 0]}}
+            for a in gpu.ARCHS for k, ms in (("torch cuda", 6.0), ("pyg cuda", 5.0), ("numpy cpu", 100.0))}
+    parts = {
+        "run": {"part": "run", "dry_run": False, "budget_s": 480, "seconds": 470.0, "machine": machine,
+                "versions": "python 3.12.3", "prepared": {"bytes": {"total": 30 * 2**20}},
+                "parts": [{"part": "gpu", "budget_s": 232, "seconds": 230.0, "rc": 0}]},
+        "gpu": {"part": "gpu", "dry_run": False, "date": "2027-01-01 10:00 UTC", "machine": machine, "device": "cuda",
+                "gpu": {"cuda": True, "gpu": "NVIDIA H100", "gpu_memory_gib": 79.1, "cuda_version": "13.0"},
+                "versions": "python 3.12.3, torch 2.11.0", "runs": runs, "ratios": {a: 1.2 for a in gpu.ARCHS},
+                "losses": {a: {"epochs": 2, "max_abs": 3e-7, "max_rel": 1e-7, "bytes_equal": True} for a in gpu.ARCHS},
+                "sizes": {"scale": 16, "hidden": 256}, "graph": {"n": 40486, "nnz": 534956}, "complete": True,
+                "profile": {"arch": "gcn", "ratio": 1.2, "per_step": {"kernel_launches": 200.0, "host_syncs": 2.0},
+                            "calls_per_step": {"cudaLaunchKernel": 200.0}, "top": [], "device": "cuda"}},
+        "cpu": {"part": "cpu", "dry_run": False, "date": "2027-01-01 10:04 UTC", "machine": machine, "threads": [1, 16],
+                "splits": [[2, 8]], "launcher": ["/usr/bin/mpirun", "--bind-to", "none"], "complete": True,
+                "runs": [{"arch": "gcn", "mode": "full", "ranks": 1, "threads": t, **_m(e, 0.1, 0.1, 0.1)}
+                         for t, e in ((1, 0.6), (16, 0.09))],
+                "speedup_t_max": {"gcn full": 6.67}, "ranks": {"2x8": [{"rank": 0, "affinity": [0, 1, 2], "numba_threads": 8},
+                                                                        {"rank": 1, "affinity": [3], "numba_threads": 8}]},
+                "fit": {"source": "x", "speedup": {"dense": {"16": 6.0}}},
+                "model": {"rows": [{"arch": "gcn", "mode": "full", "threads": 16, "measured": 0.09, "predicted": 0.1,
+                                    "error": 0.11}], "max_abs_error": 0.11}},
+        "calibration": {"part": "calibration", "rows": [{"size": 8, "alpha": 1e-6}], "date": "2027-01-01 10:07 UTC"},
+    }
+    files = []
+    for name, doc in parts.items():
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps(doc))
+    (tmp_path / "compute-node.json").write_text("{}")  # no part: left out
+    return [*files, tmp_path / "compute-node.json"]
+
+
+def test_the_report_writes_the_sections_and_the_docs_figures(tmp_path):
+    files = _synthetic(tmp_path)
+    results, site = tmp_path / "RESULTS.md", tmp_path / "docs"
+    shutil.copy2(REPO / "benchmarks" / "RESULTS.md", results)
+    shutil.copytree(REPO / "docs", site, ignore=shutil.ignore_patterns("reference"))
+    res = subprocess.run([*CLI, "report", *map(str, files), "--results", str(results), "--docs", str(site)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    text = results.read_text()
+    assert [str(p) for p in cm.check(text)] == []
+    assert "| gcn | 6.00 | 5.00 | 1.20 (**not met**) | 20.0 | 100.00 | 3.0e-07 over 2 epochs (met) | equal |" in text
+    assert "| gcn full | 6.67 | met |" in text and "| 2x8 | 1 | 3 | 8 |" in text and "| 8 | 1e-06 |" in text
+    assert "200 kernel launches, 2 host synchronizations" in text
+    assert "`mpirun --bind-to none`" in text  # the launcher's name, not the machine's path to it
+    index = text[text.index("## Index"):text.index("\n# ", text.index("## Index"))]
+    assert index.count("`bash .device/run.sh`") == 3
+    gpus = (site / "gpus.md").read_text()
+    assert "on NVIDIA H100 ([RESULTS.md](results.md#the-device-run-the-trainer-on-one-gpu-against-pyg-issue-60))" in gpus
+    assert "gcn 1.20, sage 1.20, gin 1.20, gat 1.20" in gpus and "within 3.0e-07" in gpus
+    assert "gcn full 6.7x" in (site / "threads.md").read_text()
+    # a second report replaces the sections (the replaced ones go to the appendix), and the blocks again
+    res = subprocess.run([*CLI, "report", *map(str, files), "--results", str(results), "--docs", str(site)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    again = results.read_text()
+    appendix = again.index("# Appendix: superseded runs")
+    assert res.returncode == 0 and again[:appendix].count(f"## {report.GPU_TITLE}") == 1
+    assert again[appendix:].count(f"## {report.GPU_TITLE}") == 1
+    assert (site / "gpus.md").read_text() == gpus
