@@ -82,9 +82,10 @@ def calibration(out: Path, budget: float, dry_run: bool) -> tuple[int, float, st
 def run(folder: Path, out: Path, work: Path, *, budget: float, started: float, dry_run: bool) -> int:
     prepared = read_prepared(folder)
     if bool(prepared.get("dry_run")) != dry_run:
-        raise SystemExit(f"run.sh: error: {folder} was prepared {'for' if prepared.get('dry_run') else 'without'} "
-                         f"--dry-run; run it {'with' if prepared.get('dry_run') else 'without'} --dry-run, or prepare "
-                         "it again")
+        was = bool(prepared.get("dry_run"))
+        print(f"run.sh: error: {folder} was prepared {'with' if was else 'without'} --dry-run; run it "
+              f"{'with' if was else 'without'} --dry-run, or prepare it again", file=sys.stderr)
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     doc: dict[str, Any] = {"part": "run", "dry_run": dry_run, "date": now(), "budget_s": budget, "prepared": prepared,
            "machine": facts(), "versions": versions("torch", "torch_geometric", "numba"), "parts": []}

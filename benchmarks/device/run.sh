@@ -37,6 +37,19 @@ out="$(cd "$out" && pwd)"
 py="${SHGCN_PYTHON:-python3}"
 command -v "$py" >/dev/null 2>&1 || { echo "run.sh: error: no Python '$py' (set SHGCN_PYTHON)" >&2; exit 2; }
 
+# what prepare made it for: a dry run or not, and the Python of the wheels
+read -r was_dry wheel_py this_py < <("$py" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(int(bool(d.get("dry_run"))), d.get("python_version", "?"), "%d.%d" % sys.version_info[:2])' "$here/prepared.json")
+if [ "${was_dry:-0}" != "${#dry[@]}" ]; then
+    if [ "${was_dry:-0}" = 1 ]; then w=with; else w=without; fi
+    echo "run.sh: error: $here was prepared $w --dry-run; run it $w --dry-run, or prepare it again" >&2
+    exit 2
+fi
+if [ "$wheel_py" != "$this_py" ]; then
+    echo "run.sh: warning: the wheels are for Python $wheel_py, this is $this_py (prepare --python-version $this_py);" \
+         "the parts use what the machine has" >&2
+fi
+
 repo="${SHGCN_REPO:-}"
 if [ -z "$repo" ]; then  # the checkout this folder sits in (carried beside it), else the one it was prepared in
     d="$here"
