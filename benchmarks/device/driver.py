@@ -61,17 +61,27 @@ def child(cmd: list[str], timeout: float) -> tuple[int, float, str]:
     return proc.returncode, time.perf_counter() - t0, tail
 
 
-def calibration(out: Path, budget: float, dry_run: bool) -> tuple[int, float, str]:
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def calibration(out: Path, budget: float, dry_run: bool, script: Path = CALIBRATION,
+                module: str = "benchmarks.training.net_calibration") -> tuple[int, float, str]:
     """``mpirun -n 16 python -m benchmarks.training.net_calibration --json OUT/calibration.json`` (the dry run:
-    ``-n 2 ... --quick``), or, when the checkout has no such benchmark, calibration.json saying why not."""
+    ``-n 2 ... --quick``), or, when the checkout has no such benchmark, calibration.json saying why not. A run
+    that writes no JSON leaves one with its exit code and the end of its error output."""
     path = out / "calibration.json"
-    if not CALIBRATION.exists():
+    if not script.exists():
         write_json(path, {"part": "calibration", "dry_run": dry_run, "date": now(), "complete": False,
-                          "skipped": f"{CALIBRATION.relative_to(REPO)} is not in this checkout (issue 58)"})
+                          "skipped": f"{_shown(script)} is not in this checkout (issue 58)"})
         return 0, 0.0, "skipped"
     n = sizes(dry_run).calibration_ranks
-    cmd = [*launcher(None), "-n", str(n), sys.executable, "-m", "benchmarks.training.net_calibration", "--json",
-           str(path), *(["--quick"] if dry_run else [])]
+    cmd = [*launcher(None), "-n", str(n), sys.executable, "-m", module, "--json", str(path),
+           *(["--quick"] if dry_run else [])]
+    path.unlink(missing_ok=True)  # an earlier run's: what is there afterwards is this run's
     rc, sec, tail = child(cmd, budget)
     if not path.exists():
         write_json(path, {"part": "calibration", "dry_run": dry_run, "date": now(), "complete": False,
