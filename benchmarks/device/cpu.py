@@ -1,10 +1,11 @@
 """The device run's CPU part (issue 60): the node's cores, with the stores ``prepare`` made.
 
-1. ``threads_sweep``'s runs (benchmarks/training/threads_sweep.py: the numpy backend's epoch and its gemm, SpMM,
+1. each split's ranks as the runs start them (:mod:`.probe`): their CPU affinity and numba's thread count
+   (a few seconds: first);
+2. ``threads_sweep``'s runs (benchmarks/training/threads_sweep.py: the numpy backend's epoch and its gemm, SpMM,
    elementwise and attention times) of GCN, GIN, GraphSAGE and GAT, full batch and mini-batch, at T = 1, 2, 4,
    8, 16 in one rank and at every split P x T = 16 (P = 2, 4, 8, 16 ranks of the P-part store), in the order of
    :func:`plan` (T = 1 and T = 16 of every architecture first: the issue's figure; the splits last);
-2. each split's ranks as the runs start them (:mod:`.probe`): their CPU affinity and numba's thread count;
 3. the threads model's fit (``threads_sweep --fit``'s figure, written to OUT/compute-node.json) and the model
    against what was measured: each one-rank run's epoch at T predicted from its T = 1 kernel times and the fitted
    speedups (:func:`model_check`).
@@ -70,20 +71,16 @@ def model_check(med: dict[Key, dict[str, float]], figure: dict) -> list[dict]:
 
 
 def probe(ranks: int, threads: int, timeout: float) -> list[dict] | str:
-    """Every rank's :mod:`.probe` line, or why there is none."""
-    cmd = [sys.executable, "-m", "benchmarks.device.probe", "--threads", str(threads)]
-    if ranks > 1:
-        cmd = [*launcher(None), "-n", str(ranks), *cmd]
-    res, late = timed(cmd, timeout)
-    if late or res.returncode != 0:
-        return f"{'timed out' if late else f'exit {res.returncode}'}: {' / '.join(res.stderr.strip().splitlines()[-2:])}"
-    rows = []
-    for line in res.stdout.splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue
-    return sorted(rows, key=lambda r: r.get("rank", 0))
+    """Every rank's :mod:`.probe` record, or why there is none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "benchmarks.device.probe", "--threads", str(threads), "--out", tmp]
+        if ranks > 1:
+            cmd = [*launcher(None), "-n", str(ranks), *cmd]
+        res, late = timed(cmd, timeout)
+        if late or res.returncode != 0:
+            why = f"timed out after {timeout:.0f} s" if late else f"exit {res.returncode}"
+            return f"{why}: {' / '.join(res.stderr.strip().splitlines()[-2:])}"
+        return sorted((json.loads(f.read_text()) for f in Path(tmp).glob("rank-*.json")), key=lambda r: r["rank"])
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -118,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         part.save(complete)
 
     try:
+        probes: dict[str, list[dict] | str] = {}
+        for p, t in [(1, max(threads)), *splits]:  # (1) what each rank of a run has: cheap, so first
+            probes[f"{p}x{t}"] = probe(p, t, min(60.0, max(5.0, part.left())))
+        part.doc["ranks"] = probes
+        save()
         with tempfile.TemporaryDirectory() as tmp:
             for key in plan(ARCHS, threads, splits):
                 arch, mode, p, t = key
@@ -141,14 +143,6 @@ def main(argv: list[str] | None = None) -> int:
                     runs[key] = {"error": f"{type(e).__name__}: {e}"[:400]}
                 print(arch, mode, f"{p}x{t}", runs[key], file=sys.stderr, flush=True)
                 save()
-        probes: dict[str, list[dict] | str] = {}
-        for p, t in [(1, max(threads)), *splits]:  # (2) what each rank of a run has
-            if part.left() < 5:
-                probes[f"{p}x{t}"] = "skipped: the budget is spent"
-                continue
-            probes[f"{p}x{t}"] = probe(p, t, min(60.0, part.left()))
-        part.doc["ranks"] = probes
-        save()
         figure = ts.fit(med, f"benchmarks.device.cpu on {part.doc['machine']['cpu']}, {cores} cores")  # (3)
         part.doc["fit"] = figure
         if figure["speedup"]:

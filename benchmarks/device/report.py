@@ -249,11 +249,13 @@ def cpu_body(doc: dict) -> str:
             if isinstance(got, str):
                 rows.append({"split": split, "rank": "-", "aff": got, "numba": "-"})
                 continue
+            groups: dict[tuple[str, object], list[int]] = {}  # ranks with the same affinity and threads: one row
             for r in got:
-                rows.append({"split": split, "rank": r.get("rank"), "aff": cores_text(r.get("affinity", [])),
-                             "numba": r.get("numba_threads")})
+                groups.setdefault((cores_text(r.get("affinity", [])), r.get("numba_threads")), []).append(r.get("rank", -1))
+            for (aff, numba), ids in groups.items():
+                rows.append({"split": split, "rank": cores_text(ids), "aff": aff, "numba": numba})
         out += ["\n### Each rank's CPU affinity and numba's threads, started as the runs are\n",
-                table(rows, [("split", "P x T"), ("rank", "rank"), ("aff", "os.sched_getaffinity"),
+                table(rows, [("split", "P x T"), ("rank", "ranks"), ("aff", "os.sched_getaffinity"),
                              ("numba", "numba.get_num_threads()")])]
     fit = doc.get("fit")
     if fit and fit.get("speedup"):
