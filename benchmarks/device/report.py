@@ -56,6 +56,8 @@ def load(files: list[Path]) -> dict[str, dict]:
             raise ReportError(f"{f}: not JSON ({e})") from None
         if not isinstance(doc, dict):
             raise ReportError(f"{f}: not a device run's JSON (an object with 'part')")
+        if "part" not in doc and f.name == "calibration.json":  # the benchmark's own file, not wrapped by the driver
+            doc = {**doc, "part": "calibration"}
         if "part" not in doc:
             log.info("%s: no 'part', left out", f)
             continue
@@ -66,7 +68,7 @@ def load(files: list[Path]) -> dict[str, dict]:
         parts[doc["part"]] = doc
     if not set(parts) - {"run"}:
         raise ReportError("no gpu.json, cpu.json or calibration.json among the files")
-    dry = {bool(d.get("dry_run")) for d in parts.values()}
+    dry = {bool(d["dry_run"]) for d in parts.values() if "dry_run" in d}
     if len(dry) > 1:
         raise ReportError("the files mix a dry run's and a real run's JSONs")
     return parts
@@ -299,9 +301,13 @@ def calibration_body(doc: dict) -> str:
     if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
         cols = list(dict.fromkeys(k for r in rows for k in r))
         out.append(table([{k: fmt(r.get(k, "")) for k in cols} for r in rows], [(k, k) for k in cols]))
-    scalars = {k: v for k, v in doc.items() if k not in ("rows", "part", "machine") and not isinstance(v, dict | list)}
+    shown = ("rows", "part", "machine", "dry_run", "date", "command", "complete")
+    scalars = {k: v for k, v in doc.items() if k not in shown and not isinstance(v, dict | list)}
     if scalars:
         out.append("\n" + "; ".join(f"{k}: {fmt(v)}" for k, v in scalars.items()) + "\n")
+    for k, v in doc.items():  # an object of figures (e.g. the measured constants): one line
+        if k not in shown and isinstance(v, dict):
+            out.append(f"\n{k}: " + ", ".join(f"{kk} {fmt(vv)}" for kk, vv in v.items()) + "\n")
     return "\n".join(out) or "No figures.\n"
 
 
