@@ -379,7 +379,8 @@ def sections(parts: dict[str, dict]) -> list[tuple[str, str]]:
         if "machine" not in cal and run:
             cal = {**cal, "machine": run.get("machine", {})}
         extra = "" if cal.get("skipped") else \
-            "- the part: benchmarks/training/net_calibration.py at 16 ranks (run.sh: `mpirun -n 16`, `--json`)"
+            "- the part: benchmarks/training/net_calibration.py, which run.sh starts under `mpirun -n 16` (the dry run: " \
+            "`mpirun -n 2`, `--quick`)"
         out.append((CAL_TITLE, head(CAL_TITLE, cal, run, extra) + "\n" + calibration_body(cal)))
     return out
 
