@@ -197,6 +197,12 @@ def timed(cmd: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, 
     try:
         out, err = proc.communicate(timeout=timeout)
         return subprocess.CompletedProcess(cmd, proc.returncode, out, err), False
+    except KeyboardInterrupt:  # this process is stopped (a budget's SIGINT): the child's group goes with it
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        raise
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import bench_env, machine, mpirun, table, write_section
+from benchmarks.common import machine, mpirun, table, write_section
 from shgcn.trainer.threads import affinity_cores
 
 ARCHS = ("gcn", "gin", "sage", "gat")
@@ -50,15 +50,24 @@ def _cpu_seconds() -> float:
 
 
 def one_run(store: Path, *, arch: str, mode: str, ranks: int, threads: int, epochs: int, hidden: int,
-            log: Path) -> dict[str, float]:
-    """One training run: the median epoch and kernel seconds (epochs after the first two), and cpu/wall."""
+            log: Path, launcher: list[str] | None = None, timeout: float = 1800) -> dict[str, float]:
+    """One training run: the median epoch and kernel seconds (epochs after the first two), and cpu/wall.
+    ``launcher``: the mpirun command for ``ranks`` > 1 (default: :func:`benchmarks.common.mpirun`). A run that
+    fails or takes more than ``timeout`` seconds raises ``subprocess.CalledProcessError`` or
+    ``subprocess.TimeoutExpired`` (its process group killed)."""
+    from benchmarks.training.gpu_bench import timed
+
     cmd = [sys.executable, "-m", "shgcn.trainer", str(store), "--arch", arch, "--mode", mode, "--hidden", str(hidden),
            "--epochs", str(epochs), "--eval-every", "100000", "--threads", str(threads), "--quiet", "--log", str(log),
            "--overwrite"]
     if ranks > 1:
-        cmd = [mpirun(), "-n", str(ranks), *cmd]
+        cmd = [*(launcher or [mpirun()]), "-n", str(ranks), *cmd]
     cpu0, t0 = _cpu_seconds(), time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, text=True, env=bench_env(), timeout=1800)
+    res, late = timed(cmd, timeout)
+    if late:
+        raise subprocess.TimeoutExpired(cmd, timeout, res.stdout, res.stderr)
+    if res.returncode != 0:
+        raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
     wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
     recs = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     epochs_ = [r for r in recs if r.get("type") == "epoch"]
