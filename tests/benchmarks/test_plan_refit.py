@@ -51,3 +51,5 @@ def test_slopes_refit_the_bytes_a_nonzero_of_the_terms_named_and_keep_the_rest()
     assert abs(got["beside"]["gp"]["nnz"] - 2.0) < 1e-9
     assert got["memory"]["write"] == {"base": 0, "nnz": 5.0} and previous["memory"]["ingest"]["nnz"] == 30.0
     assert got["source"].startswith("before; then the bytes a nonzero of ingest, beside:gp refitted on a, b")
+    lined = pr.slopes(recs, previous, ["ingest"], line=True)["memory"]["ingest"]  # through (1, 11) and (2, 25) MiB
+    assert abs(lined["nnz"] - 14.0) < 1e-6 and abs(lined["base"] + 3 * mib) < 1e-3 * mib
