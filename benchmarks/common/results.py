@@ -93,7 +93,7 @@ QUESTIONS = (
               "Build: the layout's pieces in the temporary area, R-MAT scale 20 (issue 32)",
               "Trainer memory: a rank reads its memory-mapped block once (issue 32, branch `t24`)",
               "Build: R-MAT scale 23, gp, p = 64, at 32 bytes a nonzero (issue 32)",
-              "Build: bytes a nonzero by stage, the ingest's chunks freed early (issue 59)"),
+              "Build: bytes a nonzero by stage, the input chunks freed early (issue 59)"),
              (_P + "partition_scale", _B + "scale_build", _B + "plan_check", _B + "stage_bytes", _T + "scale_memory")),
     Question("trainer", "Trainer speed: how fast is an epoch at P = 1, 2 and 4, against a plain epoch and PyG?",
              ("Trainer at one process and P=2 (issue 23)", "Architectures against PyG on CPU (issue 23)",
