@@ -102,15 +102,35 @@ def split_edges(chunk: ParsedChunk, bounds: np.ndarray, symmetrize: bool, transp
     loops = int(src.size - keep.sum())
     idx = index_dtype(int(bounds[-1]))  # 4-byte ids below 2^31 vertices: the pieces are half the size
     src, dst = src[keep].astype(idx, copy=False), dst[keep].astype(idx, copy=False)
+    del keep
     if symmetrize:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    return _cut(src, dst, bounds, loops)
+
+
+def transpose_pieces(b: RowBlock, bounds: np.ndarray) -> EdgePieces:
+    """The ``ingest-csr-t-split`` task: a block of A's pattern cut by the
+    block of its columns, as rows of A^T (entry (i, j) of A is (j, i) of
+    A^T). A^T's blocks are made from A's (:func:`assemble` sorts and merges
+    them to the blocks :func:`split_edges` with ``transpose`` gives), so the
+    input's chunks can go once A's blocks are made: they are not held
+    beside A^T's pieces."""
+    idx = index_dtype(int(bounds[-1]))
+    rows: np.ndarray = np.repeat(np.arange(b.lo, b.hi, dtype=idx), np.diff(b.indptr))
+    return _cut(b.indices.astype(idx, copy=False), rows, bounds, 0)
+
+
+def _cut(src: np.ndarray, dst: np.ndarray, bounds: np.ndarray, loops: int) -> EdgePieces:
+    """Edges (src, dst) cut by the row block of ``src``."""
     size = int(bounds[1] - bounds[0]) if bounds.size > 1 else 1  # blocks are equal, but for the last
     block = (src // max(size, 1)).astype(np.uint16 if bounds.size <= 2**16 else np.int64)
     order = np.argsort(block, kind="stable")  # small ints: numpy's stable sort is a radix sort
     cuts = np.searchsorted(block[order], np.arange(bounds.size), side="left")
-    src, dst = src[order], dst[order]
-    return EdgePieces([src[a:b] for a, b in zip(cuts[:-1], cuts[1:])],
-                      [dst[a:b] for a, b in zip(cuts[:-1], cuts[1:])], loops)
+    del block
+    # each block's piece its own array (not a view of one): a piece's memory goes when its block is assembled
+    rows = [src[order[a:b]] for a, b in zip(cuts[:-1], cuts[1:])]
+    cols = [dst[order[a:b]] for a, b in zip(cuts[:-1], cuts[1:])]
+    return EdgePieces(rows, cols, loops)
 
 
 def piece(p: EdgePieces, b: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,12 @@ threshold (``M_MMAP_THRESHOLD``, which also stops the raising) gives every
 array of :data:`THRESHOLD` bytes or more back when it is freed. Only the
 processes the build starts call it (``pipeline build``, the partitioner's
 child): a library call does not change its caller's allocator.
+
+Arrays below the threshold (a row block's piece of an edge chunk: tens of
+KiB) still come from the heap and its arenas; :func:`trim` hands their free
+pages back (``malloc_trim``, every arena): the build calls it where a stage
+has let go of many of them, before the next peaks (the ingest's pieces,
+before a partitioner's child starts).
 """
 
 from __future__ import annotations
@@ -32,3 +38,17 @@ def return_freed_memory(threshold: int = THRESHOLD) -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, int(threshold)))
+
+
+def trim() -> bool:
+    """Give the free pages of every malloc arena back to the system (glibc's
+    ``malloc_trim(0)``); False where there is no glibc. Freed memory stays
+    free either way: this lowers the process's resident memory, not what it holds."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        malloc_trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return False
+    malloc_trim.argtypes, malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+    malloc_trim(0)
+    return True

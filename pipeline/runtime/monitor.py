@@ -39,6 +39,14 @@ def reset_peak() -> bool:
         return False
 
 
+def trim_and_reset() -> bool:
+    """:func:`.malloc.trim`, then :func:`reset_peak`."""
+    from .malloc import trim
+
+    trim()
+    return reset_peak()
+
+
 def peak_rss_mib() -> float:
     """Peak resident memory of this process since the last reset, MiB."""
     return round(peak_resident() / 2**20, 1)
@@ -69,13 +77,15 @@ class Monitor:
 
     # --- memory of every process
     def _reset_all(self) -> None:
-        reset_peak()
+        """Every process's high-water mark reset, after the heap's free pages are given back (:func:`.malloc.trim`:
+        what the stage before let go of, not what it still holds, leaves the next stage's peak)."""
+        trim_and_reset()
         if self.embedded:
             return
         with contextlib.suppress(Exception):
-            self.client.run(reset_peak)
+            self.client.run(trim_and_reset)
         with contextlib.suppress(Exception):
-            self.client.run_on_scheduler(reset_peak)
+            self.client.run_on_scheduler(trim_and_reset)
 
     def _peaks(self) -> dict[str, float]:
         if self.embedded:

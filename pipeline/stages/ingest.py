@@ -78,9 +78,9 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
     _fits(cfg, src.name, n, raw.lines)
     edges = raw.lines * (1 if directed else 2)
     bounds = blocks.block_bounds(n, max(1, -(-edges // cfg.block_nnz)))
-    a, loops = _shuffle(tasks, chunks, bounds, directed, transpose=False, mon=mon)
-    at = _shuffle(tasks, chunks, bounds, directed, transpose=True, mon=mon)[0] if directed else a
-    del chunks  # in row blocks now
+    a, loops = _shuffle(tasks, chunks, bounds, directed, mon=mon)
+    del chunks  # in A's row blocks now: the chunks go as those are made, before A^T's pieces are cut
+    at = _transpose(tasks, a, bounds, mon) if directed else a
     nnz = sum(tasks.gather([tasks.submit("ingest-count", _nnz, b) for b in a]))
     kept = nnz if directed else nnz // 2
     stats = {"lines": int(raw.lines), "self_loops": int(loops), "nodes": int(n), "edges": int(kept),
@@ -144,31 +144,47 @@ def _relabel(tasks: Tasks, raw: RawSource, mon: Monitor) -> tuple[list, int, Any
     mon.bar(level, "ingest: vertex ids")
     while len(level) > 1:  # a tree of unions, 8 at a time
         level = [tasks.submit("ingest-ids", chunk_tasks.union, *level[i:i + 8]) for i in range(0, len(level), 8)]
-    node_ids = level[0]
+    node_ids = tasks.submit("ingest-ids", _wide, level[0])  # the store's file ids are int64, whatever the chunks'
     n = int(tasks.submit("ingest-ids", len, node_ids).result())
     chunks = [tasks.submit("ingest-relabel", chunk_tasks.relabel, c, node_ids) for c in raw.chunks]
     return chunks, n, node_ids
+
+
+def _wide(ids: np.ndarray) -> np.ndarray:
+    return ids.astype(np.int64, copy=False)
 
 
 def _arange(n: int, base: int) -> np.ndarray:
     return np.arange(n, dtype=np.int64) + base
 
 
-def _shuffle(tasks: Tasks, chunks: list, bounds: np.ndarray, directed: bool, transpose: bool,
-             mon: Monitor) -> tuple[list, int]:
+def _shuffle(tasks: Tasks, chunks: list, bounds: np.ndarray, directed: bool, mon: Monitor) -> tuple[list, int]:
     """Every chunk's edges to the row block that owns them (worker to worker):
-    the blocks of A (or A^T), deduplicated, without self loops."""
-    name = "ingest-csr-t" if transpose else "ingest-csr"
-    split = [tasks.submit(f"{name}-split", blocks.split_edges, c, bounds, not directed, transpose) for c in chunks]
-    loops = sum(tasks.gather([tasks.submit(f"{name}-loops", blocks.pieces_loops, s) for s in split]))
-    nb = bounds.size - 1
+    the blocks of A, deduplicated, without self loops."""
+    split = [tasks.submit("ingest-csr-split", blocks.split_edges, c, bounds, not directed) for c in chunks]
+    loops = sum(tasks.gather([tasks.submit("ingest-csr-loops", blocks.pieces_loops, s) for s in split]))
+    out = _assemble(tasks, "ingest-csr", split, bounds)
+    mon.bar(out, "ingest: row blocks")
+    return out, int(loops)
+
+
+def _transpose(tasks: Tasks, a: list, bounds: np.ndarray, mon: Monitor) -> list:
+    """A^T's row blocks from A's (:func:`blocks.transpose_pieces`): the same
+    blocks as from the input's chunks, which are gone by then."""
+    split = [tasks.submit("ingest-csr-t-split", blocks.transpose_pieces, b, bounds) for b in a]
+    out = _assemble(tasks, "ingest-csr-t", split, bounds)
+    mon.bar(out, "ingest: row blocks of A^T")
+    return out
+
+
+def _assemble(tasks: Tasks, name: str, split: list, bounds: np.ndarray) -> list:
+    """Block b from its piece of every split (a loop over blocks)."""
     n = int(bounds[-1])
     out = []
-    for b in range(nb):  # a loop over blocks: each takes its piece of every chunk
+    for b in range(bounds.size - 1):
         pieces = [tasks.submit(f"{name}-piece", blocks.piece, s, b) for s in split]
         out.append(tasks.submit(name, blocks.assemble, int(bounds[b]), int(bounds[b + 1]), n, *pieces))
-    mon.bar(out, f"ingest: row blocks{' of A^T' if transpose else ''}")
-    return out, int(loops)
+    return out
 
 
 def _nnz(b: blocks.RowBlock) -> int:

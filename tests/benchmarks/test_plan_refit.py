@@ -32,3 +32,24 @@ def test_kept_parts_replace_the_fitted_ones(monkeypatch):
     assert got["memory"] == {"m": 1} and got["child"] == {"gp": 8} and got["seconds"] == {"s": 7}
     assert got["source"].endswith("; child and seconds kept from the previous fit (the fit before)")
     assert pr.refit({}, previous, ())["source"] == fitted["source"]
+
+
+def test_slopes_refit_the_bytes_a_nonzero_of_the_terms_named_and_keep_the_rest():
+    mib = 2**20
+
+    def rec(nnz, ingest_mib, beside_mib):
+        return {"info": {"nnz": nnz, "n": 100, "feature_dim": 10,
+                         "peak_rss_mib_by_stage": {"ingest": {"client+scheduler+worker (one process)": ingest_mib}},
+                         "peak_rss_mib_while_partitioning": {"partition": {"client": beside_mib}}}}
+
+    previous = {"memory": {"ingest": {"base": mib, "nnz": 30.0, "feature": 1.0}, "write": {"base": 0, "nnz": 5.0}},
+                "beside": {"gp": {"base": 0.0, "nnz": 4.0, "feature": 0.0}}, "source": "before"}
+    # ingest: (measured - 1 MiB - 1 B x 1,000 values) / nnz = 10 and 12; beside: 2 and 2
+    recs = {"a": rec(mib, (mib + 1000 + 10 * mib) / mib, 2), "b": rec(2 * mib, (mib + 1000 + 24 * mib) / mib, 4)}
+    got = pr.slopes(recs, previous, ["ingest", "beside:gp"])
+    assert abs(got["memory"]["ingest"]["nnz"] - 11.0) < 1e-9 and got["memory"]["ingest"]["base"] == mib
+    assert abs(got["beside"]["gp"]["nnz"] - 2.0) < 1e-9
+    assert got["memory"]["write"] == {"base": 0, "nnz": 5.0} and previous["memory"]["ingest"]["nnz"] == 30.0
+    assert got["source"].startswith("before; then the bytes a nonzero of ingest, beside:gp refitted on a, b")
+    lined = pr.slopes(recs, previous, ["ingest"], line=True)["memory"]["ingest"]  # through (1, 11) and (2, 25) MiB
+    assert abs(lined["nnz"] - 14.0) < 1e-6 and abs(lined["base"] + 3 * mib) < 1e-3 * mib

@@ -40,3 +40,13 @@ def test_a_stage_the_record_lacks_is_empty():
     rec = record()
     del rec["info"]["peak_rss_mib_by_stage"]["place"]
     assert sb.row(rec)["place"] == ""
+
+
+def test_with_the_build_beside_the_child_the_partition_stage_is_the_larger_of_before_and_beside_plus_child():
+    rec = record()
+    rec["info"]["peak_rss_mib_while_partitioning"] = {"partition": {B: 5.0}}
+    rec |= {"partial_peak_bytes": 3 * 2**30, "store_bytes": 2**30, "wall": 12.4}
+    row = sb.row(rec)
+    assert row["partition"] == "80; 5 + 67 = 80"  # the build before the child (80) against 5 + 67
+    assert row["at once"] == "**99**"  # the quality stage, now the largest
+    assert "disk at its peak 3.00 GiB (the store 1.00 GiB); 12 s" in sb.render([rec])

@@ -82,3 +82,25 @@ def test_normalize_in_pieces_is_byte_identical():
             cut = blocks.normalize(b, deg, deg[::-1].copy(), transpose, limit=limit)
             assert cut.indptr.tobytes() == whole.indptr.tobytes() and cut.indices.tobytes() == whole.indices.tobytes()
             assert cut.data.tobytes() == whole.data.tobytes() and cut.indices.dtype == np.int32
+
+
+def test_transpose_pieces_give_the_blocks_of_a_transpose_from_the_chunks():
+    """A^T's blocks cut from A's blocks (the chunks gone) are those cut from the chunks, array for array."""
+    rng = np.random.default_rng(5)
+    n, bounds = 40, blocks.block_bounds(40, 3)
+    chunks = [ParsedChunk(rng.integers(0, n, 90), rng.integers(0, n, 90), 90) for _ in range(3)]  # loops, duplicates
+
+    def made(split):
+        return [blocks.assemble(int(bounds[b]), int(bounds[b + 1]), n, *[blocks.piece(s, b) for s in split])
+                for b in range(bounds.size - 1)]
+
+    a = made([blocks.split_edges(c, bounds, symmetrize=False) for c in chunks])
+    want = made([blocks.split_edges(c, bounds, symmetrize=False, transpose=True) for c in chunks])
+    got = made([blocks.transpose_pieces(b, bounds) for b in a])
+    for g, w in zip(got, want):
+        assert (g.lo, g.hi) == (w.lo, w.hi) and g.indptr.dtype == w.indptr.dtype and g.indices.dtype == w.indices.dtype
+        assert g.indptr.tolist() == w.indptr.tolist() and g.indices.tolist() == w.indices.tolist()
+    p = blocks.transpose_pieces(a[0], bounds)
+    assert p.loops == 0 and all(r.dtype == np.int32 for r in p.rows)
+    # each block's piece is its own array, not a view of the chunk's: it goes when its block is assembled
+    assert all(r.base is None or r.base.size == r.size for r in p.rows)

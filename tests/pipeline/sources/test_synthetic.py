@@ -67,3 +67,11 @@ def test_submit_generates_on_the_workers(client):
             synthetic.submit(tasks, "rmat:scale=20", limit=1 << 20)
     finally:
         tasks.release()
+
+
+def test_compact_labels_are_int32_below_scale_31_and_the_same_permutation():
+    from shgcn.pipeline.arrays import index_dtype
+
+    wide, narrow = synthetic.rmat_labels(6, 2), synthetic.compact_labels(6, 2)
+    assert narrow.dtype == np.int32 and narrow.tolist() == wide.tolist()
+    assert index_dtype(1 << 30) is np.int32 and index_dtype(1 << 31) is np.int64  # the boundary compact_labels uses
