@@ -4,10 +4,11 @@
 Each rank's time in a stage is its latencies plus its slowest bandwidth term
 (the bytes overlap; the latencies add up):
 
-- ``latency``: the messages' latency per path (intra- or inter-node), of
-  ``max(sent, received)`` messages: the path's ``alpha`` for the first and
-  its per-message ``overhead`` for each further one (non-blocking messages
-  in flight together), or ``alpha`` each where the path gives no overhead
+- ``latency``: the messages' latency per path (intra- or inter-node): the
+  path's ``alpha`` for the first and its per-message ``overhead`` for every
+  further message the rank sends or receives (non-blocking messages in
+  flight together; LogP's o on both ends), or ``alpha`` for each of
+  ``max(sent, received)`` where the path gives no overhead
   (:meth:`~.machine.Channel.latency`);
 - ``intra``: its intra-node bytes, the larger of out and in, at the intra
   path's rate (shared memory, full duplex);
@@ -189,8 +190,7 @@ def stage_terms(msgs: Any, row_bytes: int, machine: Any, P: int,
     for sel, ch, name in ((~inter, machine.intra, "intra"), (inter, machine.inter, "inter")):
         out_b = np.bincount(msgs.src[sel], weights=nbytes[sel], minlength=P)
         in_b = np.bincount(msgs.dst[sel], weights=nbytes[sel], minlength=P)
-        n = np.maximum(np.bincount(msgs.src[sel], minlength=P), np.bincount(msgs.dst[sel], minlength=P))
-        lat += ch.latency(n)
+        lat += ch.latency(np.bincount(msgs.src[sel], minlength=P), np.bincount(msgs.dst[sel], minlength=P))
         if name == "intra":
             t["intra"] = ch.beta * np.maximum(out_b, in_b)
         else:

@@ -45,9 +45,9 @@ class Channel:
     """One way a message travels: it takes ``alpha + beta * bytes`` seconds.
 
     Attributes: alpha (s: a message's latency); beta (s per byte); source (where the numbers come from);
-    overhead (s per message when a rank has several in flight at once: the time one more non-blocking message
-    adds, what ``osu_mbw_mr`` measures with one pair at small sizes, less its bytes; None: every message a
-    full ``alpha``, the model before issue 58).
+    overhead (s a rank's processor spends on each further message it sends or receives when several are in
+    flight at once: what ``osu_mbw_mr`` measures with one pair at small sizes, less the bytes; None: every
+    message a full ``alpha``, the model before issue 58).
     """
 
     alpha: float
@@ -55,12 +55,18 @@ class Channel:
     source: str = ""
     overhead: float | None = None
 
-    def latency(self, messages) -> np.ndarray:
-        """Seconds of latency of ``messages`` (array) sent (or received) together in one stage: the first
-        one's ``alpha``, then ``overhead`` for each further one (each ``alpha`` without an overhead)."""
-        n = np.asarray(messages, float)
+    def latency(self, sent, received) -> np.ndarray:
+        """Seconds of latency of a rank's messages ``sent`` and ``received`` (arrays) together in one stage.
+
+        With an ``overhead``: the first message's ``alpha``, then ``overhead`` for every further message the
+        rank sends or receives (LogP's o, paid by the sender's and the receiver's processor for each message:
+        a rank that sends and receives pays both). Without one: ``alpha`` for each of ``max(sent, received)``
+        (the model before issue 58)."""
+        s = np.asarray(sent, float)
+        r = np.asarray(received, float)
         if self.overhead is None:
-            return self.alpha * n
+            return self.alpha * np.maximum(s, r)
+        n = s + r
         return np.where(n > 0, self.alpha + self.overhead * np.maximum(n - 1, 0), 0.0)
 
 

@@ -180,7 +180,8 @@ def main() -> None:
             f"per-message overhead of {overhead * 1e6:.2f} µs. Each pattern is one stage of non-blocking messages "
             f"(volumes x{scale:g}); measured: the slowest rank, median of {repeats}. Predicted: the epoch model's "
             "stage time for the same messages on a machine of these constants (every rank on one node, no link; "
-            "`model`: the latency once and the overhead per further message, the default; `alpha a message`: "
+            "`model`: the latency once and the overhead for every further message sent or received, the default; "
+            "`alpha a message`: "
             "every message a full latency, the model before issue 58), plus the oversubscription delay when "
             "ranks outnumber cores.\n\n")
     body = text + table(rows, [(c, c) for c in rows[0]])

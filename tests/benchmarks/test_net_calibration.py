@@ -30,13 +30,13 @@ def test_the_patterns_by_hand():
     assert {b for *_, b in nc.plan("equal", 4)} == {200} and len(nc.plan("equal", 4, 0.1)) == 4 * 50
 
 
-def test_the_prediction_counts_the_latency_once_and_the_overhead_per_further_message():
-    """2 ranks, equal: each sends 500 messages of 200 B and receives 500: alpha + 499 x overhead of latency,
-    100 KB at beta, on both ranks (no oversubscription on a machine with 2 cores or more)."""
+def test_the_prediction_counts_the_latency_once_and_the_overhead_per_message_on_each_end():
+    """2 ranks, equal: each sends 500 messages of 200 B and receives 500: alpha + 999 x overhead of latency (each
+    message sent and received), 100 KB at beta, on both ranks (no oversubscription with 2 cores or more)."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: the prediction adds the oversubscription delay")
     t = nc.predicted("equal", 2, 1.0, alpha=1e-5, beta=1e-9, overhead=1e-6)
-    assert t == pytest.approx(np.full(2, 1e-5 + 499e-6 + 100_000e-9))
+    assert t == pytest.approx(np.full(2, 1e-5 + 999e-6 + 100_000e-9))
     t = nc.predicted("equal", 2, 1.0, alpha=1e-5, beta=1e-9, overhead=None)  # every message a full latency
     assert t == pytest.approx(np.full(2, 500e-5 + 100_000e-9))
 

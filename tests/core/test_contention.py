@@ -108,15 +108,16 @@ def test_the_breakdown_has_every_term_per_rank():
 
 
 def test_a_paths_overhead_pipelines_its_messages():
-    """alpha 10 s, an overhead of 1 s: 3 messages in flight cost 10 + 2 x 1 s of latency; without an overhead
-    30 s (every message a full alpha, the model before issue 58); none: 0."""
+    """alpha 10 s, an overhead of 1 s: 3 messages sent in flight cost 10 + 2 x 1 s of latency, 3 sent and 2
+    received 10 + 4 x 1 s (each end's processor pays for each message); without an overhead alpha for each of
+    max(sent, received) (the model before issue 58); none: 0."""
     from shgcn.core.machine import Channel
 
-    assert Channel(10.0, 0.1, "", 1.0).latency([3, 1, 0]).tolist() == [12.0, 10.0, 0.0]
-    assert Channel(10.0, 0.1).latency([3, 1, 0]).tolist() == [30.0, 10.0, 0.0]
+    assert Channel(10.0, 0.1, "", 1.0).latency([3, 3, 1, 0], [0, 2, 0, 0]).tolist() == [12.0, 14.0, 10.0, 0.0]
+    assert Channel(10.0, 0.1).latency([3, 3, 1, 0], [0, 2, 0, 0]).tolist() == [30.0, 30.0, 10.0, 0.0]
     m = replace(machine(ranks_per_node=1, link_rate=5.0), inter=Channel(10.0, 0.1, "", 1.0))
-    t = stage_terms(Messages.of([0, 0, 0], [1, 2, 3], [1, 1, 1]), 8, m, 4)
-    assert t["latency"].tolist() == [12.0, 10.0, 10.0, 10.0]
+    t = stage_terms(Messages.of([0, 0, 0, 1], [1, 2, 3, 0], [1, 1, 1, 1]), 8, m, 4)
+    assert t["latency"].tolist() == [13.0, 11.0, 10.0, 10.0]
     assert machine_of("inter=1us:12GB/s:0.14us").inter.overhead == pytest.approx(0.14e-6)
     assert machine_of("paper").inter.overhead == pytest.approx(143.6e-9)
     with pytest.raises(UserError, match="0.14x"):
