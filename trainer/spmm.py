@@ -64,13 +64,8 @@ class LocalProduct:
         def local():
             out["y"] = self.be.spmm(self.lm.own, x)
 
-        add = getattr(self.be, "spmm_add", None)  # y += m x on m's nonempty rows only (the numpy backend)
-
         def on_block(q, rows):
-            if add is not None:
-                out["y"] = add(out["y"], self.lm.halo[q], self.be.from_host(rows))
-            else:
-                out["y"] += self.be.spmm(self.lm.halo[q], self.be.from_host(rows))
+            out["y"] += self.be.spmm(self.lm.halo[q], self.be.from_host(rows))
 
         self.ex.expand(self.be.host_rows(x), local, on_block)
         return out["y"]

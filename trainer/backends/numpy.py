@@ -83,15 +83,6 @@ def tn_rows(n: int) -> int:
     return _TN_ROWS * max(1, -(-n // (_TN_ROWS * _TN_MAX_BLOCKS)))
 
 
-def nonempty_rows(m: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix]:
-    """(rows, compact): the rows of CSR ``m`` with nonzeros, and ``m`` restricted to them (the same entries in
-    the same order: compact row i is row ``rows[i]`` of m)."""
-    counts = np.diff(m.indptr)
-    rows = np.flatnonzero(counts)
-    indptr = np.concatenate([[0], np.cumsum(counts[rows])]).astype(m.indptr.dtype)
-    return rows, sp.csr_matrix((m.data, m.indices, indptr), shape=(rows.size, m.shape[1]))
-
-
 class NumpyBackend(HostArrays):
     """The CPU backend: numpy, scipy.sparse and numba kernels (the array functions: :class:`.arrays.HostArrays`)."""
 
@@ -139,28 +130,6 @@ class NumpyBackend(HostArrays):
     def spmm(self, m: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
         """(n, k) sparse times (k, d) dense: (n, d) float32. With threads, the parallel kernel (the same sums
         in the same order as scipy's, so the same bits) on float32 CSR operands; scipy's otherwise."""
-        return self._spmm(m, x)
-
-    @timed_on_host("spmm")
-    def spmm_add(self, y: np.ndarray, m: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
-        """``y += m x``, in place, returning y: the product of m's nonempty rows only, added to those rows of y.
-
-        A halo block (the rows received from one sender) has nonzeros in a few of the rank's rows (soc-slashdot0902
-        at P = 2, a 10% batch: about 500 of 4,100), and ``y += m @ x`` made and added an (n, d) product, nearly all
-        zeros: at d = 128 about 1 ms a block against 0.06 ms for its nonempty rows. Each row's sum is its own, the
-        same sums in the same order (scipy's or the parallel kernel), so y is the same, bit for bit (a row of m
-        without nonzeros added +0.0, which changed only a -0.0 of y into +0.0)."""
-        if not (isinstance(y, np.ndarray) and sp.issparse(m) and m.format == "csr"):
-            y += self._spmm(m, x)
-            return y
-        rows, compact = self._derived(m, "nonempty", lambda: nonempty_rows(m))
-        if rows.size == m.shape[0]:
-            y += self._spmm(m, x)
-        elif rows.size:
-            y[rows] += self._spmm(compact, x)
-        return y
-
-    def _spmm(self, m: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
         if self.threads > 1 and sp.issparse(m) and m.format == "csr" and m.dtype == np.float32 \
                 and isinstance(x, np.ndarray) and x.ndim == 2 and x.dtype == np.float32 \
                 and m.nnz * x.shape[1] >= _PARALLEL_MIN:
