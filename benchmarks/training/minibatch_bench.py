@@ -3,7 +3,7 @@ by rp, gp, hp and shp, against the pipeline's prediction; epoch time at P=2
 versus P=1, before and after a change.
 
     python -m benchmarks.training.minibatch_bench bytes [--graphs soc-slashdot0902 ca-astroph] [--parts 4] [--epochs 2]
-    python -m benchmarks.training.minibatch_bench phases [--epochs 6] [--nice -15] [--bind core]
+    python -m benchmarks.training.minibatch_bench phases [--epochs 6] [--repeats 3] [--nice -15] [--bind core]
     python -m benchmarks.training.minibatch_bench time [--before REV] [--repeats 5] [--epochs 6] [--nice -15] [--bind core]
                                                        [--cache DIR]
 
@@ -155,9 +155,9 @@ def time_section(args) -> None:
         loads = []
         for r in range(args.repeats):  # interleaved: every configuration once per repeat
             loads.append(os.getloadavg()[0])
-            for label, code, ranks, threads in configs:
+            for i, (label, code, ranks, threads) in enumerate(configs):
                 key = (label, ranks, threads)
-                log = tmp / f"run-{r}-{len(times[key])}-{ranks}-{threads}.jsonl"
+                log = tmp / f"run-{r}-{i}-{ranks}-{threads}.jsonl"  # i: this checkout and --before apart
                 _, _, epochs = run(stores[ranks], ranks, batch, args.epochs, log, hidden="128",
                                    threads=threads or None, code=code, nice=args.nice,
                                    bind=args.bind)
@@ -231,29 +231,37 @@ def phases_section(args) -> None:
     n = store_info(stores[1])["n"]
     batch = n // 10
     steps_per_epoch = -(-n // batch)
-    rows = []
+    runs: dict[tuple[int, int, str], list[dict[str, float]]] = {}
+    loads = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        for ranks in (1, 2):
-            out = tmp / f"phases-{ranks}.json"
-            cmd = [sys.executable, "-m", "benchmarks.training._phases", str(out), str(stores[ranks]), "--mode",
-                   "minibatch", "--sampler", "node", "--batch-size", str(batch), "--epochs", str(args.epochs),
-                   "--hidden", "128", "--eval-every", str(args.epochs), "--log", str(tmp / f"p{ranks}.jsonl"),
-                   "--quiet", "--threads", "1"]
-            if ranks > 1:
-                cmd = [mpirun(), *(["-bind-to", args.bind] if args.bind else []), "-n", str(ranks), *cmd]
-            if args.nice:
-                cmd = ["nice", "-n", str(args.nice), *cmd]
-            env = bench_env(dict(os.environ, **{v: "1" for v in BLAS}))
-            subprocess.run(cmd, check=True, env=env, cwd=str(tmp))
-            for r, acc in enumerate(json.loads(out.read_text())):
-                for what, prefix in (("wall", ""), ("CPU", "cpu:")):
-                    ms = phases(acc, acc["epochs"] * steps_per_epoch, prefix)
-                    rows.append({"P": ranks, "rank": r, "time": what, **{k: f"{v:.1f}" for k, v in ms.items()}})
-            print(rows[-4:], flush=True)
+        for rep in range(args.repeats):  # P=1 and P=2 alternate: the machine is shared
+            loads.append(os.getloadavg()[0])
+            for ranks in (1, 2):
+                out = tmp / f"phases-{ranks}.json"
+                cmd = [sys.executable, "-m", "benchmarks.training._phases", str(out), str(stores[ranks]), "--mode",
+                       "minibatch", "--sampler", "node", "--batch-size", str(batch), "--epochs", str(args.epochs),
+                       "--hidden", "128", "--eval-every", str(args.epochs), "--log", str(tmp / f"p{ranks}.jsonl"),
+                       "--quiet", "--threads", "1", "--overwrite"]
+                if ranks > 1:
+                    cmd = [mpirun(), *(["-bind-to", args.bind] if args.bind else []), "-n", str(ranks), *cmd]
+                if args.nice:
+                    cmd = ["nice", "-n", str(args.nice), *cmd]
+                env = bench_env(dict(os.environ, **{v: "1" for v in BLAS}))
+                subprocess.run(cmd, check=True, env=env, cwd=str(tmp), timeout=600)
+                for r, acc in enumerate(json.loads(out.read_text())):
+                    for what, prefix in (("wall", ""), ("CPU", "cpu:")):
+                        runs.setdefault((ranks, r, what), []).append(
+                            phases(acc, acc["epochs"] * steps_per_epoch, prefix))
+            print(f"repeat {rep + 1}/{args.repeats} done", flush=True)
+    rows = [{"P": ranks, "rank": r, "time": what,
+             **{k: f"{np.median([ms[k] for ms in lst]):.1f}" for k in lst[0]}}
+            for (ranks, r, what), lst in runs.items()]
     body = table(rows, [("P", "P"), ("rank", "rank"), ("time", "time"), ("step (total)", "step ms"),
                         *[(k, k) for k in PHASES]])
-    body += (f"\nMilliseconds per optimizer step, per rank, over epochs 2-{args.epochs} of one run: wall, and the "
+    body += (f"\nMilliseconds per optimizer step, per rank, over epochs 2-{args.epochs} of a run, the median over "
+             f"{args.repeats} runs (P=1 and P=2 alternating; load average (1 min) at the start of each pair: "
+             f"{', '.join(f'{x:.1f}' for x in loads)}): wall, and the "
              "rank's thread CPU time (what the rank ran, less the time other processes took its core; a wait "
              "counts as CPU while MPI polls); soc-slashdot0902, node sampler, "
              f"B = {batch:,}, hidden 128, 128 random features, `--threads 1` (one thread per rank, P=1 "
@@ -288,6 +296,7 @@ def main() -> None:
     ph.add_argument("--epochs", type=int, default=6)
     ph.add_argument("--bind", default="", help="P=2: mpirun -bind-to this (core: one core per rank)")
     ph.add_argument("--nice", type=int, default=0)
+    ph.add_argument("--repeats", type=int, default=3, help="runs of P=1 and P=2, alternating (medians)")
     ph.add_argument("--cache", default=str(REPO / "build" / "minibatch-bench"))
     args = ap.parse_args()
     {"bytes": bytes_section, "time": time_section, "phases": phases_section}[args.what](args)
