@@ -3,7 +3,7 @@ by rp, gp, hp and shp, against the pipeline's prediction; epoch time at P=2
 versus P=1, before and after a change.
 
     python -m benchmarks.training.minibatch_bench bytes [--graphs soc-slashdot0902 ca-astroph] [--parts 4] [--epochs 2]
-    python -m benchmarks.training.minibatch_bench phases [--epochs 6] [--nice -15] [--bind core]
+    python -m benchmarks.training.minibatch_bench phases [--epochs 6] [--repeats 3] [--nice -15] [--bind core]
     python -m benchmarks.training.minibatch_bench time [--before REV] [--repeats 5] [--epochs 6] [--nice -15] [--bind core]
                                                        [--cache DIR]
 
@@ -15,8 +15,11 @@ per step = bytes sent in the step / (4 bytes x sum of the SpMM row widths of
 one forward and backward pass).
 
 ``time``: soc-slashdot0902 (random:128 features, 16 random classes), hidden
-128, node sampler, B = 10% of n, n / B = 11 steps per epoch; P=1 with one
-BLAS thread and with the default (2), P=2 (one thread per rank); the code
+128, node sampler, B = 10% of n, n / B = 11 steps per epoch; P=1 with
+``--threads 1`` and with the default (2), P=2 with ``--threads 1`` (one
+thread per rank; until issue 59 the one-thread runs set only the BLAS
+variables, so P=1's "1 BLAS thread" ran numba's kernels, the dense split and
+the plan-ahead thread on both cores); the code
 of this checkout and, with ``--before REV``, of that git revision (exported
 with ``git archive`` and put first on PYTHONPATH). The runs of every
 configuration are interleaved ``--repeats`` times, because the machine is
@@ -56,6 +59,8 @@ def run(path: Path, ranks: int, batch: int, epochs: int, log: Path, hidden: str 
     cmd = [sys.executable, "-m", "shgcn.trainer", str(path), "--mode", "minibatch", "--sampler", "node",
            "--batch-size", str(batch), "--epochs", str(epochs), "--hidden", hidden, "--eval-every", str(epochs),
            "--log", str(log), "--quiet"]
+    if threads:  # every thread of the rank: BLAS, numba's, the plan-ahead thread's use (issue 59: the BLAS variables
+        cmd += ["--threads", str(threads)]  # alone left numba's pool and the backend's split at the cores' share, 2)
     if ranks > 1:
         cmd = [mpirun(), *(["-bind-to", bind] if bind else []), "-n", str(ranks), *cmd]
     if nice:
@@ -143,16 +148,16 @@ def time_section(args) -> None:
         if args.before:
             codes[f"before ({args.before})"] = _export(args.before, tmp / "before")
         configs = [(label, code, ranks, threads) for label, code in codes.items()
-                   for ranks, threads in ((1, 1), (1, 0), (2, 0))]
+                   for ranks, threads in ((1, 1), (1, 0), (2, 1))]
         times: dict[tuple, list[float]] = {c[:1] + c[2:]: [] for c in configs}
         comm: dict[tuple, list[float]] = {k: [] for k in times}
         step_bytes: dict[tuple, list[float]] = {}
         loads = []
         for r in range(args.repeats):  # interleaved: every configuration once per repeat
             loads.append(os.getloadavg()[0])
-            for label, code, ranks, threads in configs:
+            for i, (label, code, ranks, threads) in enumerate(configs):
                 key = (label, ranks, threads)
-                log = tmp / f"run-{r}-{len(times[key])}-{ranks}-{threads}.jsonl"
+                log = tmp / f"run-{r}-{i}-{ranks}-{threads}.jsonl"  # i: this checkout and --before apart
                 _, _, epochs = run(stores[ranks], ranks, batch, args.epochs, log, hidden="128",
                                    threads=threads or None, code=code, nice=args.nice,
                                    bind=args.bind)
@@ -163,12 +168,12 @@ def time_section(args) -> None:
     rows = []
     for label in codes:
         base = {t: float(np.median(times[label, 1, t])) for t in (1, 0)}
-        for ranks, threads in ((1, 1), (1, 0), (2, 0)):
+        for ranks, threads in ((1, 1), (1, 0), (2, 1)):
             x = np.array(times[label, ranks, threads])
             med = float(np.median(x))
-            rows.append({"code": label, "run": f"P={ranks}, " + ("1 BLAS thread" if threads == 1 else
-                                                                 ("default threads (2)" if ranks == 1 else
-                                                                  "1 thread per rank")),
+            rows.append({"code": label, "run": f"P={ranks}, " + ("default threads (2)" if threads == 0 else
+                                                                 ("--threads 1" if ranks == 1 else
+                                                                  "--threads 1 per rank")),
                          "epoch s (median)": f"{med:.3f}", "spread (min-max)": f"{x.min():.3f}-{x.max():.3f}",
                          "comm wait s": f"{np.median(comm[label, ranks, threads]):.3f}",
                          "bytes/step per rank": ", ".join(f"{b:,.0f}" for b in step_bytes[label, ranks, threads]),
@@ -203,16 +208,21 @@ def _slashdot_stores(cache: Path) -> dict[int, Path]:
     return stores
 
 
-def phases(acc: dict, steps: int) -> dict[str, float]:
-    """Milliseconds per step of each phase from ``_phases``'s sums."""
-    g = acc.get
-    spmm = g("spmm", 0.0)
-    wait = g("exchange wait", 0.0)
-    sec = {"plan (view)": g("plan (view)", 0.0), "dropout": g("dropout", 0.0), "spmm compute": spmm - wait,
-           "exchange wait": wait, "dense (GEMM, ReLU)": g("forward", 0.0) + g("backward", 0.0) - spmm - g("dropout", 0.0),
-           "loss + adam": g("loss", 0.0) + g("adam", 0.0)}
-    sec["allreduce + other"] = g("epoch", 0.0) - sum(sec.values())
-    sec["step (total)"] = g("epoch", 0.0)
+def phases(acc: dict, steps: int, prefix: str = "") -> dict[str, float]:
+    """Milliseconds per step of each phase from ``_phases``'s sums: wall (``prefix`` "") or the rank's thread CPU
+    time (``prefix`` "cpu:")."""
+    def g(key: str) -> float:
+        return acc.get(prefix + key, 0.0)
+
+    spmm = g("spmm")
+    wait = g("exchange wait")
+    # the dropout in forward: the layers' (the next batch's input is dropped in "plan", outside forward)
+    fwd_dropout = g("dropout") - g("dropout (next input)")
+    sec = {"plan (view)": g("plan (view)"), "dropout": g("dropout"), "spmm compute": spmm - wait,
+           "exchange wait": wait, "dense (GEMM, ReLU)": g("forward") + g("backward") - spmm - fwd_dropout,
+           "loss + adam": g("loss") + g("adam")}
+    sec["allreduce + other"] = g("epoch") - sum(sec.values())
+    sec["step (total)"] = g("epoch")
     return {k: 1000 * v / max(steps, 1) for k, v in sec.items()}
 
 
@@ -221,33 +231,47 @@ def phases_section(args) -> None:
     n = store_info(stores[1])["n"]
     batch = n // 10
     steps_per_epoch = -(-n // batch)
-    rows = []
+    runs: dict[tuple[int, int, str], list[dict[str, float]]] = {}
+    loads = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        for ranks in (1, 2):
-            out = tmp / f"phases-{ranks}.json"
-            cmd = [sys.executable, "-m", "benchmarks.training._phases", str(out), str(stores[ranks]), "--mode",
-                   "minibatch", "--sampler", "node", "--batch-size", str(batch), "--epochs", str(args.epochs),
-                   "--hidden", "128", "--eval-every", str(args.epochs), "--log", str(tmp / f"p{ranks}.jsonl"),
-                   "--quiet"]
-            if ranks > 1:
-                cmd = [mpirun(), *(["-bind-to", args.bind] if args.bind else []), "-n", str(ranks), *cmd]
-            if args.nice:
-                cmd = ["nice", "-n", str(args.nice), *cmd]
-            env = bench_env(dict(os.environ, **{v: "1" for v in BLAS}))
-            subprocess.run(cmd, check=True, env=env, cwd=str(tmp))
-            for r, acc in enumerate(json.loads(out.read_text())):
-                ms = phases(acc, acc["epochs"] * steps_per_epoch)
-                rows.append({"P": ranks, "rank": r, **{k: f"{v:.1f}" for k, v in ms.items()}})
-    body = table(rows, [("P", "P"), ("rank", "rank"), ("step (total)", "step ms"),
+        for rep in range(args.repeats):  # P=1 and P=2 alternate: the machine is shared
+            loads.append(os.getloadavg()[0])
+            for ranks in (1, 2):
+                out = tmp / f"phases-{ranks}.json"
+                cmd = [sys.executable, "-m", "benchmarks.training._phases", str(out), str(stores[ranks]), "--mode",
+                       "minibatch", "--sampler", "node", "--batch-size", str(batch), "--epochs", str(args.epochs),
+                       "--hidden", "128", "--eval-every", str(args.epochs), "--log", str(tmp / f"p{ranks}.jsonl"),
+                       "--quiet", "--threads", "1", "--overwrite"]
+                if ranks > 1:
+                    cmd = [mpirun(), *(["-bind-to", args.bind] if args.bind else []), "-n", str(ranks), *cmd]
+                if args.nice:
+                    cmd = ["nice", "-n", str(args.nice), *cmd]
+                env = bench_env(dict(os.environ, **{v: "1" for v in BLAS}))
+                subprocess.run(cmd, check=True, env=env, cwd=str(tmp), timeout=600)
+                for r, acc in enumerate(json.loads(out.read_text())):
+                    for what, prefix in (("wall", ""), ("CPU", "cpu:")):
+                        runs.setdefault((ranks, r, what), []).append(
+                            phases(acc, acc["epochs"] * steps_per_epoch, prefix))
+            print(f"repeat {rep + 1}/{args.repeats} done", flush=True)
+    rows = [{"P": ranks, "rank": r, "time": what,
+             **{k: f"{np.median([ms[k] for ms in lst]):.1f}" for k in lst[0]}}
+            for (ranks, r, what), lst in runs.items()]
+    body = table(rows, [("P", "P"), ("rank", "rank"), ("time", "time"), ("step (total)", "step ms"),
                         *[(k, k) for k in PHASES]])
-    body += (f"\nMilliseconds per optimizer step (wall), per rank, over epochs 2-{args.epochs} of one run; "
-             f"soc-slashdot0902, node sampler, B = {batch:,}, hidden 128, 128 random features, one BLAS thread "
-             "per rank. plan: the batch's plan and local matrix (the next batch's is made while the step's "
-             "allreduce completes); dropout: the counter-based masks; spmm compute: the SpMMs' local and halo "
-             "products and packing; exchange wait: waiting for halo rows; dense: the GEMMs, ReLU and the "
-             "dropout multiplications; allreduce + other: the gradient allreduce's wait and the step's "
-             "remaining Python."
+    body += (f"\nMilliseconds per optimizer step, per rank, over epochs 2-{args.epochs} of a run, the median over "
+             f"{args.repeats} runs (P=1 and P=2 alternating; load average (1 min) at the start of each pair: "
+             f"{', '.join(f'{x:.1f}' for x in loads)}): wall, and the "
+             "rank's thread CPU time (what the rank ran, less the time other processes took its core; a wait "
+             "counts as CPU while MPI polls); soc-slashdot0902, node sampler, "
+             f"B = {batch:,}, hidden 128, 128 random features, `--threads 1` (one thread per rank, P=1 "
+             "included). plan: the batch's plan and local matrix (the next batch's is made while the step's "
+             "allreduce completes); dropout: the counter-based masks (the layers' and the next batch's input); "
+             "spmm compute: the SpMMs' local and halo products and packing, forward and backward; exchange "
+             "wait: waiting for halo rows; dense: the GEMMs, ReLU's gradient and the step's remaining Python "
+             "in forward and backward; allreduce + other: the gradient allreduce's wait and the step's "
+             "remaining Python. Until issue 59 the backward's SpMM and its exchange were counted in dense, "
+             "and P=1 ran two threads."
              + (f" Scheduling priority nice {args.nice}." if args.nice else "")
              + (f" P=2 with `mpirun -bind-to {args.bind}`." if args.bind else "") + "\n")
     write_section("Mini-batch training: where a step's time goes", body)
@@ -272,6 +296,7 @@ def main() -> None:
     ph.add_argument("--epochs", type=int, default=6)
     ph.add_argument("--bind", default="", help="P=2: mpirun -bind-to this (core: one core per rank)")
     ph.add_argument("--nice", type=int, default=0)
+    ph.add_argument("--repeats", type=int, default=3, help="runs of P=1 and P=2, alternating (medians)")
     ph.add_argument("--cache", default=str(REPO / "build" / "minibatch-bench"))
     args = ap.parse_args()
     {"bytes": bytes_section, "time": time_section, "phases": phases_section}[args.what](args)

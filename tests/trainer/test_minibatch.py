@@ -151,3 +151,24 @@ def test_plans_built_ahead_in_a_thread_equal_plans_built_inline(stores, tmp_path
     a, b = steps(logs["thread"]), steps(logs["inline"])
     assert len(a) > 5 and [s.loss for s in a] == [s.loss for s in b]
     assert [s.bytes_sent for s in a] == [s.bytes_sent for s in b]
+
+
+def test_batch_entries_equal_segments_filtered_by_the_batch():
+    """The plan's fused pass (issue 59) keeps exactly the entries, in the same order, that ``segments`` of the
+    batch's rows filtered by the batch mask of their columns keeps: rows with no entries, none kept, all kept."""
+    from shgcn.core.csr import segments
+    from shgcn.trainer.minibatch import batch_entries
+
+    rng = np.random.default_rng(5)
+    m = sp.random(300, 420, density=0.05, format="csr", random_state=3)
+    indptr, indices = m.indptr.astype(np.int64), m.indices.astype(np.int64)
+    gcol = rng.permutation(1000)[:420].astype(np.int64)
+    for frac in (0.0, 0.1, 0.5, 1.0):
+        in_batch = rng.random(1000) < frac
+        for rows in (np.sort(rng.choice(300, 40, replace=False)), np.arange(300), np.zeros(0, np.int64)):
+            rows = rows.astype(np.int64)
+            pos, seg = segments(indptr, rows)
+            keep = in_batch[gcol[indices[pos]]]
+            got = batch_entries(indptr, indices, rows, gcol, in_batch)
+            assert np.array_equal(got[0], pos[keep]) and np.array_equal(got[1], seg[keep])
+            assert got[0].dtype == np.int64 and got[1].dtype == np.int64
