@@ -78,16 +78,23 @@ def read_prepared(folder: Path) -> dict[str, Any]:
     return json.loads((folder / PREPARED).read_text())
 
 
+def part_args(doc: str | None, argv: list[str] | None = None, budget: float = 216.0):
+    """A part's command line (``--stores``, ``--out``, ``--budget`` seconds, ``--dry-run``), parsed."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stores", type=Path, required=True, help="the unpacked stores of prepare")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--budget", type=float, default=budget, help="seconds for the whole part")
+    p.add_argument("--dry-run", action="store_true")
+    return p.parse_args(argv)
+
+
 def facts() -> dict[str, Any]:
     """This machine as a part records it: CPU, cores (this process's affinity), memory, OS, Python."""
-    from benchmarks.training.gpu_bench import cores, cpu_model, git_rev
+    from benchmarks.training.gpu_bench import cores, cpu_model, git_rev, memory_gib
 
-    mem = None
-    try:
-        kb = next(int(x.split()[1]) for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal"))
-        mem = round(kb / 2**20, 1)
-    except (OSError, StopIteration):
-        pass
+    mem = memory_gib()
     return {"cpu": cpu_model(), "cores": cores(), "cpu_count": os.cpu_count(), "memory_gib": mem,
             "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
             "shgcn_rev": git_rev(), "load": list(os.getloadavg())}

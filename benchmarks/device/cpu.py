@@ -18,7 +18,6 @@ OUT/cpu.json is rewritten after every run; runs the budget leaves no time for ar
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from benchmarks.device.common import Part, sizes, stop_on_signals, store_name
+from benchmarks.device.common import Part, part_args, sizes, stop_on_signals, store_name
 from benchmarks.training import threads_sweep as ts
 from benchmarks.training.gpu_bench import launcher, timed
 
@@ -83,17 +82,8 @@ def probe(ranks: int, threads: int, timeout: float) -> list[dict] | str:
         return sorted((json.loads(f.read_text()) for f in Path(tmp).glob("rank-*.json")), key=lambda r: r["rank"])
 
 
-def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stores", type=Path, required=True, help="the unpacked stores of prepare")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--budget", type=float, default=216.0, help="seconds for the whole part")
-    p.add_argument("--dry-run", action="store_true")
-    return p.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
-    a = parse(argv)
+    a = part_args(__doc__, argv)
     stop_on_signals()
     sz = sizes(a.dry_run)
     cores = ts.cores()

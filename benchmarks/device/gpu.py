@@ -21,7 +21,6 @@ recorded as skipped. OUT/gpu.json is rewritten after every run; OUT/gpu-logs.tar
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import logging
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import REPO
-from benchmarks.device.common import Part, sizes, stop_on_signals, store_name
+from benchmarks.device.common import Part, part_args, sizes, stop_on_signals, store_name
 from benchmarks.training import gpu_bench as gb
 
 log = logging.getLogger("benchmarks.device.gpu")
@@ -110,17 +109,8 @@ def profile_run(b: gb.Bench, store: Path, arch: str, dev: str, out: Path, logs: 
     return {**got, "arch": arch, "seconds": round(run.seconds, 1)}
 
 
-def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stores", type=Path, required=True, help="the unpacked stores of prepare")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--budget", type=float, default=216.0, help="seconds for the whole part")
-    p.add_argument("--dry-run", action="store_true")
-    return p.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
-    a = parse(argv)
+    a = part_args(__doc__, argv)
     stop_on_signals()
     sz = sizes(a.dry_run)
     p1, p2 = a.stores / store_name(sz.scale, 1), a.stores / store_name(sz.scale, 2)

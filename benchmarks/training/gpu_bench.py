@@ -158,13 +158,17 @@ def gpu_facts(python: str) -> dict:
         return {"cuda": False, "error": f"{type(e).__name__}: {e}"}
 
 
-def machine_facts(python: str) -> dict:
-    mem = None
+def memory_gib() -> float | None:
+    """This machine's memory, GiB (/proc/meminfo; None where it cannot be read)."""
     try:
         kb = next(int(x.split()[1]) for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal"))
-        mem = round(kb / 2**20, 1)
     except (OSError, StopIteration):
-        pass
+        return None
+    return round(kb / 2**20, 1)
+
+
+def machine_facts(python: str) -> dict:
+    mem = memory_gib()
     return {"cpu": cpu_model(), "cores": cores(), "memory_gib": mem, "os": f"{platform.system()} {platform.release()}",
             **gpu_facts(python), "versions": versions("torch", "torch_geometric", "numba"), "shgcn_rev": git_rev(),
             "python": sys.executable, "command": command()}
