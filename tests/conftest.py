@@ -74,3 +74,37 @@ def copy(built, tmp_path):
     dst = tmp_path / "c.zarr"
     shutil.copytree(built.path, dst)
     return dst
+
+
+@pytest.fixture(autouse=True)
+def _numba_threads():
+    """numba's pool size kept in step with NUMBA_NUM_THREADS across tests. Tests that set the variable (the CLIs'
+    thread settings, in process) and compile a kernel meanwhile leave numba's config at their value; a pool
+    launched later takes it, and any kernel compiled after the variable is restored then fails ("Cannot set
+    NUMBA_NUM_THREADS to a different value once the threads have been launched"). So: after each test numba
+    re-reads the restored variable while no pool runs yet; and once a pool runs, each test sees the variable
+    at the pool's size."""
+    import os
+    import sys
+
+    before = os.environ.get("NUMBA_NUM_THREADS")
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        from numba.np.ufunc import parallel
+
+        if parallel._is_initialized:
+            os.environ["NUMBA_NUM_THREADS"] = str(numba.config.NUMBA_NUM_THREADS)
+    yield
+    if before is None:
+        os.environ.pop("NUMBA_NUM_THREADS", None)
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = before
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        from numba.np.ufunc import parallel
+
+        if not parallel._is_initialized:
+            try:
+                numba.core.config.reload_config()
+            except RuntimeError:  # pragma: no cover - a pool started meanwhile: the next test pins the variable
+                pass
