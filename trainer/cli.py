@@ -364,7 +364,8 @@ def _abort(comm, e: BaseException) -> int:
     error found during training (a full disk under ``--log``), else 1."""
     from shgcn.core.errors import UserError
 
-    if isinstance(e, KeyboardInterrupt):
+    if isinstance(e, KeyboardInterrupt) or isinstance(e.__context__, KeyboardInterrupt):
+        # (Ctrl-C inside a compiled kernel reaches Python as numba's SystemError with the interrupt as context)
         code, text = 130, "interrupted; the run stopped (a --checkpoint DIR keeps what it last wrote)"
     elif isinstance(e, UserError):
         code, text = 2, f"error: {e}"
