@@ -156,7 +156,7 @@ def node_pair_finish(a: np.ndarray, b: np.ndarray, nbytes: np.ndarray, msgs, lin
     F = nbytes.size
     if F == 0:
         return np.zeros(0)
-    w = 1.0 / float(link_rate) + overhead * np.broadcast_to(np.asarray(msgs, float), (F,)) / nbytes
+    w = adapter_per_byte(nbytes, msgs, link_rate, overhead)
     N = int(max(a.max(), b.max())) + 1
     key = a * N + b
     order = np.lexsort((nbytes, key))
@@ -168,6 +168,12 @@ def node_pair_finish(a: np.ndarray, b: np.ndarray, nbytes: np.ndarray, msgs, lin
     end = np.empty(F)
     end[order] = end_sorted
     return end
+
+
+def adapter_per_byte(nbytes: np.ndarray, msgs, link_rate: float, overhead: float) -> np.ndarray:
+    """(F,) seconds of a node's adapter per byte of each flow: its bytes' ``1 / link_rate`` plus its messages'
+    ``overhead`` spread over its bytes."""
+    return 1.0 / float(link_rate) + overhead * np.broadcast_to(np.asarray(msgs, float), nbytes.shape) / nbytes
 
 
 def resources(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, msgs, node: np.ndarray, *, cap: float,
@@ -182,7 +188,7 @@ def resources(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, msgs, node: 
     wts = [ones, ones]
     capacity = [np.full(2 * P, float(cap))]
     if link_rate:
-        per_byte = 1.0 / float(link_rate) + overhead * np.asarray(msgs, float) / nbytes  # adapter s per byte
+        per_byte = adapter_per_byte(nbytes, msgs, link_rate, overhead)
         cols += [2 * P + node[src], 2 * P + N + node[dst]]
         wts += [per_byte, per_byte]
         capacity.append(np.ones(2 * N))
