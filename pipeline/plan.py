@@ -34,8 +34,8 @@ from pathlib import Path
 from shgcn.core.memory import gib
 
 from .errors import UserError, option
-from .models import get
-from .models.base import GENERAL, Figures
+from .models import build_order, get
+from .models.base import GENERAL, GRAPH_FILE, Figures, PartitionConfig
 from .sources.counts import Counts
 
 STAGES = ("ingest", "normalize", "partition", "place", "quality", "layout", "write")
@@ -173,8 +173,16 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
             rows.extend(_partition_rows(m, figures[m], counts, opts, coef))
     # the fit's feature values were float32: float16 halves what they take in the store
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
-    return Plan(counts, rows, store, coef.disk["scratch"].at(counts) + pieces_bytes(counts, feature_bytes),
-                _flags(counts, models, figures))
+    scratch = coef.disk["scratch"].at(counts) if reads_graph_file(models, opts) else 0.0
+    return Plan(counts, rows, store, scratch + pieces_bytes(counts, feature_bytes), _flags(counts, models, figures))
+
+
+def reads_graph_file(models: tuple[str, ...], options: dict) -> bool:
+    """Whether a model (or one it starts from) reads the graph file: only then does the partition stage write
+    it and spill the patterns beside it, the temporary area's fitted ``scratch`` (a build with rp alone, or
+    gp with METIS, writes neither)."""
+    pcfg = PartitionConfig(parts=2, options=options)
+    return any(GRAPH_FILE in get(m).needs_for(pcfg) for m in build_order(models))
 
 
 def pieces_bytes(counts: Counts, feature_bytes: int = 4) -> float:

@@ -55,7 +55,8 @@ def rows_from(log: Path, label: str, nnz: int, wall: float) -> list[dict]:
     return [{"store": label, "nnz": f"{nnz:,}", "rank": r, "RssAnon": gib(anon[r]),
              "modelled": gib(header["memory"][r]), "VmHWM": gib(epochs[-1]["peak_memory"][r]),
              "loss first, last": f"{epochs[0]['loss']:.4f}, {epochs[-1]['loss']:.4f}",
-             "step ms": f"{1000 * step_s:.0f}", "setup s": f"{setup:.0f}"} for r in range(len(anon))]
+             "step ms": f"{1000 * step_s:.0f}", "setup s": f"{setup:.0f}", "_anon": anon[r],
+             "_losses": (epochs[0]["loss"], epochs[-1]["loss"])} for r in range(len(anon))]
 
 
 def losses(log: Path) -> list[float]:

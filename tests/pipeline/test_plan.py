@@ -53,6 +53,15 @@ def test_a_small_case_by_hand():
     assert auto.memory == pytest.approx(50 * MIB + KAMINPAR_EPS_SHARE * 300e6) and "default from 50M" in auto.note
 
 
+def test_the_graph_files_scratch_only_when_a_model_reads_it():
+    """rp, and gp with METIS, write no graph file and spill no pattern: the temporary area is the layout's pieces."""
+    pieces = 2 * (8 * 1_000_000 + 8 * 1000) + 1000 * (4 * 10 + 4 + 3 + 8)
+    assert plan.make_plan(C, ("rp",), coef=small_coefficients()).scratch == pieces
+    assert plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients()).scratch == pieces
+    assert plan.make_plan(C, ("rp", "gp"), coef=small_coefficients()).scratch == 16e6 + pieces
+    assert plan.reads_graph_file(("gp",), {}) and not plan.reads_graph_file(("rp",), {})
+
+
 def test_models_run_one_after_another_so_the_largest_child_counts():
     p = plan.make_plan(C, ("gp", "hp"), coef=small_coefficients())
     total, stage, held = p.at_once()

@@ -1,0 +1,57 @@
+"""benchmarks/build/billion.py: the plan's lines read back, and the issue's targets against what was measured
+or planned."""
+
+import sys
+
+from helpers import REPO
+
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.build import billion as bb  # noqa: E402
+
+PLAN = """plan       32,804,130 vertices, 1,093,185,925 nonzeros of Â (directed), 64 features
+stage      process                                      peak memory        disk      time
+ingest     build (client+scheduler+worker)                 19.0 GiB                 782 s
+
+at once    32.3 GiB in stage partition (build, while the child runs 2.1 GiB + child gp (KaMinPar) 30.2 GiB); limit 23.5 GiB
+disk       the store 45.3 GiB, the temporary area 33.4 GiB more at its peak: 78.7 GiB; 66.5 GiB free on /x
+time       about 3,766 s on this machine (measured rates; other jobs on it slow it)
+verdict    does not fit: memory 32.3 GiB at once over the limit of 23.5 GiB (this machine's memory); disk 78.7 GiB over
+"""
+
+
+def test_the_plans_lines_are_read_back():
+    p = bb.parse_plan(PLAN)
+    assert p["memory"] == 32.3 * 2**30 and p["disk"] == 78.7 * 2**30 and p["seconds"] == 3766.0
+    assert not p["fits"] and p["verdict"].startswith("does not fit: memory 32.3 GiB")
+    assert p["where"].startswith("partition (build, while the child runs")
+
+
+def test_a_real_plan_is_read(tmp_path):
+    """The build's own --plan (a tiny graph: it fits), read by the same parser: the table's format and the
+    parser agree."""
+    p = bb.plan(10, "rp", 2, tmp_path)
+    assert p["fits"] and 0 < p["memory"] < 2**34 and 0 < p["disk"] < 2**34 and p["seconds"] >= 0
+    assert not list(tmp_path.iterdir())  # a plan writes nothing
+
+
+def test_sizes_in_every_unit():
+    assert bb.size("1,024 KiB") == 2**20 and bb.size("x 2.5 MiB y") == 2.5 * 2**20 and bb.size("1 TiB") == 2**40
+
+
+def test_targets_use_the_measured_figure_and_fall_back_on_the_plan():
+    planned = {"_plan": {"memory": 30 * 2**30, "disk": 40 * 2**30, "seconds": 3000.0}}
+    big = [{"_anon": 2**30}, {"_anon": 1.5 * 2**30}]
+    small = [{"_anon": 2**30}]
+    rows = {r["target"]: r for r in bb.targets(planned, None, big, small)}
+    assert rows["R-MAT 26 gp p64 memory at once (planned)"]["gap"] == "1.50x the target"
+    assert rows["R-MAT 26 gp p64 disk at its peak (planned)"]["gap"] == "met"
+    assert rows["R-MAT 26 gp p64 time (planned)"]["gap"] == "met"
+    assert rows["RssAnon a rank, R-MAT 26 2-part store"]["gap"] == "met"
+    assert rows["RssAnon against R-MAT 22's"]["gap"] == "1.25x the target"  # 1.5 / 1 against 1.2
+    measured = {**planned, "_rec": {"tree_peak_bytes": 10 * 2**30, "partial_peak_bytes": 50 * 2**30, "wall": 60.0}}
+    rows = {r["target"]: r for r in bb.targets(measured, None, [], [])}
+    assert rows["R-MAT 26 gp p64 memory at once (measured)"]["gap"] == "met"
+    assert rows["R-MAT 26 gp p64 disk at its peak (measured)"]["gap"] == f"{50 / 48:.2f}x the target"
+    assert rows["RssAnon a rank, R-MAT 26 2-part store"]["value"] == "not measured"
