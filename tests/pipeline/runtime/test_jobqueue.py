@@ -72,9 +72,10 @@ def test_a_slurm_built_store_is_the_embedded_builds(slurm, tmp_path):
 def test_an_existing_slurm_clusters_scheduler(slurm, tmp_path, monkeypatch):
     """A SLURMCluster the user started (in a notebook, a script) takes the build through ``--scheduler``, as any
     scheduler does: the store is the embedded build's."""
-    from benchmarks.build.compare_stores import compare
     from dask_jobqueue import SLURMCluster
     from distributed import Client
+
+    from benchmarks.build.compare_stores import compare
 
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
     monkeypatch.chdir(tmp_path)
