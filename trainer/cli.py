@@ -142,8 +142,9 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exchange", choices=EXCHANGES.names(), default="p2p",
                    help="; ".join(f"{x.name}: {x.description}" for x in EXCHANGES.values()))
     p.add_argument("--ranks-per-node", type=int, default=0, metavar="K",
-                   help="nodes of K consecutive ranks (virtual nodes: every case testable on one machine); 0: the "
-                        "ranks that share memory (MPI_Comm_split_type SHARED)")
+                   help="nodes of K consecutive ranks (virtual nodes: every case testable on one machine); 0: under "
+                        "srun, Slurm's layout (its tasks per node), else the ranks that share memory "
+                        "(MPI_Comm_split_type SHARED)")
     p.add_argument("--arch", choices=ARCHS.names(), default="gcn",
                    help="; ".join(f"{a.name}: {a.description}" for a in ARCHS.values()))
     p.add_argument("--backend", choices=SPECS.names(), default="numpy",

@@ -10,6 +10,10 @@ MPI's ``mpirun`` under an mpi4py on MPICH stops them in ``MPI_Init``. Without th
 other family before ``MPI_Init`` could abort the process, initializes MPI as mpi4py would have (the thread
 level of ``mpi4py.rc``, finalized at exit), and refuses a job of 1 rank that the launcher started as several:
 in one line that names both. An mpi4py that finds no MPI library at all is one line too.
+
+Under Slurm's ``srun`` the launcher is srun's MPI plugin (``--mpi=pmi2``, ``pmix``, ``none``): a plugin that
+mpi4py's MPI cannot use (:func:`srun_mismatch`: ``none`` for any MPI, ``pmix`` for an MPICH configured without
+PMIx, ``pmi2`` for Open MPI) is refused before ``MPI_Init``, in one line naming the plugin and the MPI.
 """
 
 from __future__ import annotations

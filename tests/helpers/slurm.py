@@ -146,6 +146,9 @@ def start_slurm(root: Path, timeout: float = 60) -> Slurm:
         s.procs.append(subprocess.Popen([_find("slurmd") or "slurmd", "-D", "-f", str(s.conf), "-N", node], env=env,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         _wait(lambda: _idle(s), timeout, "the test Slurm's node did not become idle")
+    except RuntimeError as e:
+        s.stop()
+        raise RuntimeError(f"{e}\n{s.logs()}") from None
     except BaseException:
         s.stop()
         raise
