@@ -14,6 +14,7 @@ from shgcn.pipeline.cli import parser as build_parser
 from shgcn.pipeline.errors import UserError
 from shgcn.pipeline.runtime.jobqueue import BatchConfig, batch_config
 
+BUILD_SCRIPT = Path(__file__).resolve().parents[3] / "examples" / "slurm" / "build.sbatch"
 SOURCE = "sbm:n=300,classes=3,degree=5,features=4,seed=7"
 
 
@@ -64,6 +65,13 @@ def test_a_slurm_built_store_is_the_embedded_builds(slurm, tmp_path):
     assert "Dask dashboard: http://127.0.0.1:" in res.stderr + res.stdout
     assert compare(tmp_path / "embedded.zarr", tmp_path / "slurm.zarr") == []
     assert list(tmp_path.glob("slurm-*.out"))  # the worker ran as a Slurm job (its output file)
+    # the same from a job: examples/slurm/build.sbatch runs the build in a batch job, its worker a job of its own
+    out = tmp_path / "job.out"
+    res = slurm.sbatch_wait([f"--output={out}", f"--chdir={tmp_path}", "--mem=1G", str(BUILD_SCRIPT), SOURCE, "--parts",
+                             "2", "--model", "rp,gp", "--out", str(tmp_path / "job.zarr"), "--cluster-memory", "2GiB",
+                             "--cluster-wait", "120"], env=env, timeout=400)
+    assert res.returncode == 0, res.stderr + (out.read_text() if out.exists() else "") + slurm.logs()
+    assert compare(tmp_path / "embedded.zarr", tmp_path / "job.zarr") == []
 
 
 @pytest.mark.slow
