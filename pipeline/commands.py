@@ -71,7 +71,7 @@ def cmd_build(args) -> int:
         from .plan import PlanDoesNotFit, plan_step
 
         try:
-            text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None)
+            text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None or ccfg.batch is not None)
         except PlanDoesNotFit as e:  # the table and its verdict, then the one line (exit 2)
             print(e.table, flush=True)
             raise

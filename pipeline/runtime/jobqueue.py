@@ -3,7 +3,8 @@
 ``--cluster-jobs`` batch jobs, each one Dask worker of ``--cluster-cores`` threads and
 ``--cluster-memory``; the scheduler runs in the build's process, whose dashboard link is shown as the embedded
 cluster's is. The build waits ``--cluster-wait`` seconds for the first worker (jobs queue), then runs as on any
-cluster; at its end the jobs are cancelled. The workers run this Python (``sys.executable``): the batch
+cluster; at its end the jobs are cancelled. The plan (``--plan``) shows the memory, as for an existing
+scheduler's workers, without checking it against this machine's. The workers run this Python (``sys.executable``): the batch
 system's nodes must see this environment and the store's directory (a shared file system)."""
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def batch_config(args: argparse.Namespace) -> BatchConfig | None:
         return None
     if getattr(args, "scheduler", None):
         raise UserError("--cluster and --scheduler: give one (--cluster starts its own scheduler)")
+    if getattr(args, "workers", 0) or getattr(args, "processes", False):
+        raise UserError("--workers and --processes shape the embedded cluster: with --cluster give --cluster-jobs and "
+                        "--cluster-cores")
     for flag, value in (("--cluster-jobs", args.cluster_jobs), ("--cluster-cores", args.cluster_cores)):
         if value < 1:
             raise UserError(f"{flag} {value}: must be >= 1")

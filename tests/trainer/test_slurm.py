@@ -84,3 +84,17 @@ def test_srun_plugin_mismatch_is_one_line(slurm, mpi_stores, tmp_path):
     assert len(lines) == 1, res.stderr
     assert "srun --mpi=none" in lines[0] and "MPICH" in lines[0] and "--mpi=pmi2" in lines[0]
     assert "Traceback" not in res.stderr
+
+
+def test_the_ranks_on_this_node_under_srun(monkeypatch):
+    """The trainer's local size (each rank's share of the cores) under srun: Slurm's tasks on this node, not the
+    job's PMI_SIZE; Hydra's own count first (mpirun inside an allocation)."""
+    from shgcn.trainer.cli import local_ranks
+
+    for var in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in {**TASK, "PMI_SIZE": "6"}.items():
+        monkeypatch.setenv(var, value)
+    assert local_ranks() == 3
+    monkeypatch.setenv("MPI_LOCALNRANKS", "2")
+    assert local_ranks() == 2

@@ -35,6 +35,7 @@ def test_batch_config_from_the_command_line():
     (("--cluster-cores", "0"), "--cluster-cores 0: must be >= 1"),
     (("--cluster-wait", "0"), "--cluster-wait 0"),
     (("--scheduler", "tcp://127.0.0.1:1"), "--cluster and --scheduler: give one"),
+    (("--workers", "4"), "--workers and --processes shape the embedded cluster"),
 ])
 def test_bad_options_are_one_line(extra, match):
     with pytest.raises(UserError, match=match):
