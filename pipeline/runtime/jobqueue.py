@@ -102,8 +102,31 @@ def start(cfg: BatchConfig, dashboard_address: str):
         cores=cfg.cores, processes=1, memory=cfg.memory, walltime=cfg.walltime, queue=cfg.queue,
         job_extra_directives=list(cfg.options), python=sys.executable,
         scheduler_options={"dashboard_address": dashboard_address})
+    try:
+        _test_submit(cluster, cfg)
+    except BaseException:
+        cluster.close()
+        raise
     cluster.scale(jobs=cfg.jobs)
     return cluster
+
+
+def _test_submit(cluster, cfg: BatchConfig) -> None:
+    """Slurm: the worker's job script through ``sbatch --test-only`` (validated, not queued) first, so that a job
+    Slurm refuses (a partition, an account or memory it does not have) is its own one line, not a wait for a
+    worker that never comes. The other batch systems have no such test: their refusals end the wait."""
+    import subprocess
+
+    if cfg.kind != "slurm":
+        return
+    try:
+        res = subprocess.run(["sbatch", "--test-only"], input=cluster.job_script(), capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UserError(f"--cluster slurm: sbatch --test-only of the worker job failed: {e}") from None
+    if res.returncode != 0:
+        why = [line.removeprefix("sbatch: error: ").strip() for line in res.stderr.splitlines() if line.strip()]
+        raise UserError(f"--cluster slurm: Slurm refuses the worker job: {why[-1] if why else res.returncode}")
 
 
 def wait_for_workers(client, cfg: BatchConfig) -> None:

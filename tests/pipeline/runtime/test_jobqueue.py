@@ -66,6 +66,12 @@ def test_a_slurm_built_store_is_the_embedded_builds(slurm, tmp_path):
     assert "Dask dashboard: http://127.0.0.1:" in res.stderr + res.stdout
     assert compare(tmp_path / "embedded.zarr", tmp_path / "slurm.zarr") == []
     assert list(tmp_path.glob("slurm-*.out"))  # the worker ran as a Slurm job (its output file)
+    # a worker job Slurm refuses is one line, at once (sbatch --test-only), not a wait for a worker
+    res = build(tmp_path / "refused.zarr", "--cluster", "slurm", "--cluster-queue", "nosuch", env=env, cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("pipeline: error: --cluster slurm: Slurm refuses the worker job: ") and \
+        "partition" in last.lower(), res.stderr
     # the same from a job: examples/slurm/build.sbatch runs the build in a batch job, its worker a job of its own
     out = tmp_path / "job.out"
     res = slurm.sbatch_wait([f"--output={out}", f"--chdir={tmp_path}", "--mem=1G", str(BUILD_SCRIPT), SOURCE, "--parts",
