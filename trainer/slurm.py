@@ -15,7 +15,8 @@ from dataclasses import dataclass
 # the variables of srun's MPI plugins in a task's environment: pmi2 sets PMI_FD (and PMI_RANK, PMI_SIZE), pmix PMIX_RANK
 PMI2_VARS = ("PMI_FD", "PMI_RANK")
 PMIX_VARS = ("PMIX_RANK", "PMIX_NAMESPACE")
-BASE_PORT, PORTS = 20000, 20000  # torchdist's rendezvous port without MASTER_PORT: BASE_PORT + job id modulo PORTS
+# torchdist's rendezvous port without MASTER_PORT: BASE_PORT + (the job id and the step id) modulo PORTS
+BASE_PORT, PORTS = 20000, 20000
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class Step:
     """A task of an srun step: ``tasks`` in all, this one ``rank`` (``SLURM_PROCID``), ``local_rank`` on node
     ``node`` of ``per_node`` (the tasks on each node of the step), ``nodelist`` (Slurm's host list), ``plugin``
     (srun's MPI plugin: what ``SLURM_MPI_TYPE`` says, else what the plugins' variables show, else ``none``)
-    and ``job`` (the job id)."""
+    ``job`` and ``step_id`` (the job's and the step's ids)."""
 
     tasks: int
     rank: int
@@ -33,6 +34,7 @@ class Step:
     nodelist: str
     plugin: str
     job: int
+    step_id: int = 0
 
     @property
     def local_size(self) -> int:
@@ -50,8 +52,9 @@ class Step:
         return first_host(self.nodelist)
 
     def port(self) -> int:
-        """A rendezvous port of this job (the same on every task, different for jobs sharing a node)."""
-        return BASE_PORT + self.job % PORTS
+        """A rendezvous port of this step (the same on every task; another for each job and step sharing a node,
+        unless their ids are PORTS apart)."""
+        return BASE_PORT + (self.job * 8 + self.step_id) % PORTS
 
 
 def _number(text: str | None) -> int | None:
@@ -99,7 +102,7 @@ def step(env: Mapping[str, str]) -> Step | None:
     return Step(tasks=tasks, rank=rank, local_rank=_number(env.get("SLURM_LOCALID")) or 0,
                 node=_number(env.get("SLURM_NODEID")) or 0, per_node=per_node,
                 nodelist=env.get("SLURM_STEP_NODELIST") or env.get("SLURM_NODELIST", "localhost"), plugin=plugin(env),
-                job=_number(env.get("SLURM_JOB_ID")) or 0)
+                job=_number(env.get("SLURM_JOB_ID")) or 0, step_id=_number(env.get("SLURM_STEP_ID")) or 0)
 
 
 def layout_ranks_per_node(env: Mapping[str, str]) -> int:

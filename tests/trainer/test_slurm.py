@@ -30,7 +30,7 @@ def test_counts_and_hosts():
 def test_step():
     task = slurm.step(TASK)
     assert task is not None and (task.tasks, task.rank, task.local_rank, task.local_size) == (6, 4, 1, 3)
-    assert task.first_host() == "n07" and task.plugin == "none" and task.port() == slurm.BASE_PORT + 42
+    assert task.first_host() == "n07" and task.plugin == "none" and task.port() == slurm.BASE_PORT + 42 * 8
     assert slurm.layout_ranks_per_node(TASK) == 3
     assert slurm.layout_ranks_per_node({**TASK, "SLURM_DISTRIBUTION": "cyclic"}) == 0
     assert slurm.layout_ranks_per_node({**TASK, "SLURM_STEP_TASKS_PER_NODE": "4,2"}) == 0

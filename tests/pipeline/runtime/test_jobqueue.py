@@ -103,3 +103,15 @@ def test_an_existing_slurm_clusters_scheduler(slurm, tmp_path, monkeypatch):
         res = build(tmp_path / "scheduler.zarr", "--scheduler", cluster.scheduler_address)
     assert res.returncode == 0, res.stderr + slurm.logs()
     assert compare(tmp_path / "embedded.zarr", tmp_path / "scheduler.zarr") == []
+
+
+def test_a_batch_system_that_is_not_here_is_one_line(monkeypatch):
+    """--cluster pbs where there is no qsub: one line naming the command, before any scheduler starts."""
+    import shutil
+
+    from shgcn.pipeline.runtime.jobqueue import start
+
+    pytest.importorskip("dask_jobqueue")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(UserError, match=r"--cluster pbs: qsub not found"):
+        start(BatchConfig("pbs"), "127.0.0.1:0")
