@@ -5,6 +5,7 @@ partitioned store with the store's halo exchange (shgcn.trainer.torchdist).
     mpirun -n 2 python examples/torch_pyg.py stores/cora-p2.zarr --arch gcn --eval-whole
     mpirun -n 2 python examples/torch_pyg.py stores/cora-p2.zarr --arch sage --batch-size 512 --sampler rw
     torchrun --nproc-per-node 2 examples/torch_pyg.py stores/cora-p2.zarr --arch sage --device cuda
+    srun -n 2 --kill-on-bad-exit=1 python examples/torch_pyg.py stores/cora-p2.zarr --arch gcn   (Slurm, no MPI)
 
 Every rank holds its rows; each layer's input rows that other ranks own
 arrive through the graph's exchange (forward) and their gradients go back

@@ -21,6 +21,7 @@ import warnings
 
 from ._version import __version__
 from .errors import UserError
+from .runtime.jobqueue import add_arguments as add_cluster_arguments
 
 log = logging.getLogger("shgcn.pipeline")
 _FMT = argparse.ArgumentDefaultsHelpFormatter
@@ -197,15 +198,14 @@ PLACEMENTS = ("hypergraph", "graph", "block")  # shgcn.pipeline.models.placement
 
 def _dask_arguments(b) -> None:
     c = b.add_argument_group("Dask")
-    c.add_argument("--scheduler", help="address of an existing Dask scheduler, tcp://HOST:PORT (default: "
-                                       "$DASK_SCHEDULER_ADDRESS, else an embedded cluster)")
+    c.add_argument("--scheduler", help="an existing Dask scheduler, tcp://HOST:PORT (else $DASK_SCHEDULER_ADDRESS, else embedded")
     c.add_argument("--workers", type=int, default=0, help="embedded cluster: threads (or processes) (0: cores)")
     c.add_argument("--processes", action="store_true", help="embedded cluster: worker processes instead of threads")
-    c.add_argument("--dashboard-address", default="127.0.0.1:0",
-                   help="embedded cluster: HOST:PORT of the dashboard; every server binds to HOST (port 0: free)")
-    c.add_argument("--keep-dashboard", action="store_true",
-                   help="keep the cluster and its dashboard up after the build, until Ctrl-C")
+    c.add_argument("--dashboard-address", default="127.0.0.1:0", help="embedded or --cluster: HOST:PORT of the "
+                   "dashboard; the embedded cluster's servers all bind to HOST (port 0: free)")
+    c.add_argument("--keep-dashboard", action="store_true", help="keep the cluster and its dashboard up until Ctrl-C")
     c.add_argument("--heartbeat", type=float, default=30.0, help="seconds between 'still running' log lines")
+    add_cluster_arguments(c)
 
 
 def _info_parser(sub, common) -> None:

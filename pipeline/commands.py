@@ -57,6 +57,7 @@ def cmd_build(args) -> int:
     from .builder import build
     from .runtime.child import kill_children
     from .runtime.client import ClusterConfig, dask_client, scheduler_lost
+    from .runtime.jobqueue import batch_config
     from .runtime.malloc import return_freed_memory
     from .sources.resolve import preflight
 
@@ -64,13 +65,13 @@ def cmd_build(args) -> int:
     cfg = build_config(args).resolved()
     cfg.check()
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers, dashboard_address=args.dashboard_address,
-                         processes=args.processes, memory_limit=args.memory_limit)
+                         processes=args.processes, memory_limit=args.memory_limit, batch=batch_config(args))
     show = getattr(args, "plan", False)
     if show or not getattr(args, "no_plan_check", False):  # the plan first: nothing is read, downloaded or created before it
         from .plan import PlanDoesNotFit, plan_step
 
         try:
-            text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None)
+            text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None or ccfg.batch is not None)
         except PlanDoesNotFit as e:  # the table and its verdict, then the one line (exit 2)
             print(e.table, flush=True)
             raise
@@ -304,6 +305,7 @@ def _export_graph(args) -> int:
     from .config import BuildConfig
     from .exports.graph import export_graph
     from .runtime.client import ClusterConfig, dask_client
+    from .runtime.jobqueue import batch_config
     from .sources.resolve import is_path, preflight
 
     if len(args.items) != 3:
@@ -315,7 +317,7 @@ def _export_graph(args) -> int:
                       heartbeat=args.heartbeat, memory_limit=args.memory_limit)
     say = (lambda *a, **k: None) if args.quiet else (lambda msg: log.info("%s", msg))
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers, dashboard_address=args.dashboard_address,
-                         processes=args.processes, memory_limit=args.memory_limit)
+                         processes=args.processes, memory_limit=args.memory_limit, batch=batch_config(args))
     preflight(cfg.source if not isinstance(cfg.source, str) or not is_path(cfg.source) else os.path.abspath(cfg.source),
               cfg.data_dir, _input_files(cfg), local=ccfg.address() is None)
     with dask_client(ccfg, announce=say) as client:

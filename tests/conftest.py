@@ -108,3 +108,19 @@ def _numba_threads():
                 numba.core.config.reload_config()
             except RuntimeError:  # pragma: no cover - a pool started meanwhile: the next test pins the variable
                 pass
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """A real single-node Slurm (munged, slurmctld, slurmd: helpers.slurm) for the session's Slurm tests, stopped
+    after them; skips in one line where it cannot run (not root, Debian's slurm-wlm and munge absent)."""
+    from helpers.slurm import missing, start_slurm
+
+    why = missing()
+    if why:
+        pytest.skip(why)
+    s = start_slurm(tmp_path_factory.mktemp("slurm", numbered=True))
+    try:
+        yield s
+    finally:
+        s.stop()

@@ -24,7 +24,13 @@ from .threads import THREAD_VARS, affinity_warning, launcher_rank, max_threads, 
 
 
 def local_ranks() -> int:
-    """The ranks the launcher started on this machine (its local size; 1 without a launcher)."""
+    """The ranks the launcher started on this machine (its local size; srun's tasks on this node; 1 without a
+    launcher)."""
+    from .slurm import step
+
+    if "MPI_LOCALNRANKS" not in os.environ and "OMPI_COMM_WORLD_LOCAL_SIZE" not in os.environ \
+            and (task := step(os.environ)) is not None:
+        return task.local_size
     return next((int(os.environ[k]) for k in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                               "MV2_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE") if os.environ.get(k)), 1)
 
@@ -136,8 +142,9 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exchange", choices=EXCHANGES.names(), default="p2p",
                    help="; ".join(f"{x.name}: {x.description}" for x in EXCHANGES.values()))
     p.add_argument("--ranks-per-node", type=int, default=0, metavar="K",
-                   help="nodes of K consecutive ranks (virtual nodes: every case testable on one machine); 0: the "
-                        "ranks that share memory (MPI_Comm_split_type SHARED)")
+                   help="nodes of K consecutive ranks (virtual nodes: every case testable on one machine); 0: under "
+                        "srun, Slurm's layout (its tasks per node), else the ranks that share memory "
+                        "(MPI_Comm_split_type SHARED)")
     p.add_argument("--arch", choices=ARCHS.names(), default="gcn",
                    help="; ".join(f"{a.name}: {a.description}" for a in ARCHS.values()))
     p.add_argument("--backend", choices=SPECS.names(), default="numpy",
@@ -253,6 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.threads is None:  # the default; a bad --threads (0) stays for the options' check to report
         args.threads = threads
+    if args.ranks_per_node == 0:  # under srun: the nodes as Slurm laid the ranks out
+        from .slurm import layout_ranks_per_node
+
+        args.ranks_per_node = layout_ranks_per_node(os.environ)
     if args.memory_limit is None:
         from .config import default_memory_limit
 

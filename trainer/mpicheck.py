@@ -10,6 +10,10 @@ MPI's ``mpirun`` under an mpi4py on MPICH stops them in ``MPI_Init``. Without th
 other family before ``MPI_Init`` could abort the process, initializes MPI as mpi4py would have (the thread
 level of ``mpi4py.rc``, finalized at exit), and refuses a job of 1 rank that the launcher started as several:
 in one line that names both. An mpi4py that finds no MPI library at all is one line too.
+
+Under Slurm's ``srun`` the launcher is srun's MPI plugin (``--mpi=pmi2``, ``pmix``, ``none``): a plugin that
+mpi4py's MPI cannot use (:func:`srun_mismatch`: ``none`` for any MPI, ``pmix`` for an MPICH configured without
+PMIx, ``pmi2`` for Open MPI) is refused before ``MPI_Init``, in one line naming the plugin and the MPI.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shgcn.core.errors import UserError
+
+from . import slurm
 
 # (the size variable, the rank variable, the launcher, its MPI family): the first one present names the launcher;
 # a family of "" is a protocol (PMI) that several MPIs speak
@@ -62,15 +68,48 @@ def _number(text: str | None) -> int | None:
 
 
 def detect(env: Mapping[str, str]) -> Launcher | None:
-    """The launcher that started this process, from its variables; None: none did (a singleton)."""
+    """The launcher that started this process, from its variables; None: none did (a singleton). srun (a task
+    of a Slurm job step) is named with its MPI plugin, ``srun --mpi=pmi2``, unless an mpirun started the task."""
     for size_var, rank_var, name, family in LAUNCHERS:
         size = _number(env.get(size_var))
         if size is None:
             continue
         if size_var == "PMI_SIZE" and HYDRA in env:
             name, family = "MPICH's mpirun (Hydra)", "MPICH"
+        elif size_var == "PMI_SIZE" and slurm.step(env) is not None:
+            break  # srun's pmi2 plugin: named below
         return Launcher(name, family, size_var, size, _number(env.get(rank_var)))
-    return None
+    task = slurm.step(env)
+    if task is None:
+        return None
+    return Launcher(f"srun --mpi={task.plugin}", "", "SLURM_STEP_NUM_TASKS", task.tasks, task.rank)
+
+
+# srun's MPI plugins that each MPI family's library speaks (MPICH: PMI-1 and PMI-2, and PMIx where it was configured
+# with it; Open MPI 5: PMIx alone)
+PLUGINS = {"MPICH": ("pmi2", "pmi1", "cray_shasta"), "Open MPI": ("pmix",)}
+
+
+def srun_mismatch(env: Mapping[str, str], library: str) -> str | None:
+    """The line that refuses a task of an srun step of several tasks whose MPI plugin mpi4py's MPI cannot use
+    (``--mpi=none``: every task would be a job of 1 rank; pmix under an MPICH without PMIx; pmi2 under Open MPI),
+    before ``MPI_Init``; None otherwise (one task, no srun, another launcher, an MPI of another family)."""
+    task = slurm.step(env)
+    launcher = detect(env)
+    if task is None or task.tasks < 2 or launcher is None or not launcher.name.startswith("srun"):
+        return None
+    mine = family(library)
+    speaks = PLUGINS.get(mine, ())
+    if mine == "MPICH" and "pmix" in library.lower():
+        speaks = (*speaks, "pmix")
+    kind = task.plugin.split("_")[0]  # pmix_v4 is pmix
+    if kind != "none" and (not mine or kind in speaks):
+        return None
+    use = f"srun --mpi={speaks[0]}" if speaks else "srun with the MPI plugin of mpi4py's MPI"
+    return (f"the job was started by srun --mpi={task.plugin} with {task.tasks} tasks (SLURM_STEP_NUM_TASKS="
+            f"{task.tasks}) but mpi4py's MPI is {library_name(library)}, which does not speak that plugin's "
+            f"protocol: start it with {use} (srun --mpi=list shows the plugins), or have mpi4py load the library of "
+            f"an MPI that does (MPI4PY_LIBMPI=/path/to/libmpi.so)")
 
 
 def family(library: str) -> str:
@@ -145,7 +184,7 @@ def start(env: Mapping[str, str] | None = None):
             raise MPIMismatch(no_library(str(e)), speaks) from None
     library = MPI.Get_library_version()
     if not MPI.Is_initialized():
-        if (line := mismatch(launcher, library)) is not None:
+        if (line := srun_mismatch(env, library) or mismatch(launcher, library)) is not None:
             raise MPIMismatch(line, speaks)
         _init(MPI, mpi4py.rc)
     comm = MPI.COMM_WORLD

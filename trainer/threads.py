@@ -12,7 +12,7 @@ THREAD_VARS = (*BLAS_VARS, "NUMBA_NUM_THREADS")
 # losses do not depend on the thread count, cores the OS under-reports), thousands are a typo that numba's pool
 # answers with a segfault; pipeline/threads.py's THREADS_PER_CORE is the same bound for the build
 THREADS_PER_CORE = 4
-LAUNCHER_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
+LAUNCHER_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID")
 
 
 def max_threads() -> int:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from . import jobqueue
+from .jobqueue import BatchConfig
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,7 @@ class ClusterConfig:
     dashboard_address: str = "127.0.0.1:0"
     processes: bool = False
     memory_limit: int | None = None
+    batch: BatchConfig | None = None  # workers as batch jobs (--cluster: shgcn.pipeline.runtime.jobqueue)
 
     def address(self) -> str | None:
         return self.scheduler or os.environ.get(ENV_SCHEDULER) or None
@@ -107,12 +110,14 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
         except (OSError, TimeoutError, ValueError) as e:
             raise UserError(f"cannot connect to the Dask scheduler at {address}: {e}") from None
     else:
-        cluster = _local_cluster(cfg)
         host = _host_port(cfg.dashboard_address)[0]
+        cluster = jobqueue.start(cfg.batch, cfg.dashboard_address) if cfg.batch else _local_cluster(cfg)
         client = Client(cluster)
     interrupted = False
     try:
         announce(f"Dask dashboard: {dashboard_link(client, None if address else host)}")
+        if cfg.batch is not None and not address:
+            jobqueue.wait_for_workers(client, cfg.batch)
         yield client
     except KeyboardInterrupt:  # the command ends the process at once; a graceful close would wait for busy workers
         interrupted = True

@@ -138,3 +138,23 @@ def test_the_trainer_without_an_mpi_library_says_what_to_install(tmp_path):
     assert res.returncode == 2
     assert res.stderr == (f"shgcn-train: error: mpi4py found no MPI library ({tmp_path}/libmpi.so: cannot open shared "
                           f"object file: No such file or directory): install one: {mpicheck.INSTALL}\n")
+
+
+def test_srun_plugin_against_the_library():
+    """srun's MPI plugin against mpi4py's MPI: none is refused for any MPI of several tasks, pmix under an MPICH
+    configured without it, pmi2 under Open MPI; a matching plugin, one task or no srun is not."""
+    mpich = "MPICH Version:      5.0.2\nMPICH configure:    --with-pm=hydra"
+    ompi = "Open MPI v5.0.11, package: Debian"
+    task = {"SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "0", "SLURM_STEP_ID": "0"}
+    line = mpicheck.srun_mismatch(task, mpich)
+    assert line is not None and "srun --mpi=none" in line and "MPICH 5.0.2" in line and "--mpi=pmi2" in line
+    pmi2 = {**task, "SLURM_MPI_TYPE": "pmi2", "PMI_SIZE": "2", "PMI_RANK": "0", "PMI_FD": "5"}
+    assert mpicheck.detect(pmi2).name == "srun --mpi=pmi2"
+    assert mpicheck.srun_mismatch(pmi2, mpich) is None
+    assert "--mpi=pmix" in (mpicheck.srun_mismatch(pmi2, ompi) or "")
+    pmix = {**task, "SLURM_MPI_TYPE": "pmix_v4", "PMIX_RANK": "0"}
+    assert mpicheck.srun_mismatch(pmix, ompi) is None
+    assert mpicheck.srun_mismatch(pmix, mpich) is not None
+    assert mpicheck.srun_mismatch(pmix, mpich + " --with-pmix") is None
+    assert mpicheck.srun_mismatch({**task, "SLURM_STEP_NUM_TASKS": "1"}, mpich) is None
+    assert mpicheck.srun_mismatch({**pmi2, "MPI_LOCALNRANKS": "2"}, ompi) is None  # Hydra's ranks: mpirun's check

@@ -3,7 +3,11 @@
 ``MASTER_ADDR``/``MASTER_PORT``), ``mpirun`` (MPICH's ``PMI_*`` or Open MPI's
 ``OMPI_COMM_WORLD_*``: rank 0 opens torch's key-value store on a port the
 system picks and MPI broadcasts where it listens, so no other job can take
-the port between choosing and binding it), or a single process.
+the port between choosing and binding it), ``srun`` without MPI (Slurm's
+``SLURM_PROCID``, ``SLURM_STEP_NUM_TASKS``, ``SLURM_LOCALID``: rank 0 opens the
+store on the step's first node, at ``MASTER_ADDR``/``MASTER_PORT`` where set,
+else on a port of the job, :meth:`shgcn.trainer.slurm.Step.port`), or a single
+process.
 
 On GPUs: :func:`local_device` gives each rank its GPU (its rank on the node
 modulo the node's GPUs) and :func:`choose_backend` the backend (NCCL when
@@ -34,13 +38,25 @@ DEVICE_BACKENDS = ("nccl",)
 MPI_WORLD_VARS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"))
 
 
+def slurm_task():
+    """This process's task of an srun step of several tasks that no MPI launcher numbered (no PMI under srun:
+    ``--mpi=none``, Slurm's default), else None."""
+    from shgcn.trainer.slurm import step
+
+    if launched_by_mpi() or ("RANK" in os.environ and "WORLD_SIZE" in os.environ):
+        return None
+    task = step(os.environ)
+    return task if task is not None and task.tasks > 1 else None
+
+
 def job_rank() -> int:
     """This process's rank in the job: torch.distributed's once it is started, else the launcher's (an MPI
     launcher's own variables first: a stale ``RANK`` left in the environment does not count), 0 for one
     process."""
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank()
-    value = next((os.environ[r] for r, _ in (*MPI_WORLD_VARS, ("RANK", "WORLD_SIZE")) if os.environ.get(r)), "0")
+    value = next((os.environ[r] for r, _ in (*MPI_WORLD_VARS, ("RANK", "WORLD_SIZE"), ("SLURM_PROCID", ""))
+                  if os.environ.get(r)), "0")
     return int(value) if value.strip().isdigit() else 0
 
 
@@ -106,11 +122,30 @@ def _mpi_rendezvous(timeout: timedelta) -> tuple[dist.Store, int, int]:
     return store, comm.rank, comm.size
 
 
+_SLURM_STORE: list[dist.Store] = []  # the srun job's store (rank 0 serves it): finish() ends rank 0's group last
+
+
+def _slurm_rendezvous(task, timeout: timedelta) -> tuple[dist.Store, int, int]:
+    """(the job's store, rank, size) of an srun step without MPI: rank 0 serves a TCPStore on the step's first
+    node (the loopback when the step has one node), at ``MASTER_ADDR``/``MASTER_PORT`` where set, else on the
+    job's port (:meth:`shgcn.trainer.slurm.Step.port`); the others connect to it."""
+    host = os.environ.get("MASTER_ADDR", "").strip() or ("127.0.0.1" if len(task.per_node) == 1 else task.first_host())
+    port = int(os.environ.get("MASTER_PORT", "").strip() or task.port())
+    store = dist.TCPStore(host, port, task.tasks, task.rank == 0, timeout=timeout, wait_for_workers=False)
+    _SLURM_STORE[:] = [store]
+    return store, task.rank, task.tasks
+
+
 def local_world() -> tuple[int, int]:
     """(this process's rank on its node, the ranks on its node) from the launcher's environment (torchrun,
     Open MPI, MPICH); where none says, the job's rank and size, as if every rank ran on this node; (0, 1) for
     one process."""
-    for rank_var, size_var in (*LOCAL_VARS, *WORLD_VARS):
+    for rank_var, size_var in LOCAL_VARS:
+        if rank_var in os.environ and size_var in os.environ:
+            return int(os.environ[rank_var]), int(os.environ[size_var])
+    if (task := slurm_task()) is not None:
+        return task.local_rank, task.local_size
+    for rank_var, size_var in WORLD_VARS:
         if rank_var in os.environ and size_var in os.environ:
             return int(os.environ[rank_var]), int(os.environ[size_var])
     if dist.is_available() and dist.is_initialized():
@@ -195,6 +230,9 @@ def init_from_env(backend: str = "gloo", timeout_s: float = 300.0, device: Any =
     elif launched_by_mpi():
         store, rank, size = _mpi_rendezvous(kw["timeout"])
         dist.init_process_group(backend, store=store, rank=rank, world_size=size, **kw)
+    elif (task := slurm_task()) is not None:  # srun without MPI
+        store, rank, size = _slurm_rendezvous(task, kw["timeout"])
+        dist.init_process_group(backend, store=store, rank=rank, world_size=size, **kw)
     else:  # one process: an in-memory store, no port at all
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, **kw)
     return dist.get_rank(), dist.get_world_size()
@@ -216,6 +254,9 @@ def finish() -> None:
     if not dist.is_initialized():
         return
     comm = _mpi_world()
+    if comm is None and _SLURM_STORE and dist.get_world_size() > 1:
+        _finish_srun(_SLURM_STORE[0])
+        return
     if comm is None:  # one process, or torchrun (its agent serves the store)
         dist.destroy_process_group()
         return
@@ -225,6 +266,23 @@ def finish() -> None:
     comm.Barrier()
     if comm.rank == 0:
         dist.destroy_process_group()
+
+
+def _finish_srun(store: dist.Store, timeout_s: float = 60.0) -> None:
+    """:func:`finish` under srun without MPI: every other rank leaves and says so in the store; rank 0, whose
+    process serves it, leaves last (or after ``timeout_s`` without the others' word)."""
+    import time
+
+    dist.barrier()
+    rank, size = dist.get_rank(), dist.get_world_size()
+    if rank != 0:
+        dist.destroy_process_group()
+        store.add("shgcn/finished", 1)
+        return
+    end = time.monotonic() + timeout_s
+    while store.add("shgcn/finished", 0) < size - 1 and time.monotonic() < end:
+        time.sleep(0.05)
+    dist.destroy_process_group()
 
 
 def run_main(main: Callable[[], int | None], prog: str) -> int:

@@ -180,3 +180,43 @@ def test_a_gpu_rank_starts_on_its_gpu(no_launcher):
     calls.clear()
     launch.init_from_env("gloo", device="cpu")
     assert len(calls) == 1 and calls[0][0] == "gloo" and "device_id" not in calls[0][1]
+
+
+def test_slurm_task_without_mpi(no_launcher):
+    """srun without MPI: the rank on the node and the ranks there from Slurm's variables; an MPI launcher's or
+    torchrun's variables come first."""
+    for var in ("SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "SLURM_STEP_ID", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        no_launcher.delenv(var, raising=False)
+    assert launch.slurm_task() is None
+    for var, value in {"SLURM_STEP_NUM_TASKS": "4", "SLURM_PROCID": "3", "SLURM_STEP_ID": "0", "SLURM_LOCALID": "1",
+                       "SLURM_NODEID": "1", "SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_STEP_NODELIST": "n[1-2]"}.items():
+        no_launcher.setenv(var, value)
+    assert launch.slurm_task() is not None and local_world() == (1, 2) and launch.job_rank() == 3
+    no_launcher.setenv("PMI_SIZE", "4")  # srun --mpi=pmi2: MPI's rendezvous
+    assert launch.slurm_task() is None
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+@pytest.mark.timeout(600)
+def test_srun_gives_one_process_losses(slurm, mpi_stores, tmp_path):
+    """``srun -n 2 python examples/torch_pyg.py STORE`` (no MPI: Slurm's variables, rank 0's store on the first
+    node) trains what one process trains: the same losses."""
+    from pathlib import Path
+
+    import numpy as np
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "torch_pyg.py"
+
+    def losses(prefix, path, log):
+        cmd = [*prefix, sys.executable, str(example), str(path), "--epochs", "5", "--log-file", str(log)]
+        env = {k: v for k, v in slurm.env().items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        assert res.returncode == 0, res.stdout + res.stderr + slurm.logs()
+        return np.array([json.loads(line)["loss"] for line in log.read_text().splitlines() if '"loss"' in line])
+
+    one = losses([], mpi_stores["undirected", 1], tmp_path / "one.jsonl")
+    two = losses(["srun", "--ntasks=2", "--overcommit", "--mpi=none", "--kill-on-bad-exit=1"],
+                 mpi_stores["undirected", 2], tmp_path / "srun.jsonl")
+    assert one.shape == (5,)
+    np.testing.assert_allclose(two, one, rtol=1e-5)
