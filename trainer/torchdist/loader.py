@@ -157,6 +157,7 @@ class MiniBatches:
         if steps is not None and steps < 1 or norm_batches < 1:
             raise UserError(f"MiniBatches: steps ({steps}) and norm_batches ({norm_batches}) must be >= 1")
         s = path if isinstance(path, store.Store) else store.open_store(path)
+        rank_given = rank is not None
         rank, size = _world(rank, size)
         n = int(s.attrs["n"])
         cfg = SamplerConfig(kind=sampler, size=int(batch_size), walk_length=walk_length, seed=seed)
@@ -175,6 +176,8 @@ class MiniBatches:
                                                   norm_batches=norm_batches)
             self._perm = s.permutation_mapped()
         else:
+            if block is not None:
+                _check_block(s, block, rank if rank_given else None)
             self.block = block if block is not None else open_block(s, rank, size, device=device or "cpu")
             if device is not None:
                 self.block = self.block.to(device)
@@ -278,6 +281,23 @@ class MiniBatches:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_block(s: store.Store, block: TorchBlock, rank: int | None) -> None:
+    """A ``block=`` of another store (another graph, partition or layout) or of another rank than ``rank`` (when
+    given) is refused in one line: its own rows must be the store's rows of its rank, vertex for vertex (else
+    the batches' ids, features and labels would not be the block's)."""
+    if rank is not None and rank != block.plan.rank:
+        raise UserError(f"MiniBatches(rank={rank}, block=...): the block is rank {block.plan.rank}'s")
+    rank, size = block.plan.rank, block.plan.size
+    if size != s.parts or block.n != int(s.attrs["n"]):
+        raise UserError(f"MiniBatches(block=...): the block is one of {size} ranks of a graph of {block.n} "
+                        f"vertices, not of {s.path} ({s.parts} parts, {int(s.attrs['n'])} vertices)")
+    lo, hi = int(s.offsets[rank]), int(s.offsets[rank + 1])
+    own = np.asarray(block.node_ids[:block.n_own].detach().cpu().numpy(), np.int64)
+    if hi - lo != own.size or not np.array_equal(np.asarray(s.permutation()[lo:hi], np.int64), own):
+        raise UserError(f"MiniBatches(block=...): the block's rows are not rank {rank}'s rows of {s.path} "
+                        f"(a block of another store or partition; open it with td.open_block of this store)")
 
 
 def _source(s: store.Store, rank: int, cfg: SamplerConfig) -> BatchSource:

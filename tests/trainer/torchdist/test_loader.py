@@ -186,6 +186,22 @@ def test_bad_arguments_are_one_line(built):
             loader.batch(0, 5)
 
 
+def test_a_block_of_another_partition_is_refused(built, tmp_path_factory, client):
+    """Two stores of one graph, another partition each: MiniBatches(store_a, block=open_block(store_b, ...)) is
+    refused in one line (its batches' ids, features and labels would not be the block's); the store's own block
+    is accepted."""
+    from helpers.stores import make_in
+
+    other = make_in(tmp_path_factory.mktemp("rp-only"), client, models=("rp",)).path
+    with pytest.raises(UserError, match="not rank 0's rows of") as e:
+        td.MiniBatches(built.path, batch_size=SIZE, rank=0, size=3, block=td.open_block(other, 0, 3))
+    assert "\n" not in str(e.value)
+    with pytest.raises(UserError, match="the block is rank 0's"):  # another rank's block of the same store
+        td.MiniBatches(built.path, batch_size=SIZE, rank=1, size=3, block=td.open_block(built.path, 0, 3))
+    with td.MiniBatches(built.path, batch_size=SIZE, rank=0, size=3, block=td.open_block(built.path, 0, 3)) as ok:
+        assert ok.block.n_own > 0
+
+
 # a tiny two-layer GCN trained for 2 epochs of mini-batches; rank 0 prints the step losses (summed over ranks)
 SCRIPT = r"""
 import json, sys, torch

@@ -121,6 +121,16 @@ def test_bad_rates_and_layers_are_one_line(p, layer, message):
         Dropout(p, layer)
 
 
+def test_a_rank_with_no_rows_drops_nothing():
+    """0 rows (a rank with no rows of a batch): a (0, d) output and gradient, no reshape error (a regression)."""
+    x = torch.zeros((0, 5), requires_grad=True)
+    out = dropout(x, torch.zeros(0, dtype=torch.int64), 0.5, 0, epoch=1, seed=2)
+    assert out.shape == (0, 5)
+    out.sum().backward()
+    assert x.grad is not None and x.grad.shape == (0, 5)
+    assert Dropout(0.5, 1)(torch.zeros((0, 3)), torch.zeros(0, dtype=torch.int64)).shape == (0, 3)
+
+
 def test_too_few_ids_is_refused():
     with pytest.raises(ValueError, match="3 rows given, 2 vertex ids known"):
         dropout(torch.ones((3, 2)), torch.tensor([0, 1]), 0.5, 0, epoch=0, seed=0)
