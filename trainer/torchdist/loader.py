@@ -221,6 +221,8 @@ class MiniBatches:
         """The batches of ``epoch`` in order, from the position's step when ``epoch`` is the position's epoch
         (a resumed run), else from step 0; each next one (the next epoch's first, after the last) made ahead
         while the caller trains on this one."""
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
+            raise UserError(f"MiniBatches.epoch({epoch!r}): the epoch must be an integer >= 0")
         start = self._step if int(epoch) == self._epoch else 0
         self._epoch, self._step = int(epoch), start
         for step in range(start, self.steps):
@@ -237,6 +239,9 @@ class MiniBatches:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Go on from a saved position; a loader of other batches (another sampler, size, seed, steps or graph
         size) is refused in one line (:class:`~shgcn.core.errors.UserError`); the number of ranks may differ."""
+        if not isinstance(state, dict) or not {"epoch", "step", "config"} <= state.keys():
+            raise UserError(f"MiniBatches.load_state_dict: {type(state).__name__} is not a loader's state_dict() "
+                            "(a dict of epoch, step and config)")
         saved = dict(state.get("config", {}))
         if saved != self.config:
             diff = ", ".join(f"{k} {saved.get(k)} (here {v})" for k, v in self.config.items() if saved.get(k) != v)

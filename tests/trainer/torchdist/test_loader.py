@@ -184,6 +184,12 @@ def test_bad_arguments_are_one_line(built):
     with td.MiniBatches(built.path, batch_size=SIZE, rank=0, size=3) as loader:
         with pytest.raises(UserError, match=r"step 5 is not in 0\.\.4"):
             loader.batch(0, 5)
+        for e in (-1, 1.5, "0"):  # a generator: the refusal comes with the first batch asked for
+            with pytest.raises(UserError, match=r"the epoch must be an integer >= 0"):
+                next(iter(loader.epoch(e)))
+        for state in (None, {}, [1]):
+            with pytest.raises(UserError, match="is not a loader's state_dict"):
+                loader.load_state_dict(state)
 
 
 def test_a_block_of_another_partition_is_refused(built, tmp_path_factory, client):
