@@ -25,6 +25,7 @@ from shgcn.trainer.torchdist import Halo, HaloPlan, gat_conv, gcn_conv, open_blo
 EXAMPLE = REPO / "examples" / "torch_pyg.py"
 
 
+@pytest.mark.cpu_paths  # floats of two libraries: .ci/run runs it under every CPU path
 @pytest.mark.parametrize("make,reference,normalized", [
     (gcn_conv, lambda: pyg_nn.GCNConv(8, 3, normalize=False, add_self_loops=False), True),
     (sage_conv, lambda: pyg_nn.SAGEConv(8, 3), False),

@@ -20,6 +20,10 @@ from shgcn.trainer.backends import backend  # noqa: E402
 from shgcn.trainer.backends.base import Noise  # noqa: E402
 from shgcn.trainer.torchdist import Dropout, dropout, set_epoch  # noqa: E402
 
+# float results of two libraries or of one library's CPU paths: .ci/run runs these under every
+# ATEN_CPU_CAPABILITY and OPENBLAS_CORETYPE (pytest -m cpu_paths)
+pytestmark = pytest.mark.cpu_paths
+
 EXAMPLE = REPO / "examples" / "torch_pyg.py"
 # ids past 2**32 too: the counter carries an id's high bits
 IDS = np.array([5, 900, 3, 2**33 + 7, 11, 0, 42, 123456], np.int64)
