@@ -58,7 +58,7 @@ from shgcn.core.sample import SAMPLERS, TRAIN, SamplerConfig
 from ..minibatch import BatchSource, BatchView, PlanAhead
 from ..minibatch import MiniBatches as Restrictor
 from ..plan import comm_plan, full_local
-from .block import HaloPlan, TorchBlock, _world, batch_rows, graph_pattern, open_block
+from .block import HaloPlan, TorchBlock, _world, batch_rows, check_block_of, graph_pattern, open_block
 from .graph import Graph
 from .halo import Halo
 from .objective import global_sum, masked_loss
@@ -177,7 +177,7 @@ class MiniBatches:
             self._perm = s.permutation_mapped()
         else:
             if block is not None:
-                _check_block(s, block, rank if rank_given else None)
+                check_block_of(s, block, rank if rank_given else None)
             self.block = block if block is not None else open_block(s, rank, size, device=device or "cpu")
             if device is not None:
                 self.block = self.block.to(device)
@@ -286,23 +286,6 @@ class MiniBatches:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _check_block(s: store.Store, block: TorchBlock, rank: int | None) -> None:
-    """A ``block=`` of another store (another graph, partition or layout) or of another rank than ``rank`` (when
-    given) is refused in one line: its own rows must be the store's rows of its rank, vertex for vertex (else
-    the batches' ids, features and labels would not be the block's)."""
-    if rank is not None and rank != block.plan.rank:
-        raise UserError(f"MiniBatches(rank={rank}, block=...): the block is rank {block.plan.rank}'s")
-    rank, size = block.plan.rank, block.plan.size
-    if size != s.parts or block.n != int(s.attrs["n"]):
-        raise UserError(f"MiniBatches(block=...): the block is one of {size} ranks of a graph of {block.n} "
-                        f"vertices, not of {s.path} ({s.parts} parts, {int(s.attrs['n'])} vertices)")
-    lo, hi = int(s.offsets[rank]), int(s.offsets[rank + 1])
-    own = np.asarray(block.node_ids[:block.n_own].detach().cpu().numpy(), np.int64)
-    if hi - lo != own.size or not np.array_equal(np.asarray(s.permutation()[lo:hi], np.int64), own):
-        raise UserError(f"MiniBatches(block=...): the block's rows are not rank {rank}'s rows of {s.path} "
-                        f"(a block of another store or partition; open it with td.open_block of this store)")
 
 
 def _source(s: store.Store, rank: int, cfg: SamplerConfig) -> BatchSource:
