@@ -151,6 +151,8 @@ class BuildConfig:
         """Raise :class:`UserError` for values no build can use."""
         if self.parts < 1:
             raise UserError(f"{option('--parts', self.parts)}: must be at least 1")
+        if not 0 <= self.seed < 2**63:  # numpy's generators take no negative seed (the build's traceback, issue 63)
+            raise UserError(f"{option('--seed', self.seed)}: must be in 0..2^63-1")
         self._check_nodes()
         self._check_threads()
         if self.memory_limit is not None and self.memory_limit < 1:

@@ -341,11 +341,9 @@ def _run(cfg, comm) -> int:
     if comm.rank == 0 and not cfg.quiet and ctx.memory_all:
         from shgcn.core.memory import gib
 
-        from .summary import banner, mode_text
+        from .summary import start_lines
 
-        mode = mode_text(cfg.mode, cfg.sampler, ctx.batches.sampler.cfg.size if ctx.batches is not None else None)
-        print(banner(cfg.algorithm, mode, ctx.shape.rows, ctx.shape.cols,
-                     (gib(max(ctx.memory_all)), gib(sum(ctx.memory_all))), cfg.threads), flush=True)
+        print("\n".join(start_lines(ctx, (gib(max(ctx.memory_all)), gib(sum(ctx.memory_all))))), flush=True)
     try:
         train(ctx, comm)
     except Diverged as e:  # the same on every rank: no abort needed

@@ -119,6 +119,8 @@ class TrainConfig:
             raise TrainError(f"--lr {self.lr}: must be > 0")
         if self.weight_decay < 0:
             raise TrainError(f"--weight-decay {self.weight_decay}: must be >= 0")
+        if not 0 <= self.seed < 2**63:  # numpy's generators take no negative seed
+            raise TrainError(f"--seed {self.seed}: must be in 0..2^63-1")
         if not self.hidden or any(h < 1 for h in self.hidden):
             raise TrainError(f"--hidden {','.join(map(str, self.hidden))}: widths must be >= 1")
         self._check_threads()

@@ -101,8 +101,7 @@ def train(ctx: Context, comm) -> list[runlog.Epoch]:
                 rec = _records(ctx, epoch, res, accs, per_rank, log)
                 records.append(rec)
                 _print_progress(cfg, rec)
-        end = summary.summary(records, epochs=cfg.epochs, metric=ctx.targets.metric, has_val=totals["val"] > 0,
-                              has_test=totals["test"] > 0, log=cfg.log, modelled=ctx.memory_all)
+        end = summary.summary(records, **summary.end_options(ctx, totals)) if root else None
         if root and end and not cfg.quiet:
             print(end, flush=True)
     finally:

@@ -43,6 +43,7 @@ def rmat(scale: int, edge_factor: int = 16, a: float = 0.57, b: float = 0.19, c:
 
 
 RMAT_CHUNK = 1 << 20  # edges per generator task
+RMAT_MAX_DRAWS = 1 << 40  # edges an R-MAT spec may draw (a larger one would draw for days)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,11 @@ def _check_rmat(scale: int, edge_factor: int, a: float, b: float, c: float) -> N
     if scale < 1 or scale > 31 or edge_factor < 1 or min(a, b, c, d) < 0:
         raise UserError(f"rmat: need 1 <= scale <= 31, edge_factor >= 1, a,b,c >= 0 and a+b+c <= 1 "
                         f"(got scale={scale}, edge_factor={edge_factor}, a={a}, b={b}, c={c})")
+    drawn, most = edge_factor << scale, min(RMAT_MAX_DRAWS, 16 << (2 * scale))  # draws, duplicates included
+    if drawn > most:
+        raise UserError(f"rmat: edge_factor={edge_factor:,} at scale={scale} draws {drawn:,} edges, more than "
+                        f"{most:,} (the most a spec draws: 16 per pair of its 2^scale vertices, and 2^40); choose an "
+                        f"edge_factor of at most {most >> scale:,}")
 
 
 def _edge_ranges(m: int, chunk: int) -> list[tuple[int, int]]:
@@ -162,6 +168,8 @@ def parse_params(spec: str) -> tuple[str, dict] | None:
             kwargs[key] = type(default)(number) if default is not inspect.Parameter.empty else int(value)
         except (ValueError, OverflowError):
             raise UserError(f"{spec}: {key}={value!r} is not a finite number") from None
+    if not 0 <= kwargs.get("seed", 0) < 2**63:  # numpy's generators take no negative seed (a traceback, issue 63)
+        raise UserError(f"{spec}: seed={kwargs['seed']} must be in 0..2^63-1")
     return kind, kwargs
 
 

@@ -93,3 +93,11 @@ def test_the_bounds_themselves_build(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     cfg(threads=8, ranks_per_node=2, memory_limit=2**63 - 1, models=("hp", "shp"),
         options={"shp_time_factor": 2.0}).check()
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63])
+def test_a_seed_numpy_refuses_is_one_line(seed):
+    """--seed -1 planned "fits" and the build ended in numpy's traceback."""
+    with pytest.raises(UserError) as e:
+        cfg(seed=seed).check()
+    assert str(e.value) == f"--seed {seed}: must be in 0..2^63-1"

@@ -117,13 +117,21 @@ def test_banner_names_the_mode_and_the_run_ends_with_a_summary(stores, tmp_path)
                          text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.strip().splitlines()
-    assert lines[0].startswith("1d, mini-batch (node sampler, batch size 40) on 1 x 1 ranks of 1 thread; memory "), lines
+    assert lines[0].startswith("1d, mini-batch (node sampler, batch size 40) on 1 rank (1 node) of 1 thread; memory "), lines
+    # what changes the losses without an option on the command line: the store's partition and feature
+    # normalization, the weight decay and where it applies, the exchange
+    assert lines[1].startswith("trains on: partition ") and "; features " in lines[1], lines
+    assert "; weight decay 0.0005 on the first layer's weights only" in lines[1] and lines[1].endswith("exchange p2p")
+    assert "; sent 0 bytes per epoch; " in lines[-1]  # one rank: nothing to send (mini-batch: no prediction)
     assert lines[-1].startswith("summary: best validation accuracy ") and " (test accuracy there " in lines[-1]
     assert lines[-1].endswith(f"; run log: {log}") and "final loss " in lines[-1]
     # the busiest rank's measured peak beside its modelled bytes; the run log has every rank's peak per epoch
     assert "; peak memory " in lines[-1] and " at rank 0 (modelled " in lines[-1]
     epochs = [json.loads(x) for x in log.read_text().splitlines() if '"epoch"' in x and '"peak_memory"' in x]
     assert epochs and all(len(e["peak_memory"]) == 1 and e["peak_memory"][0] > 50 * 2**20 for e in epochs)
+    full = subprocess.run([sys.executable, str(TRAIN), str(stores["undirected", 1]), "--epochs", "1", "--threads", "1"],
+                          capture_output=True, text=True, timeout=300)
+    assert full.returncode == 0 and "; sent 0 bytes per epoch as predicted; " in full.stdout, full.stdout + full.stderr
 
 
 @pytest.mark.parametrize("argv,expected", [

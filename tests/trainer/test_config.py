@@ -116,3 +116,9 @@ def test_the_default_memory_limit_is_what_the_machine_has_available(monkeypatch,
     assert config.default_memory_limit() == 3000000 * 1024  # the available memory, not the machine's 16 GB
     monkeypatch.setattr("shgcn.core.memory.machine_memory", lambda: 2000000 * 1024)
     assert config.default_memory_limit() == 2000000 * 1024  # never above the machine's (or its cgroup's) memory
+
+
+def test_a_seed_numpy_refuses_is_one_line():
+    """shgcn-train --seed -1 ended in numpy's traceback (rc 1)."""
+    with pytest.raises(TrainError, match=r"^--seed -1: must be in 0\.\.2\^63-1$"):
+        TrainConfig(store="s", seed=-1).check()

@@ -11,14 +11,38 @@ def _epoch(e, loss, val=None, test=None):
 
 def test_banner_names_the_mode_and_the_threads():
     full = summary.banner("1d", summary.mode_text("full"), 4, 1, ("1 GiB", "4 GiB"))
-    assert full == "1d, full-batch on 4 x 1 ranks; memory (modelled): up to 1 GiB a rank, 4 GiB in all"
+    assert full == "1d, full-batch on 4 ranks; memory (modelled): up to 1 GiB a rank, 4 GiB in all"
     assert summary.banner("1d", "full-batch", 4, 1, ("1 GiB", "4 GiB"), 1) == \
-        "1d, full-batch on 4 x 1 ranks of 1 thread; memory (modelled): up to 1 GiB a rank, 4 GiB in all"
+        "1d, full-batch on 4 ranks of 1 thread; memory (modelled): up to 1 GiB a rank, 4 GiB in all"
     assert summary.banner("2d", "full-batch", 2, 2, ("1 GiB", "4 GiB"), 3).startswith("2d, full-batch on 2 x 2 ranks of 3 "
                                                                                       "threads; memory")
     mini = summary.mode_text("minibatch", "node", 1024)
     assert mini == "mini-batch (node sampler, batch size 1,024)"
     assert summary.banner("1d", mini, 2, 1, ("1", "2")).startswith("1d, mini-batch (node sampler, batch size 1,024) on 2")
+
+
+def test_banner_names_the_nodes_as_ranks_per_node_lays_them_out():
+    """The quickstart's --ranks-per-node 2 on 4 ranks: 2 nodes of 2 (not "4 x 1")."""
+    assert summary.banner("1d", "full-batch", 4, 1, ("1", "2"), 1, nodes=[2, 2]).startswith(
+        "1d, full-batch on 4 ranks (2 nodes of 2) of 1 thread; ")
+    assert summary.banner("1d", "full-batch", 1, 1, ("1", "2"), nodes=[1]).startswith("1d, full-batch on 1 rank (1 node);")
+    assert summary.node_text([2, 2, 1]) == "3 nodes of 2, 2, 1 ranks"
+
+
+def test_the_settings_line_names_what_changes_the_losses():
+    line = summary.settings("hp", "row", 5e-4, summary.decayed_text([0], 4), "p2p")
+    assert line == ("trains on: partition hp (the store's layout model, --layout-model at build); features "
+                    "row-normalized (the store's --feature-norm row; plain PyG's are not); weight decay 0.0005 on the "
+                    "first layer's weights only (as Kipf & Welling's GCN); exchange p2p")
+    assert "no weight decay; " in summary.settings("rp", "none", 0.0, "", "node")
+    assert summary.decayed_text([0, 2], 4) == "2 of the 4 parameter arrays (indices 0, 2)"
+
+
+def test_the_summary_shows_the_bytes_sent_against_the_prediction():
+    rec = runlog.Epoch(epoch=0, loss=1.0, train_acc=0.5, bytes_sent=[3000, 2000])
+    assert "; sent 4.9 KiB (5,000 bytes) per epoch as predicted" in summary.summary([rec], epochs=1, predicted=5000)
+    assert "; sent 4.9 KiB (5,000 bytes) per epoch (predicted 4,000)" in summary.summary([rec], epochs=1, predicted=4000)
+    assert summary.summary([rec], epochs=1).endswith("; sent 4.9 KiB (5,000 bytes) per epoch")
 
 
 def test_summary_takes_the_earliest_best_validation_epoch():

@@ -69,7 +69,7 @@ def _draws(w0: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, w3: torch.Tenso
     which = lane >> 1
     v = torch.where(which == 0, w0[:, :, None], torch.where(which == 1, w1[:, :, None],
                                                             torch.where(which == 2, w2[:, :, None], w3[:, :, None])))
-    return ((v >> ((lane & 1) << 4)) & 0xFFFF).reshape(w0.shape[0], -1)[:, :width]
+    return ((v >> ((lane & 1) << 4)) & 0xFFFF).reshape(w0.shape[0], w0.shape[1] * 8)[:, :width]  # 0 rows too
 
 
 def mask_of_words(words: Words, width: int, threshold: int, scale: float) -> torch.Tensor:

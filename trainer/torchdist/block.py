@@ -345,3 +345,20 @@ def graph_pattern(path: str | Path | store.Store) -> tuple[Any, np.ndarray]:
     g = s.graph()
     pattern = (g + sp.identity(g.shape[0], dtype=np.float32, format="csr")).tocsr()
     return pattern, np.asarray(s.partition(str(s.attrs["model"])), np.int64)
+
+
+def check_block_of(s: store.Store, block: TorchBlock, rank: int | None) -> None:
+    """A ``block=`` of another store (another graph, partition or layout) or of another rank than ``rank`` (when
+    given) is refused in one line: its own rows must be the store's rows of its rank, vertex for vertex (else
+    the batches' ids, features and labels would not be the block's)."""
+    if rank is not None and rank != block.plan.rank:
+        raise UserError(f"MiniBatches(rank={rank}, block=...): the block is rank {block.plan.rank}'s")
+    rank, size = block.plan.rank, block.plan.size
+    if size != s.parts or block.n != int(s.attrs["n"]):
+        raise UserError(f"MiniBatches(block=...): the block is one of {size} ranks of a graph of {block.n} "
+                        f"vertices, not of {s.path} ({s.parts} parts, {int(s.attrs['n'])} vertices)")
+    lo, hi = int(s.offsets[rank]), int(s.offsets[rank + 1])
+    own = np.asarray(block.node_ids[:block.n_own].detach().cpu().numpy(), np.int64)
+    if hi - lo != own.size or not np.array_equal(np.asarray(s.permutation()[lo:hi], np.int64), own):
+        raise UserError(f"MiniBatches(block=...): the block's rows are not rank {rank}'s rows of {s.path} "
+                        f"(a block of another store or partition; open it with td.open_block of this store)")

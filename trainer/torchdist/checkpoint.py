@@ -83,12 +83,15 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
     extra : anything else to keep (JSON-like: numbers, strings, lists, dicts), returned by :func:`load_checkpoint`
     loader : a :class:`~.loader.MiniBatches` whose position (``state_dict()``) is kept
     """
+    target = Path(path)
+    if target.is_dir() or not target.name:
+        raise UserError(f"{target}: is a folder; give the checkpoint's file name (e.g. {target / 'ckpt.pt'})")
+    kept = _plain(extra or {}, "extra")  # checked on every rank alike, before anything is written
     if _rank() == 0:
         state = {"format": FORMAT, "epoch": int(epoch), "model": model.state_dict(),
                  "optimizer": optimizer.state_dict() if optimizer is not None else None,
-                 "graph": graph_identity(store_path) if store_path is not None else None, "extra": extra or {},
+                 "graph": graph_identity(store_path) if store_path is not None else None, "extra": kept,
                  "loader": loader.state_dict() if loader is not None else None}
-        target = Path(path)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # beside it: os.replace stays on one disk
         try:
             with open(tmp, "wb") as f:
@@ -98,11 +101,36 @@ def save_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
             os.replace(tmp, target)
         except BaseException as e:  # a full disk, Ctrl-C: the last whole checkpoint stays, nothing beside it
             Path(tmp).unlink(missing_ok=True)
-            if isinstance(e, OSError):  # the user's disk or folder (rank 0's own one line, exit 2), named
-                raise UserError(f"{target}: cannot write the checkpoint ({e.strerror or e}); the last one "
+            # the user's disk or folder (rank 0's own one line, exit 2), named; torch's own writer reports a
+            # full disk as a RuntimeError ("... file write failed"), not an OSError
+            if isinstance(e, OSError) or isinstance(e, RuntimeError) and "write" in str(e).lower():
+                why = e.strerror if isinstance(e, OSError) and e.strerror else str(e).strip().splitlines()[0]
+                raise UserError(f"{target}: cannot write the checkpoint ({why}); the last one "
                                 "written, if any, is kept") from None
             raise
     _barrier()
+
+
+def _plain(value: Any, where: str) -> Any:
+    """``value`` as what :func:`load_checkpoint` reads back (``torch.load(weights_only=True)``): numpy scalars
+    as Python numbers, tuples as lists; anything else than numbers, strings, None, tensors, lists and dicts with
+    string keys is a one-line :class:`~shgcn.core.errors.UserError` naming where it is (not a file that saves
+    and then cannot be loaded)."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        bad = [k for k in value if not isinstance(k, str)]
+        if bad:
+            raise UserError(f"save_checkpoint: {where} has a key {bad[0]!r} that is not a string")
+        return {k: _plain(v, f"{where}[{k!r}]") for k, v in value.items()}
+    raise UserError(f"save_checkpoint: {where} is a {type(value).__name__}; keep numbers, strings, lists, "
+                    "dicts and tensors (e.g. float(x), x.tolist())")
 
 
 def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,

@@ -58,7 +58,7 @@ from shgcn.core.sample import SAMPLERS, TRAIN, SamplerConfig
 from ..minibatch import BatchSource, BatchView, PlanAhead
 from ..minibatch import MiniBatches as Restrictor
 from ..plan import comm_plan, full_local
-from .block import HaloPlan, TorchBlock, _world, batch_rows, graph_pattern, open_block
+from .block import HaloPlan, TorchBlock, _world, batch_rows, check_block_of, graph_pattern, open_block
 from .graph import Graph
 from .halo import Halo
 from .objective import global_sum, masked_loss
@@ -157,6 +157,7 @@ class MiniBatches:
         if steps is not None and steps < 1 or norm_batches < 1:
             raise UserError(f"MiniBatches: steps ({steps}) and norm_batches ({norm_batches}) must be >= 1")
         s = path if isinstance(path, store.Store) else store.open_store(path)
+        rank_given = rank is not None
         rank, size = _world(rank, size)
         n = int(s.attrs["n"])
         cfg = SamplerConfig(kind=sampler, size=int(batch_size), walk_length=walk_length, seed=seed)
@@ -175,6 +176,8 @@ class MiniBatches:
                                                   norm_batches=norm_batches)
             self._perm = s.permutation_mapped()
         else:
+            if block is not None:
+                check_block_of(s, block, rank if rank_given else None)
             self.block = block if block is not None else open_block(s, rank, size, device=device or "cpu")
             if device is not None:
                 self.block = self.block.to(device)
@@ -218,6 +221,8 @@ class MiniBatches:
         """The batches of ``epoch`` in order, from the position's step when ``epoch`` is the position's epoch
         (a resumed run), else from step 0; each next one (the next epoch's first, after the last) made ahead
         while the caller trains on this one."""
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
+            raise UserError(f"MiniBatches.epoch({epoch!r}): the epoch must be an integer >= 0")
         start = self._step if int(epoch) == self._epoch else 0
         self._epoch, self._step = int(epoch), start
         for step in range(start, self.steps):
@@ -234,6 +239,9 @@ class MiniBatches:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Go on from a saved position; a loader of other batches (another sampler, size, seed, steps or graph
         size) is refused in one line (:class:`~shgcn.core.errors.UserError`); the number of ranks may differ."""
+        if not isinstance(state, dict) or not {"epoch", "step", "config"} <= state.keys():
+            raise UserError(f"MiniBatches.load_state_dict: {type(state).__name__} is not a loader's state_dict() "
+                            "(a dict of epoch, step and config)")
         saved = dict(state.get("config", {}))
         if saved != self.config:
             diff = ", ".join(f"{k} {saved.get(k)} (here {v})" for k, v in self.config.items() if saved.get(k) != v)

@@ -75,3 +75,19 @@ def test_compact_labels_are_int32_below_scale_31_and_the_same_permutation():
     wide, narrow = synthetic.rmat_labels(6, 2), synthetic.compact_labels(6, 2)
     assert narrow.dtype == np.int32 and narrow.tolist() == wide.tolist()
     assert index_dtype(1 << 30) is np.int32 and index_dtype(1 << 31) is np.int64  # the boundary compact_labels uses
+
+
+def test_what_the_build_cannot_generate_is_refused_before_the_plan_says_fits():
+    """A negative seed (numpy's generators refuse it: the build's traceback) and an R-MAT that draws more edges
+    than 16 per vertex pair or 2^40 (the build ran out of memory while the plan said fits): one line, from the
+    checks the plan and the build share; a small scale's default edge factor stays."""
+    for spec, message in (("sbm:n=30,seed=-1", "seed=-1 must be in 0..2^63-1"),
+                          ("rmat:scale=5,seed=-3", "seed=-3 must be in 0..2^63-1"),
+                          ("rmat:scale=10,edge_factor=1e18", "draws 1,024,000,000,000,000,000,000 edges, more than "
+                                                             "16,777,216"),
+                          ("rmat:scale=31,edge_factor=1024", "and 2^40); choose an edge_factor of at most 512")):
+        for check in (synthetic.check_params, synthetic.parse_spec):
+            with pytest.raises(UserError) as e:
+                check(spec)
+            assert message in str(e.value) and "\n" not in str(e.value)
+    synthetic.check_params("rmat:scale=3")  # 16 x 8 edges drawn: at most 16 x 64

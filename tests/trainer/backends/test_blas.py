@@ -26,6 +26,7 @@ def _products(be: NumpyBackend, x: np.ndarray, w: np.ndarray, g: np.ndarray) -> 
             be.gemm_tn(np.asfortranarray(x), g)]
 
 
+@pytest.mark.cpu_paths  # floats of two libraries: .ci/run runs it under every CPU path
 @needs_sgemm
 @pytest.mark.parametrize("n,k,d", [(30011, 64, 16), (1000, 32, 256), (70001, 16, 8), (2048, 1024, 16)])
 def test_the_kernels_give_numpys_bits_for_every_thread_count(monkeypatch, n, k, d):

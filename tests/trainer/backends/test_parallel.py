@@ -17,6 +17,10 @@ import scipy.sparse as sp
 from shgcn.trainer.backends import kernels, parallel
 from shgcn.trainer.backends.numpy import NumpyBackend
 
+# float results of two libraries or of one library's CPU paths: .ci/run runs these under every
+# ATEN_CPU_CAPABILITY and OPENBLAS_CORETYPE (pytest -m cpu_paths)
+pytestmark = pytest.mark.cpu_paths
+
 CHUNKS = (1, 2, 3, 4, 8)
 
 
@@ -318,6 +322,7 @@ _HASWELL = """
 import numpy as np
 from threadpoolctl import threadpool_info
 from shgcn.trainer.backends.numpy import NumpyBackend
+
 if threadpool_info()[0].get("architecture") != "Haswell":
     print("not Haswell")
     raise SystemExit

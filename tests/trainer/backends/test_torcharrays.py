@@ -7,6 +7,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+# float results of two libraries or of one library's CPU paths: .ci/run runs these under every
+# ATEN_CPU_CAPABILITY and OPENBLAS_CORETYPE (pytest -m cpu_paths)
+pytestmark = pytest.mark.cpu_paths
+
 
 @pytest.fixture
 def pair():

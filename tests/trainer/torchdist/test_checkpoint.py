@@ -69,6 +69,35 @@ def test_a_failed_write_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     assert load_checkpoint(tmp_path / "ck.pt", model, opt)["epoch"] == 1
 
 
+def test_torchs_full_disk_error_names_the_file(tmp_path, monkeypatch):
+    """torch's own writer reports a full disk as a RuntimeError: still the one line naming the file."""
+    model, opt = setup(0)
+
+    def full(*a, **k):
+        raise RuntimeError("[enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing file "
+                           "data/0: file write failed")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(UserError, match=r"ck\.pt: cannot write the checkpoint \(.*file write failed\)") as e:
+        save_checkpoint(tmp_path / "ck.pt", model, opt, 2)
+    assert "\n" not in str(e.value) and os.listdir(tmp_path) == []
+
+
+def test_extra_is_what_load_reads_back(tmp_path):
+    """numpy scalars in ``extra`` are saved as Python numbers (load used to refuse the file); what load cannot
+    read back, and a folder as the checkpoint's path, are refused in one line before anything is written."""
+    model, opt = setup(0)
+    save_checkpoint(tmp_path / "ck.pt", model, opt, 1, extra={"best": np.float64(0.5), "ks": (np.int32(3), "a")})
+    assert load_checkpoint(tmp_path / "ck.pt", model, opt)["extra"] == {"best": 0.5, "ks": [3, "a"]}
+    for extra, match in (({"f": open}, r"extra\['f'\] is a builtin_function_or_method"),
+                         ({1: 2}, "key 1 that is not a string")):
+        with pytest.raises(UserError, match=match):
+            save_checkpoint(tmp_path / "bad.pt", model, opt, 1, extra=extra)
+    with pytest.raises(UserError, match="is a folder; give the checkpoint's file name"):
+        save_checkpoint(tmp_path, model, opt, 1)
+    assert sorted(os.listdir(tmp_path)) == ["ck.pt"]
+
+
 def test_unusable_checkpoints_are_one_line(tmp_path):
     model, opt = setup(0)
     cases = []

@@ -25,6 +25,7 @@ from shgcn.trainer.torchdist import Halo, HaloPlan, gat_conv, gcn_conv, open_blo
 EXAMPLE = REPO / "examples" / "torch_pyg.py"
 
 
+@pytest.mark.cpu_paths  # floats of two libraries: .ci/run runs it under every CPU path
 @pytest.mark.parametrize("make,reference,normalized", [
     (gcn_conv, lambda: pyg_nn.GCNConv(8, 3, normalize=False, add_self_loops=False), True),
     (sage_conv, lambda: pyg_nn.SAGEConv(8, 3), False),
@@ -44,6 +45,47 @@ def test_one_rank_equals_the_layer_on_the_whole_graph(tmp_path, client, make, re
     got = ours(b.x)
     order = np.argsort(b.node_ids.numpy())  # local rows in original order
     torch.testing.assert_close(got[order], want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_pyg_script_ported_reaches_plain_pygs_loss(built):
+    """getting-started's "why my losses differ from plain PyG": with the store's features as PyG has them (the
+    small SBM's are not normalized: as --feature-norm none) and PyG's own optimizer (weight decay on every
+    parameter), a two-layer td.GCNConv trained on a rank's block with td.masked_loss summed over the ranks ends
+    at plain PyG's loss on the store's export (a 3-rank store, its ranks in one process: the sum of their
+    shares)."""
+    import torch.nn.functional as F
+
+    from shgcn.trainer import torchdist as td
+
+    class Net(torch.nn.Module):
+        def __init__(self, d, c, conv):
+            super().__init__()
+            self.c1, self.c2 = conv(d, 16), conv(16, c)
+
+        def forward(self, x, g):
+            return self.c2(torch.relu(self.c1(x, g)), g)
+
+    whole = store.to_pyg(built.path)
+    torch.manual_seed(0)
+    plain = Net(whole.x.shape[1], int(whole.y.max()) + 1, pyg_nn.GCNConv)
+    opt = torch.optim.Adam(plain.parameters(), lr=0.01, weight_decay=5e-4)
+    for _ in range(30):
+        opt.zero_grad()
+        loss = F.cross_entropy(plain(whole.x, whole.edge_index)[whole.train_mask], whole.y[whole.train_mask])
+        loss.backward()
+        opt.step()
+    graph = td.Graph(td.whole_block(built.path))  # the one-process block of the 3-rank store
+    torch.manual_seed(0)
+    ported = Net(graph.block.x.shape[1], graph.block.classes, td.GCNConv)
+    opt = torch.optim.Adam(ported.parameters(), lr=0.01, weight_decay=5e-4)
+    for _ in range(30):
+        opt.zero_grad()
+        ours = td.masked_loss(ported(graph.block.x, graph), graph.block, graph.block.train_mask)
+        ours.backward()
+        td.sync_gradients(ported.parameters())
+        opt.step()
+    assert built.attrs.get("feature_norm", "none") in (None, "none")
+    assert abs(float(td.global_sum(ours.detach().reshape(1))[0]) - float(loss)) < 1e-5 * max(1.0, float(loss))
 
 
 def test_the_edges_move_with_the_layer(built):

@@ -184,6 +184,28 @@ def test_bad_arguments_are_one_line(built):
     with td.MiniBatches(built.path, batch_size=SIZE, rank=0, size=3) as loader:
         with pytest.raises(UserError, match=r"step 5 is not in 0\.\.4"):
             loader.batch(0, 5)
+        for e in (-1, 1.5, "0"):  # a generator: the refusal comes with the first batch asked for
+            with pytest.raises(UserError, match=r"the epoch must be an integer >= 0"):
+                next(iter(loader.epoch(e)))
+        for state in (None, {}, [1]):
+            with pytest.raises(UserError, match="is not a loader's state_dict"):
+                loader.load_state_dict(state)
+
+
+def test_a_block_of_another_partition_is_refused(built, tmp_path_factory, client):
+    """Two stores of one graph, another partition each: MiniBatches(store_a, block=open_block(store_b, ...)) is
+    refused in one line (its batches' ids, features and labels would not be the block's); the store's own block
+    is accepted."""
+    from helpers.stores import make_in
+
+    other = make_in(tmp_path_factory.mktemp("rp-only"), client, models=("rp",)).path
+    with pytest.raises(UserError, match="not rank 0's rows of") as e:
+        td.MiniBatches(built.path, batch_size=SIZE, rank=0, size=3, block=td.open_block(other, 0, 3))
+    assert "\n" not in str(e.value)
+    with pytest.raises(UserError, match="the block is rank 0's"):  # another rank's block of the same store
+        td.MiniBatches(built.path, batch_size=SIZE, rank=1, size=3, block=td.open_block(built.path, 0, 3))
+    with td.MiniBatches(built.path, batch_size=SIZE, rank=0, size=3, block=td.open_block(built.path, 0, 3)) as ok:
+        assert ok.block.n_own > 0
 
 
 # a tiny two-layer GCN trained for 2 epochs of mini-batches; rank 0 prints the step losses (summed over ranks)

@@ -20,6 +20,10 @@ from shgcn.trainer.backends import backend  # noqa: E402
 from shgcn.trainer.backends.base import Noise  # noqa: E402
 from shgcn.trainer.torchdist import Dropout, dropout, set_epoch  # noqa: E402
 
+# float results of two libraries or of one library's CPU paths: .ci/run runs these under every
+# ATEN_CPU_CAPABILITY and OPENBLAS_CORETYPE (pytest -m cpu_paths)
+pytestmark = pytest.mark.cpu_paths
+
 EXAMPLE = REPO / "examples" / "torch_pyg.py"
 # ids past 2**32 too: the counter carries an id's high bits
 IDS = np.array([5, 900, 3, 2**33 + 7, 11, 0, 42, 123456], np.int64)
@@ -119,6 +123,16 @@ def test_bad_rates_and_layers_are_one_line(p, layer, message):
     assert str(e.value) == message
     with pytest.raises(UserError):
         Dropout(p, layer)
+
+
+def test_a_rank_with_no_rows_drops_nothing():
+    """0 rows (a rank with no rows of a batch): a (0, d) output and gradient, no reshape error (a regression)."""
+    x = torch.zeros((0, 5), requires_grad=True)
+    out = dropout(x, torch.zeros(0, dtype=torch.int64), 0.5, 0, epoch=1, seed=2)
+    assert out.shape == (0, 5)
+    out.sum().backward()
+    assert x.grad is not None and x.grad.shape == (0, 5)
+    assert Dropout(0.5, 1)(torch.zeros((0, 3)), torch.zeros(0, dtype=torch.int64)).shape == (0, 3)
 
 
 def test_too_few_ids_is_refused():
