@@ -14,6 +14,7 @@ from shgcn.core.archs import ARCHS, ArchSpec
 from shgcn.core.costs import WIRE_DTYPES, Job
 from shgcn.core.errors import UserError
 from shgcn.core.exchanges import EXCHANGES
+from shgcn.core.memory import MAX_BYTES  # the largest --memory-limit
 
 from .backends import SPECS as BACKENDS
 from .backends import check_device
@@ -21,7 +22,7 @@ from .threads import THREADS_PER_CORE
 from .wire import DTYPES
 
 MODES = ("full", "minibatch")
-MAX_BYTES = 2**63 - 1  # the largest --memory-limit (an int64 of bytes; trainer/cli.py's _size gives 1e400 as more)
+
 SAMPLERS = ("node", "edge", "rw")
 PLAN_AHEAD = ("auto", "inline", "thread")
 
