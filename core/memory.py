@@ -181,7 +181,9 @@ def batch_fan_in(rows: int, total: int, squares: float, sampler: str = "node", w
     if rows == 0 or total == 0:
         return 0.0
     mean = total / rows
-    if sampler != "rw":
+    from .sample import SAMPLERS
+
+    if not SAMPLERS[sampler].walks:
         return mean
     return (mean + walk_length * squares / total) / (walk_length + 1)
 

@@ -142,9 +142,11 @@ def _model_options(p: argparse.ArgumentParser) -> None:
 
 
 def _minibatch_options(p: argparse.ArgumentParser) -> None:
+    from shgcn.core.sample import SAMPLERS
+
     mb = p.add_argument_group("mini-batch training (--mode minibatch)")
     mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
-    mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
+    mb.add_argument("--sampler", choices=SAMPLERS.names(), default="node",
                     help="the pipeline's samplers; every rank re-draws batch (seed, epoch, step) itself")
     mb.add_argument("--batch-size", type=_batch_size, default="auto", metavar="B",
                     help="vertices per batch (target for edge and rw), >= 1; auto: 10%% of the vertices, as the "

@@ -43,3 +43,39 @@ def test_heldout_stream_is_disjoint_from_build_stream():
     # different generators, not just different batches: the seed sequences differ in the stream word
     assert len(set(sample.STREAMS.values())) == len(sample.STREAMS) == 5
     assert (sample.BUILD, sample.HELDOUT, sample.TRAIN, sample.NORM) == (0, 1, 2, 3)  # stable meaning
+
+
+def test_the_samplers_are_declared_with_their_capabilities():
+    from shgcn.core.sample import SAMPLERS
+
+    caps = {n: (s.needs_graph, s.closed_form, s.saint, s.edge_weights, s.walks) for n, s in SAMPLERS.items()}
+    assert caps == {"node": (False, True, False, False, False), "edge": (True, False, True, True, False),
+                    "rw": (True, False, True, False, True)}
+
+
+def test_a_sampler_registered_from_outside_draws_through_its_spec():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from shgcn.core.sample import SAMPLERS, Sampler, SamplerConfig, SamplerSpec
+
+    spec = SamplerSpec("firsts", "the first B vertices", lambda s, rng: np.arange(s.cfg.size, dtype=np.int64),
+                       needs_graph=False)
+    SAMPLERS.register(spec)
+    try:
+        adj = sp.random(10, 10, density=0.3, format="csr", random_state=0)
+        assert Sampler(adj, SamplerConfig("firsts", size=3)).batch(5).tolist() == [0, 1, 2]
+    finally:
+        SAMPLERS.unregister("firsts")
+
+
+def test_no_module_but_the_samplers_compares_a_samplers_name():
+    import re
+
+    from helpers import REPO
+
+    pattern = re.compile(r"""(sampler|kind)\s*(==|!=)\s*["'](node|edge|rw)["']|in \(["'](edge|node|rw)["'], ["']""")
+    found = [f"{p.relative_to(REPO)}:{i}" for pkg in ("core", "store", "pipeline", "trainer", "testing", "notebooks")
+             for p in (REPO / pkg).rglob("*.py") if p.name != "sample.py"
+             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []
