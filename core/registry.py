@@ -66,7 +66,9 @@ class Registry(Mapping[str, T], Generic[T]):
         return self.entries
 
     def __getitem__(self, name: str) -> T:
-        return self.specs[name]
+        # a name already here is found without loading the plugins (a built-in part's module looks its spec up
+        # while the package imports; the plugins' modules import that package)
+        return self.entries[name] if name in self.entries else self.specs[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.specs)
@@ -75,11 +77,11 @@ class Registry(Mapping[str, T], Generic[T]):
         return len(self.specs)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.specs
+        return name in self.entries or name in self.specs
 
     def get_spec(self, name: str) -> T:
         """The spec of ``name``; a :class:`UserError` listing the choices for an unknown one."""
-        if name not in self.specs:
+        if name not in self:
             raise UserError(f"{self.option} {name!r}: choose from {', '.join(self.entries)}")
         return self.entries[name]
 

@@ -8,6 +8,7 @@ import pytest
 from helpers.graphs import graph
 
 from shgcn.core import sample
+from shgcn.testing.samplers import SamplerTests
 
 
 @pytest.mark.parametrize("kind", sample.SAMPLERS)
@@ -69,13 +70,13 @@ def test_a_sampler_registered_from_outside_draws_through_its_spec():
         SAMPLERS.unregister("firsts")
 
 
-def test_no_module_but_the_samplers_compares_a_samplers_name():
-    import re
+class TestNode(SamplerTests):
+    sampler = "node"
 
-    from helpers import REPO
 
-    pattern = re.compile(r"""(sampler|kind)\s*(==|!=)\s*["'](node|edge|rw)["']|in \(["'](edge|node|rw)["'], ["']""")
-    found = [f"{p.relative_to(REPO)}:{i}" for pkg in ("core", "store", "pipeline", "trainer", "testing", "notebooks")
-             for p in (REPO / pkg).rglob("*.py") if p.name != "sample.py"
-             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
-    assert found == []
+class TestEdge(SamplerTests):
+    sampler = "edge"
+
+
+class TestRandomWalk(SamplerTests):
+    sampler = "rw"
