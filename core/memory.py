@@ -90,6 +90,23 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+MAX_BYTES = 2**63 - 1  # the most bytes a size may say (an int64): the CLIs' option checks refuse more
+
+
+def size_argument(text: str) -> int:
+    """The command lines' ``SIZE`` (``--memory-limit``): :func:`parse_size`, an ``argparse`` error for a
+    malformed one, and :data:`MAX_BYTES` + 1 for more than any size (``1e400``: the options' check says so in
+    one line)."""
+    import argparse
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    except OverflowError:
+        return MAX_BYTES + 1
+
+
 def gib(nbytes: float) -> str:
     """A size for a message: ``1.5 GiB``, ``320 MiB``, ``3.6 TiB``."""
     for unit, size in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -164,7 +181,9 @@ def batch_fan_in(rows: int, total: int, squares: float, sampler: str = "node", w
     if rows == 0 or total == 0:
         return 0.0
     mean = total / rows
-    if sampler != "rw":
+    from .sample import SAMPLERS
+
+    if not SAMPLERS[sampler].walks:
         return mean
     return (mean + walk_length * squares / total) / (walk_length + 1)
 

@@ -19,6 +19,8 @@ import sys
 import threading
 import warnings
 
+from shgcn.core.memory import size_argument
+
 from ._version import __version__
 from .errors import UserError
 from .runtime.jobqueue import add_arguments as add_cluster_arguments
@@ -47,23 +49,8 @@ def _ints(text: str) -> tuple[int, ...]:
     return out
 
 
-MAX_BYTES = 2**63 - 1  # the most bytes a size may say (an int64): the options' check refuses more
-
-
-def _size(text: str) -> int:
-    from .sources.budget import parse_size
-
-    try:
-        size = parse_size(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    except OverflowError:  # 1e400, an infinity: more than any size (the options' check says it in one line)
-        return MAX_BYTES + 1
-    return size
-
-
 def _memory_argument(b) -> None:
-    b.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
+    b.add_argument("--memory-limit", type=size_argument, default=None, metavar="SIZE",
                    help="memory the build may use, e.g. 16G: the plan and every size a file or option declares are "
                         "checked against it before anything is allocated, and a graph that will not fit stops with "
                         "one line; the embedded Dask workers share it (they spill to disk as they near it and never "
@@ -358,6 +345,12 @@ USER_ERRNOS = {errno.ENOSPC: "the disk is full: free space or choose another --o
 def main(argv: list[str] | None = None) -> int:
     # dependencies' deprecation notices are for their users, not ours (a command's stderr is for its own messages)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
+    from shgcn.core.plugins import PluginError, load_plugins
+
+    try:  # the parts declared outside the tree: their names and options are the command line's too
+        load_plugins()
+    except PluginError as e:
+        return fail(None, str(e), 2)
     args = parser().parse_args(argv)
     from .threads import check_counts
 

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from shgcn.core.memory import MAX_BYTES  # the largest --memory-limit
+
 from .errors import UserError, option, quoted
 from .nodes import NodeSpec, check_generated
 from .sources.base import HEADERS
 from .sources.parsing import DEFAULT_CHUNK_BYTES, MAX_LINE_BYTES
 
 BLOCK_NNZ = 1 << 22  # nonzeros per row block (the unit of parallel work)
-MAX_BYTES = 2**63 - 1  # the largest --memory-limit (an int64 of bytes; cli.py's _size gives 1e400 as more)
-
 
 OUT_NAME_MAX = 255 - 64  # the build's siblings: ".NAME.partial-<pid>-<id>", ".NAME.lock"
 OUT_PATH_MAX = 4096 - 512  # PATH_MAX, less room for the store's own files

@@ -108,8 +108,8 @@ class GraphArrays:
 
 # what an extra needs beyond ``pip install``: DGL's last PyPI wheel (2.1) pins torch and numpy below what the rest
 # of shgcn (and a PyG install) uses, so installing it into the working environment would downgrade them
-EXTRA_CAVEATS = {"dgl": "in a separate environment (DGL 2.1 loads only beside torch <= 2.2.1 and numpy < 2; README, "
-                        "\"Exporting\"): "}
+EXTRA_CAVEATS = {"dgl": "in a separate environment (DGL 2.1 loads only beside torch <= 2.2.1 and numpy < 2; "
+                        "docs/interop.md): "}
 
 
 def require(module: str, extra: str, purpose: str) -> ModuleType:

@@ -2,18 +2,21 @@
 one, name your part, and pytest runs every check the built-in parts pass.
 
 - :mod:`.partitioners`: :class:`~.partitioners.PartitionerTests` (a partition
-  model, ``pipeline build --model``), with its ``sbm_graph`` fixture;
+  model, ``pipeline build --model``);
 - :mod:`.readers`: :class:`~.readers.ReaderTests` (a graph reader,
-  ``pipeline build --format``).
+  ``pipeline build --format``);
+- :mod:`.samplers`: :class:`~.samplers.SamplerTests` (a mini-batch sampler,
+  ``--sampler``);
+- :mod:`.archs`, :mod:`.exchanges`, :mod:`.algorithms`, :mod:`.backends`: the
+  trainer's (``--arch``, ``--exchange``, ``--algorithm``, ``--backend``); they
+  run the trainer under mpirun on stores they build once (``mpi_stores``).
 
-The trainer's (architecture, exchange, algorithm, backend) are still in the
-repository's ``tests/helpers/parts.py``: they run the trainer under mpirun
-on stores the suite builds, and move here with the trainer's declared parts
-(issue 47, item 1).
+The package is a pytest plugin (:mod:`.plugin`, entry point ``pytest11``):
+its marks (``mpi``, ``slow``), its fixtures (``client``, ``sbm_graph``,
+``mpi_stores``) and its quick-suite hook come with it, so a part's test file
+is its class's subclass and nothing else, with no conftest.py.
 
 Needs the ``test`` extra (``pip install 'shgcn[test]'``): the modules import
 pytest when they are imported; this package's ``__init__`` imports nothing,
 and no other package of shgcn imports this one (an import-linter contract).
-The reader conformance class asks for a ``client`` fixture (a Dask client):
-:func:`.readers.client` is one, for your conftest.py.
 """

@@ -110,7 +110,7 @@ def main(name: str, seed: int, per_node: int, isolated: bool) -> None:
 
 
 if __name__ == "__main__":
-    from shgcn.trainer.plugins import load_plugins
+    from shgcn.core.plugins import load_plugins
 
     load_plugins()  # an exchange declared outside the tree (its conformance class runs this too)
     main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1, "isolated" in sys.argv[4:])

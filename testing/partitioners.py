@@ -1,9 +1,9 @@
 """What every partition model must do: the conformance class that each
 model's tests subclass (as zarr's ``StoreTests``). A new model gets these
-tests by subclassing :class:`PartitionerTests` and naming itself (the
-``sbm_graph`` fixture imported beside it)::
+tests by subclassing :class:`PartitionerTests` and naming itself (its
+``sbm_graph`` fixture comes with the pytest plugin, :mod:`shgcn.testing.plugin`)::
 
-    from shgcn.testing.partitioners import PartitionerTests, sbm_graph  # noqa: F401
+    from shgcn.testing.partitioners import PartitionerTests
 
     class TestMyModel(PartitionerTests):
         model = "mine"
@@ -20,16 +20,6 @@ from shgcn.pipeline.errors import UserError
 from shgcn.pipeline.models import Inputs, PartitionConfig, default_options, get
 from shgcn.pipeline.models.base import GRAPH, GRAPH_FILE, MATRIX
 from shgcn.pipeline.models.run import run
-from shgcn.pipeline.sources.synthetic import sbm
-from shgcn.pipeline.stages.ingest import to_graph
-from shgcn.pipeline.stages.normalize import normalized_adjacency
-
-
-@pytest.fixture(scope="module")
-def sbm_graph():
-    """(Â, A's pattern) of a 400-vertex SBM with 4 communities."""
-    g = to_graph(sbm(n=400, classes=4, degree=8, seed=3), directed=False)
-    return normalized_adjacency(g.adj, False), g.adj
 
 
 class PartitionerTests:

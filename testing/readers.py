@@ -26,16 +26,6 @@ from shgcn.pipeline.sources import readers, registry
 from shgcn.pipeline.sources.base import Recognizes
 
 
-@pytest.fixture(scope="session")
-def client():
-    """An in-process Dask cluster for the session (import it into your conftest.py)."""
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster) as c:
-        yield c
-
-
 def pairs(raw) -> list[tuple[int, int]]:
     """The (source, target) pairs a read brought to the client, sorted."""
     return sorted(zip(raw.src.tolist(), raw.dst.tolist()))

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from shgcn import store
 from shgcn.core import epoch
@@ -73,11 +72,6 @@ def build_stores(root: Path, client, parts=(1, 2, 4), graphs=GRAPHS, models=("hp
     return out
 
 
-@pytest.fixture(scope="session")
-def mpi_stores(tmp_path_factory, client):
-    """One store per (graph kind, P in 1, 2, 4) for the MPI tests, laid out by hp, with rp beside it; built
-    once. Needs a ``client`` fixture (:func:`shgcn.testing.readers.client`)."""
-    return build_stores(tmp_path_factory.mktemp("mpi-stores"), client)
 
 
 def layout_cost(path) -> PartitionCost:

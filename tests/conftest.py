@@ -1,5 +1,5 @@
-"""Shared fixtures: one in-process Dask cluster for the session, the shared
-datasets directory (tests that need it skip when it is absent), helpers."""
+"""Shared fixtures: the shared datasets directory (tests that need it skip when it is absent), the stores the
+tests read, helpers. The Dask client (one in-process cluster for the session) is shgcn.testing's plugin's."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from helpers import SHARED
 
-# the quick suite's MPI cases of a conformance class (its ``quick``), and the stores its MPI tests train on
-from shgcn.testing.quick import pytest_collection_modifyitems  # noqa: F401
-from shgcn.testing.runs import mpi_stores  # noqa: F401
+# the quick suite's MPI cases of a conformance class (its ``quick``), the stores its MPI tests train on and the
+# Dask client: shgcn.testing's pytest plugin (shgcn.testing.plugin, entry point pytest11)
 
 
 class LongestFirst:
@@ -40,15 +39,8 @@ def pytest_configure(config):
     if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
         signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     config.pluginmanager.register(LongestFirst(), "shgcn-longest-first")
-
-
-@pytest.fixture(scope="session")
-def client():
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster) as c:
-        yield c
+    if not config.pluginmanager.has_plugin("shgcn"):  # an install from before its pytest11 entry point, or a
+        config.pluginmanager.import_plugin("shgcn.testing.plugin")  # stale shgcn.egg-info first on the path
 
 
 @pytest.fixture(scope="session")

@@ -42,9 +42,11 @@ class TestToyReader(ReaderTests):
     n, directed = None, None
 
     @pytest.fixture(autouse=True)
-    def registered(self, monkeypatch):
+    def registered(self):
         """The registry line, for this test only."""
-        monkeypatch.setitem(registry.READERS, PAIRS.name, PAIRS)
+        registry.READERS.register(PAIRS)
+        yield
+        registry.READERS.unregister(PAIRS.name)
 
     def write(self, tmp_path):
         path = tmp_path / "toy.pairs"

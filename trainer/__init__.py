@@ -16,7 +16,7 @@ and ``trainer/train.py`` in a checkout; see :mod:`.cli`.
   its implementation): :mod:`.archs` (``--arch``), :mod:`.exchanges`
   (``--exchange``), :mod:`.algorithms` (``--algorithm``: 1D, 1.5D, 2D),
   :mod:`.backends` (``--backend``/``--device``: the local kernels); parts
-  declared outside the tree load as :mod:`.plugins`;
+  declared outside the tree load as :mod:`shgcn.core.plugins` (on a registry's first lookup);
 - :mod:`.torchdist`: a store's blocks and halo exchange for your own PyTorch
   model.
 

@@ -19,6 +19,8 @@ import os
 import signal
 import sys
 
+from shgcn.core.memory import size_argument
+
 from .flags import add_part_options, part_options
 from .threads import THREAD_VARS, affinity_warning, launcher_rank, max_threads, thread_env_problem
 
@@ -93,21 +95,6 @@ def _hidden(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected widths like 16 or 128,128, got {text!r}") from None
 
 
-MAX_BYTES = 2**63 - 1  # the most bytes a size may say (an int64): the options' check refuses more
-
-
-def _size(text: str) -> int:
-    from shgcn.core.memory import parse_size
-
-    try:
-        size = parse_size(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    except OverflowError:  # 1e400, an infinity: more than any size (the options' check says it in one line)
-        return MAX_BYTES + 1
-    return size
-
-
 def _batch_size(text: str) -> int | None:
     """``auto`` (None: 10% of the vertices) or a number; its range is the options' check's (one line)."""
     return None if text == "auto" else int(text)
@@ -120,7 +107,7 @@ def _fail_at(text: str) -> tuple[int, int]:
 
 def _grid_options(p: argparse.ArgumentParser) -> None:
     """--memory-limit and the communication-avoiding algorithms."""
-    p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
+    p.add_argument("--memory-limit", type=size_argument, default=None, metavar="SIZE",
                    help="memory the ranks of one machine may hold, e.g. 16G: the modelled memory of every rank is "
                         "checked against it before training, and a job that will not fit stops with one line "
                         "(default: the memory this machine has available when the run starts)")
@@ -162,9 +149,11 @@ def _model_options(p: argparse.ArgumentParser) -> None:
 
 
 def _minibatch_options(p: argparse.ArgumentParser) -> None:
+    from shgcn.core.sample import SAMPLERS
+
     mb = p.add_argument_group("mini-batch training (--mode minibatch)")
     mb.add_argument("--mode", choices=("full", "minibatch"), default="full", help="full-batch or mini-batch")
-    mb.add_argument("--sampler", choices=("node", "edge", "rw"), default="node",
+    mb.add_argument("--sampler", choices=SAMPLERS.names(), default="node",
                     help="the pipeline's samplers; every rank re-draws batch (seed, epoch, step) itself")
     mb.add_argument("--batch-size", type=_batch_size, default="auto", metavar="B",
                     help="vertices per batch (target for edge and rw), >= 1; auto: 10%% of the vertices, as the "
@@ -230,17 +219,23 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _plugins_loaded() -> bool:
-    """Load the parts declared outside the tree (their names and options are the command line's too); False,
-    after one line on rank 0, when one fails."""
-    from .plugins import PluginError, load_plugins
+def _unless_a_plugin_fails(step):
+    """``step()``; None, after one line on rank 0, when a plugin fails, clashes or lacks an implementation."""
+    from shgcn.core.plugins import PluginError
 
     try:
-        load_plugins()
+        return step()
     except PluginError as e:
         if launcher_rank() == 0:
             print(f"shgcn-train: error: {e}", file=sys.stderr, flush=True)
-        return False
+        return None
+
+
+def _implemented() -> bool:
+    """Every part a plugin registered has its implementation (checked after --help: the parts import kernels)."""
+    from .flags import implemented
+
+    implemented()
     return True
 
 
@@ -255,9 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     crowded = affinity_warning(threads)
     if crowded and launcher_rank() == 0:
         print(f"shgcn-train: warning: {crowded}", file=sys.stderr, flush=True)
-    if not _plugins_loaded():
+    p = _unless_a_plugin_fails(parser)  # the registries load the plugins: their parts' names and flags
+    if p is None:
         return 2
-    args = parser().parse_args(argv)
+    args = p.parse_args(argv)
+    if not _unless_a_plugin_fails(_implemented):
+        return 2
     if args.threads is None:  # the default; a bad --threads (0) stays for the options' check to report
         args.threads = threads
     if args.ranks_per_node == 0:  # under srun: the nodes as Slurm laid the ranks out

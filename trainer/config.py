@@ -14,6 +14,8 @@ from shgcn.core.archs import ARCHS, ArchSpec
 from shgcn.core.costs import WIRE_DTYPES, Job
 from shgcn.core.errors import UserError
 from shgcn.core.exchanges import EXCHANGES
+from shgcn.core.memory import MAX_BYTES  # the largest --memory-limit
+from shgcn.core.sample import SAMPLERS
 
 from .backends import SPECS as BACKENDS
 from .backends import check_device
@@ -21,8 +23,7 @@ from .threads import THREADS_PER_CORE
 from .wire import DTYPES
 
 MODES = ("full", "minibatch")
-MAX_BYTES = 2**63 - 1  # the largest --memory-limit (an int64 of bytes; trainer/cli.py's _size gives 1e400 as more)
-SAMPLERS = ("node", "edge", "rw")
+
 PLAN_AHEAD = ("auto", "inline", "thread")
 
 
@@ -136,7 +137,7 @@ class TrainConfig:
             raise TrainError(f"--mode {self.mode!r}: choose full or minibatch")
         if self.mode == "minibatch":
             if self.sampler not in SAMPLERS:
-                raise TrainError(f"--sampler {self.sampler!r}: choose node, edge or rw")
+                raise TrainError(f"--sampler {self.sampler!r}: choose {', '.join(SAMPLERS.names())}")
             self._check_batch_size()
             if self.walk_length < 1:
                 raise TrainError("--walk-length must be >= 1")
@@ -222,8 +223,8 @@ class TrainConfig:
 
     @property
     def use_saint(self) -> bool:
-        """GraphSAINT normalization: on by default for the edge and rw samplers."""
-        return self.saint == "on" or (self.saint == "auto" and self.sampler in ("edge", "rw"))
+        """GraphSAINT normalization: on by default for the samplers that declare it (edge and rw)."""
+        return self.saint == "on" or (self.saint == "auto" and SAMPLERS[self.sampler].saint)
 
     @property
     def plan_thread(self) -> bool:

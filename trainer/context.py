@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from shgcn import store
 from shgcn.core.algorithms import ALGORITHMS, GridShape
 from shgcn.core.costs import Job
-from shgcn.core.sample import SamplerConfig
+from shgcn.core.sample import SAMPLERS, SamplerConfig
 
 from . import archs, checkpoint
 from .archs.base import Model, as_input
@@ -247,7 +247,7 @@ def _minibatches(cfg: TrainConfig, s: store.Store, block: store.RankBlock, cp: C
     inverse = np.empty(n, np.int64)
     inverse[s.permutation()] = np.arange(n)
     scfg = SamplerConfig(kind=cfg.sampler, size=size, walk_length=cfg.walk_length, seed=cfg.seed)
-    adj = s.graph() if cfg.sampler != "node" else None
+    adj = s.graph() if SAMPLERS[cfg.sampler].needs_graph else None
     # column j of Â for each own row j: the row of Â^T (Â itself when symmetric), global column ids
     tplan = block.transpose if block.transpose is not None else block.plan
     ids = np.concatenate([np.arange(block.offset, block.offset + block.n_own), np.asarray(tplan.recv_ids)])

@@ -20,14 +20,36 @@ def registries() -> tuple:
     return ARCHS, EXCHANGES, ALGORITHMS, SPECS
 
 
+def implemented() -> None:
+    """Every trainer part a plugin registered has its implementation; a
+    :class:`~shgcn.core.plugins.PluginError` naming a spec without one."""
+    from .algorithms import ALGORITHMS
+    from .archs import ARCHS
+    from .backends import BACKENDS
+    from .exchanges import EXCHANGES
+
+    for parts in (ARCHS, EXCHANGES, ALGORITHMS, BACKENDS):
+        parts.implemented()
+
+
 def add_part_options(p: argparse.ArgumentParser, reg) -> None:
-    """Each part's own options (:class:`shgcn.core.options.Option`), in a group per part that has any."""
+    """Each part's own options (:class:`shgcn.core.options.Option`), in a group per part that has any. A
+    :class:`~shgcn.core.plugins.PluginError` for a flag the trainer has already (``--lr``) or that another
+    part declares differently."""
+    from shgcn.core.plugins import blame
+
+    added = p.__dict__.setdefault("part_options", {})  # flag -> the Option that added it
     for spec in reg.values():
         if spec.options:
             group = p.add_argument_group(f"{reg.option} {spec.name}'s options")
             for opt in spec.options:
-                if opt.flag not in p._option_string_actions:  # a flag several parts share: added once
-                    opt.add_to(group)
+                if opt.flag in added and added[opt.flag] == opt:  # a flag several parts share: added once
+                    continue
+                if opt.flag in p._option_string_actions or opt.dest in {a.dest for a in p._actions}:
+                    whose = "another part's, declared differently" if opt.flag in added else "shgcn-train's own"
+                    raise blame(f"{reg.option} {spec.name}: option {opt.flag}: the flag is {whose}")
+                opt.add_to(group)
+                added[opt.flag] = opt
 
 
 def part_options(args: argparse.Namespace) -> dict:

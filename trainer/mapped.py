@@ -127,8 +127,8 @@ class MappedSampler(Sampler):
     def __init__(self, s: store.Store, cfg: SamplerConfig, scratch: Scratch, verify: bool = True):
         n = int(s.attrs["n"])
         cfg.check(n)
-        self.cfg, self.n = cfg, n
-        if cfg.kind not in ("edge", "rw"):  # the node sampler draws on no graph
+        self.cfg, self.n, self.spec = cfg, n, cfg.spec
+        if not self.spec.needs_graph:  # a sampler that draws on no graph (node)
             self.indptr, self.indices = np.zeros(1, np.int64), np.zeros(0, np.int64)
             return
         blocks = s.graph_blocks(verify)
@@ -144,7 +144,7 @@ class MappedSampler(Sampler):
             off += idx.size
             store.release_pages(ptr)
         self.indptr = indptr
-        if cfg.kind == "edge":
+        if self.spec.edge_weights:
             self._rows = EdgeRows(indptr)  # type: ignore[assignment]
             self._cum = self._cumulative(scratch)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from shgcn.core.options import Option, own_values
+from shgcn.core.plugins import PluginError
 from shgcn.core.registry import Registry
 
 
@@ -71,15 +72,25 @@ class Parts(Mapping[str, Part[S, I]], Generic[S, I]):
     impls: dict[str, I]
 
     def __post_init__(self) -> None:
-        missing = set(self.specs.names()) - set(self.impls)
-        if missing:  # a spec the trainer cannot run is a wiring error, found at import
+        missing = set(self.specs.built_in) - set(self.impls)
+        if missing:  # a built-in spec the trainer cannot run is a wiring error, found at import
             raise ImportError(f"{self.specs.option}: no implementation of {', '.join(sorted(missing))}")
 
+    def implemented(self) -> Registry[S]:
+        """The specs, once the plugins have loaded; a :class:`~shgcn.core.plugins.PluginError` for a spec a
+        plugin registered without an implementation (the trainer could run none of it)."""
+        names = self.specs.names()
+        missing = [n for n in names if n not in self.impls]
+        if missing:
+            raise PluginError(f"{self.specs.option} {', '.join(missing)}: a spec registered without an "
+                              f"implementation (shgcn.parts: register the spec and its implementation in one call)")
+        return self.specs
+
     def __getitem__(self, name: str) -> Part[S, I]:
-        return Part(self.specs[name], self.impls[name])
+        return Part(self.implemented()[name], self.impls[name])
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.specs)
+        return iter(self.implemented())
 
     def __len__(self) -> int:
         return len(self.specs)
@@ -90,7 +101,7 @@ class Parts(Mapping[str, Part[S, I]], Generic[S, I]):
 
     def get(self, name: str) -> Part[S, I]:  # type: ignore[override]
         """The part ``name``; a :class:`UserError` listing the choices for an unknown one."""
-        return Part(self.specs.get_spec(name), self.impls[name])
+        return Part(self.implemented().get_spec(name), self.impls[name])
 
     def register(self, spec: S, impl: I) -> Part[S, I]:
         """Declare a part from outside the tree: its spec (into the registry the cost models read) and its

@@ -224,7 +224,7 @@ class _Scoring:
             out[key + "_ci"].append(ci)
         out["lam"].append(float(lam.mean()))
         cfg = self.sampler.cfg
-        out["closed"].append(expected_volume_node(self.a, part, parts, cfg.size)[0] if cfg.kind == "node"
+        out["closed"].append(expected_volume_node(self.a, part, parts, cfg.size)[0] if cfg.spec.closed_form
                              else float("nan"))
         lam_seq = np.concatenate([net_connectivities(self.a_csc, b, part, parts) for b in self.build_batches])
         running = np.cumsum(lam_seq) / np.arange(1, lam_seq.size + 1)
@@ -236,7 +236,7 @@ def _attrs(sampler, theta: float, delta: float, required: int, eval_batches: int
            convergence_model: str | None) -> dict:
     from shgcn.core.sample import BUILD, HELDOUT, VALIDATION
 
-    node = sampler.cfg.kind == "node"
+    node = sampler.cfg.spec.closed_form
     return {"sampler": sampler.cfg.kind, "batch_size": int(sampler.cfg.size), "theta": theta,
             "delta": delta, "required_nets": int(required), "eval_batches": int(eval_batches),
             "convergence_model": convergence_model or "", "seed": int(sampler.cfg.seed),

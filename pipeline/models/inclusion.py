@@ -96,8 +96,8 @@ def inclusion(a: sp.spmatrix, sampler: Sampler) -> Inclusion:
     the module doc); exact for node and edge, estimated for rw."""
     n = a.shape[0]
     rows, cols = off_diagonal(a)
-    kind, size = sampler.cfg.kind, sampler.cfg.size
-    if kind == "node" or (kind == "edge" and sampler.indices.size == 0):
+    spec, size = sampler.cfg.spec, sampler.cfg.size
+    if spec.closed_form or (spec.edge_weights and sampler.indices.size == 0):
         from ..metrics.batches import none_drawn
 
         pv = size / n
@@ -105,7 +105,7 @@ def inclusion(a: sp.spmatrix, sampler: Sampler) -> Inclusion:
         deg = np.bincount(cols, minlength=n)
         return Inclusion(np.full(n, pv), rows, cols, np.full(rows.size, pv * q), q,
                          1.0 - none_drawn(n, size, int(deg.max(initial=0))))
-    if kind == "edge":
+    if spec.edge_weights:
         er, ec, p = sampler.edge_probabilities()
         r = np.bincount(er, weights=p, minlength=n) + np.bincount(ec, weights=p, minlength=n)
         lo, hi = np.minimum(er, ec), np.maximum(er, ec)  # (u, v) and (v, u) touch the same pair

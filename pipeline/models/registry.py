@@ -1,10 +1,13 @@
-"""Every partition model by name. Each model module defines its model
-object; this module lists them (static imports: no import-time
+"""Every partition model by name (``--model``): a
+:class:`~shgcn.core.registry.Registry`. Each model module defines its model
+object; this module lists the built-in ones (static imports: no import-time
 registration, no cycle). A new model is one module in this package plus one
-line here, and a test that subclasses the conformance class
-(``tests/helpers/conformance.py``)."""
+line here, or, outside the tree, ``shgcn.parts.MODELS.register(model)`` in a
+plugin; and a test that subclasses :class:`shgcn.testing.partitioners.PartitionerTests`."""
 
 from __future__ import annotations
+
+from shgcn.core.registry import Registry
 
 from ..errors import UserError
 from . import gp, hp, rp, shp
@@ -12,20 +15,20 @@ from .base import Option, Partitioner
 from .vb import refined
 
 _BASE: tuple[Partitioner, ...] = (rp.MODEL, gp.MODEL, hp.MODEL, shp.MODEL)
-REGISTRY: dict[str, Partitioner] = {p.name: p for p in (*_BASE, *(refined(b) for b in (hp.MODEL, gp.MODEL,
-                                                                                        shp.MODEL)))}
+REGISTRY: Registry[Partitioner] = Registry("--model", {p.name: p for p in (*_BASE, *(refined(b) for b in (
+    hp.MODEL, gp.MODEL, shp.MODEL)))})
 DEFAULT_ALL = ("rp", "gp", "hp", "shp")  # what ``--model all`` means
 
 
 def model_names() -> tuple[str, ...]:
     """Every registered model (the CLI's ``--model`` choices)."""
-    return tuple(REGISTRY)
+    return REGISTRY.names()
 
 
 def get(name: str) -> Partitioner:
     """The model called ``name``; :class:`UserError` naming the known ones otherwise."""
     if name not in REGISTRY:
-        raise UserError(f"unknown model {name!r}; known models: {', '.join(REGISTRY)}")
+        raise UserError(f"unknown model {name!r}; known models: {', '.join(REGISTRY.names())}")
     return REGISTRY[name]
 
 

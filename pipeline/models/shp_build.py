@@ -52,8 +52,8 @@ class SHPResult:
                 "construction": self.construction, "required_nets": self.required_nets,
                 "nets_sampled": self.nets_sampled, "nets_after_merging": self.nets_kept,
                 "batches_equivalent": self.batches_equivalent, "batches_override": scfg.batches,
-                "validation": self.validation, "validation_stream": VALIDATION if scfg.sampler != "node" else None,
-                "validation_batches": scfg.resolved_validation_batches() if scfg.sampler != "node" else 0,
+                "validation": self.validation, "validation_stream": None if scfg.closed_form else VALIDATION,
+                "validation_batches": 0 if scfg.closed_form else scfg.resolved_validation_batches(),
                 "build_stream": BUILD, "chosen": self.chosen,
                 "rounds": self.rounds, "seconds": round(self.seconds, 3), "time_budget": scfg.time_budget}
 
@@ -85,7 +85,7 @@ class Validation:
 
     def __init__(self, a: sp.csr_matrix, sampler: Sampler, parts: int, batches: int):
         self.a, self.sampler, self.parts = a, sampler, parts
-        self.closed = sampler.cfg.kind == "node"
+        self.closed = sampler.cfg.spec.closed_form
         self.description = "closed form" if self.closed else f"{batches} batches of stream {VALIDATION}"
         if not self.closed:
             self.set = BatchSet(sp.csc_matrix(a), sampler.batches(range(batches), VALIDATION))

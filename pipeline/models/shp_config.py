@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shgcn.core.sample import SAMPLERS
+
 from ..errors import UserError, option, quoted
 from .base import Option, PartitionConfig
 from .hp import kahypar_preset
@@ -14,11 +16,10 @@ from .hp import kahypar_preset
 CONSTRUCTIONS = ("auto", "batches", "columns")
 REFINERS = ("lp", "fast-vcycles", "vcycles")
 FAST_ENGINE = "default"  # Mt-KaHyPar's preset behind fast-vcycles: 2-5x faster V-cycles, not reproducible
-SAMPLERS = ("node", "edge", "rw")
 
 OPTIONS = (
-    Option("--sampler", "node", "mini-batch sampler: node (uniform vertices), edge, rw (GraphSAINT)",
-           choices=SAMPLERS),
+    Option("--sampler", "node", "mini-batch sampler: node (uniform vertices), edge, rw (GraphSAINT), or a "
+           "plugin's (shgcn.parts.SAMPLERS)"),
     Option("--batch-size", 0, "vertices per mini-batch (0: 10%% of n)", type=int),
     Option("--walk-length", 2, "rw sampler: steps per walk", type=int),
     Option("--theta", 0.1, "Hoeffding: tolerance of the mean connectivity", type=float),
@@ -110,17 +111,23 @@ class SHPConfig:
         if self.construction not in CONSTRUCTIONS:
             raise UserError(f"{quoted('--shp-construction', self.construction)}: choose from {', '.join(CONSTRUCTIONS)}")
         if self.construction == "auto":
-            return "columns" if self.sampler == "node" and self.batches is None else "batches"
-        if self.construction == "columns" and self.sampler != "node":
-            raise UserError(f"{option('--shp-construction')} columns needs {option('--sampler')} node")
+            return "columns" if self.closed_form and self.batches is None else "batches"
+        if self.construction == "columns" and not self.closed_form:
+            raise UserError(f"{option('--shp-construction')} columns needs {option('--sampler')} node (or another "
+                            f"sampler with closed-form inclusion probabilities)")
         return self.construction
+
+    @property
+    def closed_form(self) -> bool:
+        """Its sampler's inclusion probabilities have a closed form (the node sampler's): no validation batches."""
+        return SAMPLERS.get_spec(self.sampler).closed_form
 
     def resolved_validation_batches(self) -> int:
         return self.validation_batches or self.eval_batches
 
     def check(self) -> None:
         if self.sampler not in SAMPLERS:
-            raise UserError(f"{quoted('--sampler', self.sampler)}: choose one of {', '.join(SAMPLERS)}")
+            raise UserError(f"{quoted('--sampler', self.sampler)}: choose one of {', '.join(SAMPLERS.names())}")
         if not (self.theta > 0 and 0 < self.delta < 1):
             raise UserError(f"need theta > 0 and 0 < delta < 1 (got theta={self.theta}, delta={self.delta})")
         if self.batches is not None and self.batches < 1:

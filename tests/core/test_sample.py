@@ -8,6 +8,7 @@ import pytest
 from helpers.graphs import graph
 
 from shgcn.core import sample
+from shgcn.testing.samplers import SamplerTests
 
 
 @pytest.mark.parametrize("kind", sample.SAMPLERS)
@@ -43,3 +44,39 @@ def test_heldout_stream_is_disjoint_from_build_stream():
     # different generators, not just different batches: the seed sequences differ in the stream word
     assert len(set(sample.STREAMS.values())) == len(sample.STREAMS) == 5
     assert (sample.BUILD, sample.HELDOUT, sample.TRAIN, sample.NORM) == (0, 1, 2, 3)  # stable meaning
+
+
+def test_the_samplers_are_declared_with_their_capabilities():
+    from shgcn.core.sample import SAMPLERS
+
+    caps = {n: (s.needs_graph, s.closed_form, s.saint, s.edge_weights, s.walks) for n, s in SAMPLERS.items()}
+    assert caps == {"node": (False, True, False, False, False), "edge": (True, False, True, True, False),
+                    "rw": (True, False, True, False, True)}
+
+
+def test_a_sampler_registered_from_outside_draws_through_its_spec():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from shgcn.core.sample import SAMPLERS, Sampler, SamplerConfig, SamplerSpec
+
+    spec = SamplerSpec("firsts", "the first B vertices", lambda s, rng: np.arange(s.cfg.size, dtype=np.int64),
+                       needs_graph=False)
+    SAMPLERS.register(spec)
+    try:
+        adj = sp.random(10, 10, density=0.3, format="csr", random_state=0)
+        assert Sampler(adj, SamplerConfig("firsts", size=3)).batch(5).tolist() == [0, 1, 2]
+    finally:
+        SAMPLERS.unregister("firsts")
+
+
+class TestNode(SamplerTests):
+    sampler = "node"
+
+
+class TestEdge(SamplerTests):
+    sampler = "edge"
+
+
+class TestRandomWalk(SamplerTests):
+    sampler = "rw"

@@ -122,7 +122,7 @@ def test_missing_extras_are_one_line(stores, monkeypatch):
         to_pyg(s)
     assert str(e.value) == "the PyG export needs torch, which is not installed: pip install 'shgcn[pyg]'"
     with pytest.raises(UserError, match=r"in a separate environment \(DGL 2.1 loads only beside torch <= 2.2.1 and "
-                                        r"numpy < 2; README, \"Exporting\"\): pip install 'shgcn\[dgl\]'$"):
+                                        r"numpy < 2; docs/interop.md\): pip install 'shgcn\[dgl\]'$"):
         to_dgl(s)
 
 

@@ -14,9 +14,10 @@ Rows travel in the wire type of :class:`~shgcn.trainer.wire.Wire`
 (``--exchange-dtype``); ``on_block`` always gets float32 rows. The counters
 (:class:`Counters`) count the bytes and messages on the wire by destination:
 within the sender's node or to another node (:class:`Peers`), per call.
-The exchanges are registered with their cost models in
-:data:`shgcn.core.exchanges.EXCHANGES` (``impl``), which predict exactly
-these counts.
+Each exchange is registered with its cost model in
+:data:`shgcn.trainer.exchanges.EXCHANGES` (a :class:`~shgcn.trainer.parts.Parts`:
+the spec of :data:`shgcn.core.exchanges.EXCHANGES` joined to the class),
+whose cost model predicts exactly these counts.
 """
 
 from __future__ import annotations

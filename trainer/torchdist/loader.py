@@ -63,8 +63,6 @@ from .graph import Graph
 from .halo import Halo
 from .objective import global_sum, masked_loss
 
-WALKERS = ("edge", "rw")  # the samplers that draw on the graph's edges; GraphSAINT's normalisation on by default
-
 
 @dataclass
 class MiniBatch:
@@ -153,7 +151,7 @@ class MiniBatches:
                  block: TorchBlock | None = None, rank: int | None = None, size: int | None = None,
                  device: Any = None, ahead: bool = True, group: Any = None, out_of_core: bool = False):
         if sampler not in SAMPLERS:
-            raise UserError(f"MiniBatches(sampler={sampler!r}): choose from {', '.join(SAMPLERS)}")
+            raise UserError(f"MiniBatches(sampler={sampler!r}): choose from {', '.join(SAMPLERS.names())}")
         if steps is not None and steps < 1 or norm_batches < 1:
             raise UserError(f"MiniBatches: steps ({steps}) and norm_batches ({norm_batches}) must be >= 1")
         s = path if isinstance(path, store.Store) else store.open_store(path)
@@ -163,7 +161,7 @@ class MiniBatches:
         cfg = SamplerConfig(kind=sampler, size=int(batch_size), walk_length=walk_length, seed=seed)
         cfg.check(n)
         self.steps = int(steps) if steps is not None else -(-n // cfg.size)
-        use_saint = sampler in WALKERS if saint is None else bool(saint)
+        use_saint = SAMPLERS[sampler].saint if saint is None else bool(saint)
         self.block: Any
         if out_of_core:  # the block stays memory-mapped: every batch reads its rows (shgcn.trainer.outofcore)
             from .. import outofcore
@@ -300,7 +298,7 @@ def _source(s: store.Store, rank: int, cfg: SamplerConfig) -> BatchSource:
     columns = sp.csr_matrix((np.ones(len(tplan.indices), np.int8), ids[np.asarray(tplan.indices)],
                              np.asarray(tplan.indptr)), shape=(b.n_own, n))
     return BatchSource(full=full_local(b.plan, cp), cp=cp, inverse=inverse, n=n, sampler=cfg,
-                       adj=s.graph() if cfg.kind in WALKERS else None, columns=columns)
+                       adj=s.graph() if cfg.spec.needs_graph else None, columns=columns)
 
 
 class _Counted:

@@ -227,7 +227,7 @@ def test_cli_distdgl_without_dgl_is_one_line(stores, tmp_path):
     needs = "dgl" if importlib.util.find_spec("torch") else "torch"
     assert f"pipeline export --format distdgl needs {needs}" in res.stderr
     assert res.stderr.endswith("in a separate environment (DGL 2.1 loads only beside torch <= 2.2.1 and numpy < 2; "
-                               "README, \"Exporting\"): pip install 'shgcn[dgl]'\n")
+                               "docs/interop.md): pip install 'shgcn[dgl]'\n")
     assert not out.exists()
 
 

@@ -1,18 +1,18 @@
 import numpy as np
-from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
 
 from shgcn.pipeline.metrics.volume import partition_quality
 from shgcn.pipeline.models import Inputs, PartitionConfig, default_options, get
 from shgcn.pipeline.models.base import MATRIX
 from shgcn.pipeline.models.gp import CHILD_NNZ, symmetric_pattern
 from shgcn.pipeline.models.run import run
+from shgcn.testing.partitioners import PartitionerTests
 
 
 class TestGraphPartition(PartitionerTests):
     model = "gp"
 
 
-def test_beats_random(sbm_graph):  # noqa: F811
+def test_beats_random(sbm_graph):
     a, _ = sbm_graph
     cfg = PartitionConfig(parts=4, eps=0.05, seed=1, options=default_options())
     gp = partition_quality(a, run("gp", Inputs(a.shape[0], a), cfg).part, 4)
@@ -28,7 +28,7 @@ def test_symmetric_pattern_has_no_diagonal_and_both_directions():
     assert xadj.tolist() == [0, 1, 3, 4] and adjncy.tolist() == [1, 0, 2, 1]
 
 
-def test_kaminpar_runs_in_a_child_and_metis_only_when_large(sbm_graph):  # noqa: F811
+def test_kaminpar_runs_in_a_child_and_metis_only_when_large(sbm_graph):
     a, _ = sbm_graph
     metis = PartitionConfig(parts=2, options={**default_options(), "gp_backend": "metis"})
     assert not get("gp").in_child(Inputs(a.shape[0], a), metis) and a.nnz < CHILD_NNZ

@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
 from helpers.graphs import random_a_hat
 
 from shgcn.pipeline.errors import UserError
@@ -10,6 +9,7 @@ from shgcn.pipeline.models import Inputs, PartitionConfig, default_options
 from shgcn.pipeline.models.hp import kahypar_preset
 from shgcn.pipeline.models.kahypar import kahypar_partition
 from shgcn.pipeline.models.run import run
+from shgcn.testing.partitioners import PartitionerTests
 
 
 class TestHypergraphPartition(PartitionerTests):
@@ -34,7 +34,7 @@ class TestHypergraphPartitionKahypar(PartitionerTests):
     options = {"hp_preset": "mtkahypar-deterministic"}
 
 
-def test_beats_random_within_the_hard_bound(sbm_graph):  # noqa: F811
+def test_beats_random_within_the_hard_bound(sbm_graph):
     a, _ = sbm_graph
     cfg = PartitionConfig(parts=4, eps=0.05, seed=1,
                           options={**default_options(), "hp_preset": "mtkahypar-deterministic"})
@@ -45,7 +45,7 @@ def test_beats_random_within_the_hard_bound(sbm_graph):  # noqa: F811
     assert q.total_volume < 0.7 * rp.total_volume
 
 
-def test_improving_a_partition_is_reproducible(sbm_graph):  # noqa: F811
+def test_improving_a_partition_is_reproducible(sbm_graph):
     a, _ = sbm_graph
     hg = column_net(a)
     start = kahypar_partition(hg, 4, 0.05, 5, threads=2)
@@ -55,7 +55,7 @@ def test_improving_a_partition_is_reproducible(sbm_graph):  # noqa: F811
     assert connectivity_minus_one(hg, improved, 4) <= connectivity_minus_one(hg, start, 4)
 
 
-def test_unknown_preset_is_a_user_error(sbm_graph):  # noqa: F811
+def test_unknown_preset_is_a_user_error(sbm_graph):
     a, _ = sbm_graph
     with pytest.raises(UserError, match="--hp-preset 'fast'"):
         kahypar_partition(column_net(a), 2, 0.03, 0, preset="fast")
@@ -69,7 +69,7 @@ def _volume(a, part, parts=4):
     return partition_quality(a, part, parts).total_volume
 
 
-def test_fast_refines_kaminpars_partition_for_the_hypergraph(sbm_graph):  # noqa: F811
+def test_fast_refines_kaminpars_partition_for_the_hypergraph(sbm_graph):
     a, _ = sbm_graph
     res = run("hp", Inputs(a.shape[0], a), _cfg(hp_preset="fast"))
     assert res.info["preset"] == "fast" and list(res.info["starts"]) == ["kaminpar default"]
@@ -91,7 +91,7 @@ def test_default_is_never_above_either_graph_partitioner(seed):
         assert vol <= _volume(a, gp, 8), options
 
 
-def test_the_builds_gp_partition_is_one_more_start(sbm_graph):  # noqa: F811
+def test_the_builds_gp_partition_is_one_more_start(sbm_graph):
     a, _ = sbm_graph
     planted = np.repeat(np.arange(4, dtype=np.int32), 100)  # sbm: 4 communities of 100 consecutive vertices
     res = run("hp", Inputs(a.shape[0], a, starts={"gp": planted}), _cfg(hp_preset="fast"))
@@ -102,7 +102,7 @@ def test_the_builds_gp_partition_is_one_more_start(sbm_graph):  # noqa: F811
 
 
 @pytest.mark.slow  # quick-suite budget: CI runs it (-m '')
-def test_quality_improves_the_default_with_vcycles(sbm_graph):  # noqa: F811
+def test_quality_improves_the_default_with_vcycles(sbm_graph):
     a, _ = sbm_graph
     default = run("hp", Inputs(a.shape[0], a), _cfg())
     for preset, starts in (("quality", {"kaminpar default", "metis"}),

@@ -1,7 +1,7 @@
 import numpy as np
-from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
 
 from shgcn.pipeline.models.rp import random_partition
+from shgcn.testing.partitioners import PartitionerTests
 
 
 class TestRandom(PartitionerTests):

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
 
 from shgcn.core import sample
 from shgcn.pipeline.models import PartitionConfig, default_options
 from shgcn.pipeline.models.shp_config import SHPConfig
+from shgcn.testing.partitioners import PartitionerTests
 
 SMALL = {"batch_size": 40, "eval_batches": 10, "shp_max_rounds": 1}
 

@@ -5,7 +5,6 @@ random graphs and partitions, and the -vb models' conformance."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from helpers.conformance import PartitionerTests, sbm_graph  # noqa: F401  (the fixture)
 from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat, random_a_hat, send_recv
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 from shgcn.pipeline.errors import UserError
 from shgcn.pipeline.metrics.volume import volume_matrix
 from shgcn.pipeline.models.vb import Search, volume_balance
+from shgcn.testing.partitioners import PartitionerTests
 
 
 class TestHpVb(PartitionerTests):
