@@ -291,7 +291,7 @@ def _export_parser(sub, common) -> None:
     g.add_argument("--features", default="auto", help="the feature width of the work model: as pipeline build")
     g.add_argument("--labels", default="auto", help="the class count of the work model: as pipeline build")
     _memory_argument(g)
-    _dask_arguments(g)
+    _dask_arguments(x)  # its own group on the parser: argparse deprecates a group inside a group
 
 
 def _json_formatter() -> logging.Formatter:
