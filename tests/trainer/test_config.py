@@ -116,3 +116,27 @@ def test_the_default_memory_limit_is_what_the_machine_has_available(monkeypatch,
     assert config.default_memory_limit() == 3000000 * 1024  # the available memory, not the machine's 16 GB
     monkeypatch.setattr("shgcn.core.memory.machine_memory", lambda: 2000000 * 1024)
     assert config.default_memory_limit() == 2000000 * 1024  # never above the machine's (or its cgroup's) memory
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"sampler": "edge"}, "--sampler: mini-batch options (--mode minibatch); full-batch training uses none"),
+    ({"batch_size": 40, "walk_length": 3}, "--batch-size, --walk-length: mini-batch options (--mode minibatch); "
+                                           "full-batch training uses none"),
+    ({"mode": "minibatch", "sampler": "node", "walk_length": 4},
+     "--walk-length 4: an option of the samplers that walk (rw), not of --sampler node")])
+def test_an_option_the_run_would_ignore_is_refused(given, message):
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", **given).check()
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"options": {"heads": 8}}, "--heads 8: an option of --arch gat, not of --arch gcn"),
+    ({"algorithm": "2d", "options": {"replication": 1}}, "--replication 1: an option of --algorithm 1.5d, not of "
+                                                         "--algorithm 2d"),
+    ({"options": {"torch_kernels": "auto"}}, "--torch-kernels auto: an option of --backend torch, not of "
+                                             "--backend numpy")])
+def test_another_parts_option_is_refused_even_at_its_default(given, message):
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", **given).check()
+    assert str(e.value) == message
