@@ -189,9 +189,12 @@ class TrainConfig:
         if self.threads < 1:
             raise TrainError(f"--threads {self.threads}: must be >= 1 (default: the cores of the machine / its ranks)")
         cores = self.cores or os.cpu_count() or 1
-        if self.threads > THREADS_PER_CORE * cores:
-            raise TrainError(f"--threads {self.threads}: at most {THREADS_PER_CORE * cores} ({THREADS_PER_CORE} per "
-                             f"core of this machine's {cores}; more threads only compete for the cores)")
+        ranks = max(self.local_ranks or 1, 1)  # the job's ranks on this machine share its cores
+        if self.threads * ranks > THREADS_PER_CORE * cores:
+            each = f" with {ranks} ranks on this machine" if ranks > 1 else ""
+            raise TrainError(f"--threads {self.threads}: at most {max(THREADS_PER_CORE * cores // ranks, 1)}{each} "
+                             f"({THREADS_PER_CORE} per core of this machine's {cores}; more threads only compete for "
+                             f"the cores)")
 
     def _check_algorithm(self) -> None:
         own = ALGORITHMS.get_spec(self.algorithm).own_exchange

@@ -140,3 +140,11 @@ def test_another_parts_option_is_refused_even_at_its_default(given, message):
     with pytest.raises(TrainError) as e:
         TrainConfig(store="s", **given).check()
     assert str(e.value) == message
+
+
+def test_threads_are_counted_over_the_ranks_that_share_the_machine():
+    TrainConfig(store="s", threads=8, cores=2, local_ranks=1).check()  # 4 per core
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", threads=8, cores=2, local_ranks=2).check()
+    assert str(e.value) == ("--threads 8: at most 4 with 2 ranks on this machine (4 per core of this machine's 2; more "
+                            "threads only compete for the cores)")
