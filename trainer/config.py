@@ -215,7 +215,7 @@ class TrainConfig:
     @property
     def replication(self) -> int:
         """Ranks per block row (the job's ``replication``: 1 unless the algorithm declares ``--replication``)."""
-        return int(self.options.get("replication", 1))
+        return ALGORITHMS.get_spec(self.algorithm).replication(self.options)
 
     @property
     def spec(self) -> ArchSpec:
