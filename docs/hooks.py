@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("core", "store", "pipeline", "trainer", "notebooks", "testing")
+PACKAGES = ("core", "store", "pipeline", "trainer", "notebooks", "testing", "parts")
 TREE = Path("build") / "docs-api"
 _ROLE = re.compile(r":(?:py:)?(?:mod|func|class|meth|data|attr|obj|exc):(?=<code>)")
 _INCLUDE = re.compile(r'^--8<--[ \t]+"([^"]+)"[ \t]*$', re.M)
