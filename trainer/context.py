@@ -167,9 +167,9 @@ def versions() -> dict[str, str]:
 
 
 def prepare(cfg: TrainConfig, comm) -> Local:
-    """Open this rank's block and build the model's pieces; raises
+    """Open this rank's block and build the model's pieces for ``cfg`` (checked: :meth:`TrainConfig.check`, which
+    the command line runs once, before the ranks' and the outputs' checks); raises
     :class:`~shgcn.core.errors.UserError` (TrainError, StoreError) on bad input."""
-    cfg.check()
     s = store.open_store(cfg.store)
     job = cfg.job(int(s.attrs["feature_dim"]), int(s.attrs["classes"]))
     check_room(cfg, job, s.offsets)  # the model and a rank's activations, before either is allocated
