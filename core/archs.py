@@ -54,6 +54,8 @@ class ArchSpec:
     options : its own command-line options (GAT's ``--heads``, ``--out-heads``, ``--attn-dropout``): its
         constructor takes them by name, and they enter its checkpoints' identity
     needs_halo_ids : its random masks are keyed by the original ids of received rows (attention dropout)
+    heads, out_heads : multi-head: the options (among ``options``) that give the hidden layers' heads
+        (concatenated) and the last layer's (averaged; 1 when only ``heads`` is declared); None: one head
     """
 
     name: str
@@ -64,21 +66,24 @@ class ArchSpec:
     attention_bytes: int = 0
     options: tuple[Option, ...] = ()
     needs_halo_ids: bool = False
+    heads: Option | None = None
+    out_heads: Option | None = None
 
     @property
     def multihead(self) -> bool:
-        return any(o.dest == "heads" for o in self.options)
+        return self.heads is not None
 
     def own(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Its options' values (``dest -> value``) from ``values``, defaults where absent."""
         return own_values(self.options, values)
 
     def layer_heads(self, layers: int, options: Mapping[str, Any] | None = None) -> list[int]:
-        """Attention heads per layer: ``heads`` on hidden layers, ``out_heads`` on the last (1 without heads)."""
-        if not self.multihead:
+        """Attention heads per layer: :attr:`heads` on hidden layers, :attr:`out_heads` on the last (1 without)."""
+        if self.heads is None:
             return [1] * layers
-        own = self.own(options or {})
-        return [int(own["heads"])] * (layers - 1) + [int(own["out_heads"])]
+        values = options or {}
+        last = int(self.out_heads.value(values)) if self.out_heads is not None else 1
+        return [int(self.heads.value(values))] * (layers - 1) + [last]
 
     def w_first(self, dims: list[int], k: int) -> bool:
         """True when layer k multiplies by its weight before its aggregation."""
@@ -114,7 +119,8 @@ ARCHS: Registry[ArchSpec] = Registry("--arch", {
     "sage": ArchSpec("sage", "GraphSAGE, mean over the neighbours and a root weight (PyG's SAGEConv)", operator=MEAN),
     "gin": ArchSpec("gin", "GIN, learnable eps and a two-layer MLP (PyG's GINConv(train_eps=True))", operator=SUM),
     "gat": ArchSpec("gat", "GAT, multi-head attention (PyG's GATConv)", by_product=False, attends=True,
-                    attention_bytes=8, options=(HEADS, OUT_HEADS, ATTN_DROPOUT), needs_halo_ids=True),
+                    attention_bytes=8, options=(HEADS, OUT_HEADS, ATTN_DROPOUT), needs_halo_ids=True,
+                    heads=HEADS, out_heads=OUT_HEADS),
 })
 
 

@@ -61,10 +61,15 @@ class Option:
         if self.below is not None and value >= self.below:
             raise UserError(f"{self.flag} {value}: must be below {self.below:g}")
 
-    def add_to(self, parser: Any) -> None:
-        """Add this option to an argparse parser or argument group (default None there: a value given on
-        the command line is told from the default)."""
+    def add_to(self, parser: Any, given_only: bool = False) -> None:
+        """Add this option to an argparse parser or argument group; ``given_only``: the parsed arguments hold it
+        only when the command line gives it (so a value given is told from the default, even when equal)."""
+        import argparse
+
         kw: dict[str, Any] = {"help": self.help, "default": self.default}
+        if given_only:
+            kw = {"help": f"{self.help} (default: {self.default})".replace("%", "%%").replace("%%%%", "%%"),
+                  "default": argparse.SUPPRESS}
         if self.choices is not None:
             kw["choices"] = self.choices
         if self.metavar is not None:

@@ -130,12 +130,13 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def check_options(self, chosen: str, values: Mapping[str, Any]) -> None:
         """Raise :class:`UserError` for a value ``chosen``'s options do not allow, or an option of another spec
-        of this kind given a value other than its default (an option the run would ignore)."""
+        of this kind given (``values`` holds the options given; any value, its default too: an option the run
+        would ignore)."""
         mine = {o.flag for o in options_of(self.get_spec(chosen))}
         for opt in self.all_options():
             value = opt.value(values)
             if opt.flag in mine:
                 opt.check(value)
-            elif value != opt.default:
+            elif opt.dest in values:
                 raise UserError(f"{opt.flag} {value}: an option of {self.option} {' or '.join(self.owners(opt))}, "
                                 f"not of {self.option} {chosen}")

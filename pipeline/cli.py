@@ -180,7 +180,7 @@ def _model_arguments(b) -> None:
                            metavar=o.metavar)
 
 
-PLACEMENTS = ("hypergraph", "graph", "block")  # shgcn.pipeline.models.placement.PLACEMENTS (tested equal)
+PLACEMENTS = ("hypergraph", "graph", "block")  # shgcn.pipeline.placement.PLACEMENTS (tested equal)
 
 
 def _dask_arguments(b) -> None:

@@ -74,7 +74,7 @@ class BuildConfig:
     # readers' coarse per-edge guard (sources/budget.py, about 2x the measured build) is then not applied again
     planned: bool = False
     ranks_per_node: int = 0  # place the parts on nodes of this many ranks (0: no nodes, the partitioner's order)
-    placement: str = "hypergraph"  # how (shgcn.pipeline.models.placement.PLACEMENTS)
+    placement: str = "hypergraph"  # how (shgcn.pipeline.placement.PLACEMENTS)
 
     @property
     def limit(self) -> int:
@@ -189,7 +189,7 @@ class BuildConfig:
                             f"{max_threads()} ({THREADS_PER_CORE} per core of this machine's {os.cpu_count() or 1})")
 
     def _check_nodes(self) -> None:
-        from .models.placement import PLACEMENTS
+        from .placement import PLACEMENTS
 
         if self.ranks_per_node < 0:
             raise UserError(f"{option('--ranks-per-node', self.ranks_per_node)}: must be at least 1 (or 0: no nodes)")

@@ -103,12 +103,12 @@ def fastest_line(r: dict) -> str:
 
 
 def placed(costs: list[PartitionCost], k: int, s: Store | None = None, how: str = "hypergraph") -> list[PartitionCost]:
-    """``costs`` with their parts placed on nodes of ``k`` ranks (:mod:`.models.placement`), as a build with
+    """``costs`` with their parts placed on nodes of ``k`` ranks (:mod:`.placement`), as a build with
     ``--ranks-per-node k`` places them; a store already placed for k, or k of 1, is left as it is."""
     if k <= 1 or (s is not None and costs and costs[0].parts == s.parts and s.attrs.get("ranks_per_node") == k):
         return costs
     from .metrics.internode import part_nets
-    from .models.placement import place
+    from .placement import place
 
     out = []
     for c in costs:

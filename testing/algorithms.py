@@ -50,10 +50,12 @@ class AlgorithmTests:
     def test_grid_gives_one_rank_losses_and_predicted_bytes(self, mpi_stores, tmp_path, case):
         c, exchange, combine, arch, kind = case
         path, ranks = mpi_stores[kind, self.parts(c)], self.ranks(c)
+        spec = ALGORITHMS[self.algorithm]  # its own options only: another algorithm's, given, is refused
+        own = [*(("--replication", c) if spec.replicates else ()),
+               *(("--row-combine", combine) if any(o.flag == "--row-combine" for o in spec.options) else ())]
         header, epochs = run(ranks, path, tmp_path / "run.jsonl", "--arch", arch, *ARCH_ARGS.get(arch, []),
-                             "--epochs", 20, "--eval-every", 20, "--algorithm", self.algorithm, "--replication",
-                             c if ALGORITHMS[self.algorithm].replicates else 1, "--exchange", exchange,
-                             "--row-combine", combine)
+                             "--epochs", 20, "--eval-every", 20, "--algorithm", self.algorithm, "--exchange", exchange,
+                             *own)
         assert header.algorithm == self.algorithm and header.parts == ranks and len(header.memory) == ranks
         ref = self.reference(mpi_stores, tmp_path, arch, kind)
         np.testing.assert_allclose([e.loss for e in epochs], ref, rtol=1e-4)

@@ -321,7 +321,7 @@ _ALLOWED_BY_REASON: dict[str, list[tuple[str, str, str]]] = {
                                                                             "ogb")],
     "homonym: the torch module (sys.modules), not the backend": [("shgcn.trainer.context", "backend", "torch")],
     "shp starts from an hp or gp partition (its start order): shp's own choice of base models": [
-        ("shgcn.pipeline.models.shp_build", "model", "gp"), ("shgcn.pipeline.models.shp_build", "model", "hp")],
+        ("shgcn.pipeline.models.shp.build", "model", "gp"), ("shgcn.pipeline.models.shp.build", "model", "hp")],
 }
 NAMES_ALLOWED: dict[tuple[str, str, str], str] = {k: why for why, keys in _ALLOWED_BY_REASON.items() for k in keys}
 

@@ -6,7 +6,7 @@ import math
 import numbers
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from shgcn.core.algorithms import ALGORITHMS
@@ -23,6 +23,8 @@ from .threads import THREADS_PER_CORE
 from .wire import DTYPES
 
 MODES = ("full", "minibatch")
+# the options only mini-batch training reads (--out-of-core is refused on its own, with its reason)
+MINIBATCH_ONLY = ("sampler", "batch_size", "walk_length", "batches_per_epoch", "saint", "norm_batches", "plan_ahead")
 
 PLAN_AHEAD = ("auto", "inline", "thread")
 
@@ -147,6 +149,20 @@ class TrainConfig:
                 raise TrainError("--saint is auto, on or off; --batches-per-epoch >= 0; --norm-batches >= 1")
         if self.out_of_core and self.mode != "minibatch":
             raise TrainError("--out-of-core: mini-batch training only (--mode minibatch); full batch holds the block")
+        self._check_ignored()
+
+    def _check_ignored(self) -> None:
+        """A mini-batch option in full-batch mode, or --walk-length with a sampler that does not walk: refused,
+        not silently ignored (an option away from its default)."""
+        defaults = {f.name: f.default for f in fields(self)}
+        if self.mode != "minibatch":
+            given = [f for f in MINIBATCH_ONLY if getattr(self, f) != defaults[f]]
+            if given:
+                raise TrainError(f"{', '.join('--' + f.replace('_', '-') for f in given)}: mini-batch options "
+                                 f"(--mode minibatch); full-batch training uses none")
+        elif self.walk_length != defaults["walk_length"] and not SAMPLERS[self.sampler].walks:
+            raise TrainError(f"--walk-length {self.walk_length}: an option of the samplers that walk "
+                             f"({', '.join(n for n, s in SAMPLERS.items() if s.walks)}), not of --sampler {self.sampler}")
 
     def _check_model(self) -> None:
         parts = ((ARCHS, self.arch), (EXCHANGES, self.exchange), (ALGORITHMS, self.algorithm), (BACKENDS, self.backend))
@@ -175,9 +191,12 @@ class TrainConfig:
         if self.threads < 1:
             raise TrainError(f"--threads {self.threads}: must be >= 1 (default: the cores of the machine / its ranks)")
         cores = self.cores or os.cpu_count() or 1
-        if self.threads > THREADS_PER_CORE * cores:
-            raise TrainError(f"--threads {self.threads}: at most {THREADS_PER_CORE * cores} ({THREADS_PER_CORE} per "
-                             f"core of this machine's {cores}; more threads only compete for the cores)")
+        ranks = max(self.local_ranks or 1, 1)  # the job's ranks on this machine share its cores
+        if self.threads * ranks > THREADS_PER_CORE * cores:
+            each = f" with {ranks} ranks on this machine" if ranks > 1 else ""
+            raise TrainError(f"--threads {self.threads}: at most {max(THREADS_PER_CORE * cores // ranks, 1)}{each} "
+                             f"({THREADS_PER_CORE} per core of this machine's {cores}; more threads only compete for "
+                             f"the cores)")
 
     def _check_algorithm(self) -> None:
         own = ALGORITHMS.get_spec(self.algorithm).own_exchange
@@ -198,7 +217,7 @@ class TrainConfig:
     @property
     def replication(self) -> int:
         """Ranks per block row (the job's ``replication``: 1 unless the algorithm declares ``--replication``)."""
-        return int(self.options.get("replication", 1))
+        return ALGORITHMS.get_spec(self.algorithm).replication(self.options)
 
     @property
     def spec(self) -> ArchSpec:

@@ -166,25 +166,12 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _check_model_memory(cfg: TrainConfig, job: Job) -> None:
-    """Refuse, before allocating it, a model that alone exceeds the memory
-    limit (``--hidden 100000000`` was killed by the kernel's OOM killer)."""
-    from shgcn.core.memory import gib, machine_memory, model_bytes
-
-    need, limit = model_bytes(job), cfg.memory_limit or machine_memory()
-    if need > limit:
-        raise TrainError(f"--hidden {','.join(map(str, cfg.hidden))}: the model's weights, gradients and Adam state "
-                         f"need about {gib(need)} on every rank (layers {' -> '.join(map(str, job.dims))}), more than "
-                         f"the memory limit of {gib(limit)} (--memory-limit; default: the memory available when the run starts)")
-
-
 def prepare(cfg: TrainConfig, comm) -> Local:
-    """Open this rank's block and build the model's pieces; raises
+    """Open this rank's block and build the model's pieces for ``cfg`` (checked: :meth:`TrainConfig.check`, which
+    the command line runs once, before the ranks' and the outputs' checks); raises
     :class:`~shgcn.core.errors.UserError` (TrainError, StoreError) on bad input."""
-    cfg.check()
     s = store.open_store(cfg.store)
     job = cfg.job(int(s.attrs["feature_dim"]), int(s.attrs["classes"]))
-    _check_model_memory(cfg, job)
     check_room(cfg, job, s.offsets)  # the model and a rank's activations, before either is allocated
     try:
         shape = ALGORITHMS.get_spec(cfg.algorithm).shape(comm.size, s.parts, cfg.replication)

@@ -48,11 +48,12 @@ def add_part_options(p: argparse.ArgumentParser, reg) -> None:
                 if opt.flag in p._option_string_actions or opt.dest in {a.dest for a in p._actions}:
                     whose = "another part's, declared differently" if opt.flag in added else "shgcn-train's own"
                     raise blame(f"{reg.option} {spec.name}: option {opt.flag}: the flag is {whose}")
-                opt.add_to(group)
+                opt.add_to(group, given_only=True)  # given or not: another part's option given is refused
                 added[opt.flag] = opt
 
 
 def part_options(args: argparse.Namespace) -> dict:
-    """The parts' own options taken out of ``args`` (``dest -> value``), for :attr:`TrainConfig.options`."""
+    """The parts' own options the command line gave, taken out of ``args`` (``dest -> value``), for
+    :attr:`TrainConfig.options` (the others take their defaults)."""
     dests = {o.dest for reg in registries() for o in reg.all_options()}
     return {d: vars(args).pop(d) for d in sorted(dests) if d in vars(args)}

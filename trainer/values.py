@@ -32,6 +32,16 @@ def check_block(local) -> None:
                          f"({corrupt})")
 
 
+def model_size(cfg) -> str:
+    """The options that size the model, as given: ``--hidden`` and the architecture's own numbers given
+    (``--hidden 16, --heads 10000000``), for a message that blames the one the user set."""
+    from shgcn.core.archs import ARCHS
+
+    own = [f"{o.flag} {cfg.options[o.dest]}" for o in ARCHS.get_spec(cfg.arch).options
+           if o.dest in cfg.options and isinstance(cfg.options[o.dest], int)]
+    return ", ".join([f"--hidden {','.join(map(str, cfg.hidden))}", *own])
+
+
 def check_room(cfg, job, offsets) -> None:
     """Refuse, before the model or any activation is allocated, a job whose every rank needs more than the
     memory limit for the model (weights, gradients, Adam state) and the activations of the fewest rows a rank
@@ -46,7 +56,7 @@ def check_room(cfg, job, offsets) -> None:
         rows = min(rows, int(cfg.batch_size_for(int(offsets[-1]))))
     need, limit = model_bytes(job) + int(rank_bytes(Held(rows, 0, 0), job)), cfg.memory_limit or machine_memory()
     if need > limit:
-        raise TrainError(f"--hidden {','.join(map(str, cfg.hidden))}: the model's weights, gradients and Adam state "
+        raise TrainError(f"{model_size(cfg)}: the model's weights, gradients and Adam state "
                          f"and the activations of a rank's {rows:,} rows need at least {gib(need)} on every rank "
                          f"(layers {' -> '.join(map(str, job.dims))}), more than the memory limit of {gib(limit)} "
                          "(--memory-limit; default: the memory available when the run starts)")

@@ -83,7 +83,8 @@ def refined_partition(name: str, base: str, parts: int, mti: float = 0.02, compu
                       ) -> tuple[np.ndarray, float, dict] | None:
     """(part, seconds, info) of ``volume_balance`` on the ``base`` partition, cached under a key of the
     volume balancing's source and the options (None when the base is absent and ``compute`` is False)."""
-    from shgcn.pipeline.models import pins, vb, vb_search
+    from shgcn.pipeline.models import pins, vb
+    from shgcn.pipeline.models.vb import search as vb_search
 
     src = hashlib.sha1("".join(inspect.getsource(m) for m in (vb, vb_search, pins)).encode()).hexdigest()[:10]
     path = CACHE / f"{name}-{base}-vb-p{parts}-m{mti}-{src}.npz"

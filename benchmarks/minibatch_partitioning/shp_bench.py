@@ -111,7 +111,7 @@ def batch_counts(r: dict) -> tuple[int, str, str]:
     """(Hoeffding count in batches, batches sampled by shp's last round,
     batches it took to beat the better start on the validation objective)
     of one result; round k samples ``first * 2**k`` units (see
-    :func:`shgcn.pipeline.models.shp_build.build_shp`)."""
+    :func:`shgcn.pipeline.models.shp.build.build_shp`)."""
     n, req = r["n"], r["required_nets"]
     batch = max(1, n // 10)
     unit = n if r["sampler"] == "node" else batch  # node: one net per column per unit (the columns construction)

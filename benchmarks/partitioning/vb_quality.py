@@ -131,7 +131,7 @@ def main() -> None:
     gm_lines = "".join(f"| {p} | {n} | {a:.3f} | {b:.3f} | {c:.3f} |\n" for p, (n, a, b, c) in gm.items())
     body = (
         f"eps = {EPS}, seed 0; hp = Mt-KaHyPar deterministic preset on the column-net hypergraph (all cores), "
-        f"gp = METIS, rp = random; *-vb = `pipeline/models/vb.py volume_balance` on that partition with "
+        f"gp = METIS, rp = random; *-vb = `pipeline/models/vb/__init__.py volume_balance` on that partition with "
         f"max_total_increase = {ARGS.max_total_increase} (numba, one thread). Volume = rows of H per SpMM; "
         "vol avg/max = average/maximum send volume per part, msgs = messages sent per part, all divided by rp's "
         "(the paper's Table 2 columns). Time: partitioner wall seconds; for *-vb the refinement alone, with its "

@@ -146,7 +146,7 @@ def _placement_row(name: str, a, coo, parts: int, k: int, mod: str, steps: int) 
     """One partition's rows across by every placement, the best found and the lower bound."""
     from shgcn.pipeline.metrics.internode import inter_rows, part_nets
     from shgcn.pipeline.metrics.placement_bound import placement_bound
-    from shgcn.pipeline.models.placement import block_nodes, place
+    from shgcn.pipeline.placement import block_nodes, place
     from shgcn.pipeline.simulate import cost_of_partition
 
     from .placement_search import best_placement

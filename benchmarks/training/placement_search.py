@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from shgcn.pipeline.metrics.internode import Nets, inter_rows
-from shgcn.pipeline.models.placement import _kahypar_nodes, block_nodes, swap_search
+from shgcn.pipeline.placement import _kahypar_nodes, block_nodes, swap_search
 
 ATTEMPTS = (("QUALITY", 0, False), ("QUALITY", 1, False), ("QUALITY", 2, False), ("HIGHEST_QUALITY", 0, False),
             ("QUALITY", 0, True))  # (preset, seed, improve block placement)

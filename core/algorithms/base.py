@@ -94,6 +94,10 @@ class AlgorithmCost(ABC):
     replicates: bool = False
     own_exchange: str | None = None
 
+    def replication(self, options: Mapping[str, Any]) -> int:
+        """Ranks per block row in a job with its options ``options`` (``dest -> value``): 1 unless it replicates."""
+        return 1
+
     @abstractmethod
     def shape(self, ranks: int, parts: int, replication: int = 1) -> GridShape:
         """The grid of a job of ``ranks`` ranks over a store of ``parts`` parts (a UserError when none)."""

@@ -181,6 +181,9 @@ class OneHalfD(AlgorithmCost):
     replicates = True
     options = (REPLICATION, ROW_COMBINE)
 
+    def replication(self, options: Mapping[str, Any]) -> int:
+        return int(REPLICATION.value(options))
+
     def shape(self, ranks: int, parts: int, replication: int = 1) -> GridShape:
         return rows_by_columns(self.name, ranks, parts, replication)
 

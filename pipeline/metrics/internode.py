@@ -1,7 +1,7 @@
 """What crosses between nodes: a placed partition's communication at node
 level (``pipeline build --ranks-per-node k``), by the same column blocks as
 the part-level quality (:mod:`.volume`), and the part sets its placement
-partitions (:mod:`..models.placement`).
+partitions (:mod:`..placement`).
 
 Nodes are blocks of k consecutive ranks (part p on node p // k). Per SpMM:
 

@@ -1,6 +1,6 @@
 """A lower bound on the rows that cross between nodes under ANY placement of
 a partition's P parts on nodes of k (``pipeline build --ranks-per-node k``):
-what no placement, however good, goes below (:mod:`..models.placement`).
+what no placement, however good, goes below (:mod:`..placement`).
 
 A placement puts at most k parts on a node (exactly k on all but the last).
 A row's part set S (its owner and the parts needing it, ``s = |S| >= 2``,

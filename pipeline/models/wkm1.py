@@ -1,6 +1,6 @@
 """Weighted connectivity-1 refinement of any hypergraph: label propagation
 with exact gains, the load bound kept; what ``shp`` runs on its surrogate
-(:mod:`.shp_surrogate`) before, or instead of, Mt-KaHyPar's V-cycles.
+(:mod:`.shp.surrogate`) before, or instead of, Mt-KaHyPar's V-cycles.
 
 :mod:`.km1` refines the column-net hypergraph of Â (nets of weight 1, each
 owned by its column); the surrogate has nets of any pins and integer

@@ -1,5 +1,5 @@
 """The place stage (``pipeline build --ranks-per-node k``): every model's
-parts on nodes of k ranks (:mod:`..models.placement`), then its part ids
+parts on nodes of k ranks (:mod:`..placement`), then its part ids
 renumbered so that rank r of the store is on node r // k. The stored
 partitions, blocks, quality tables and everything after are in that order;
 the store's ``placement`` attribute records each model's rank of every part
@@ -23,7 +23,7 @@ from ..config import BuildConfig
 from ..metrics.internode import Nets, block_nets, merge_nets
 from ..metrics.volume import block_quality
 from ..models import PartitionResult
-from ..models.placement import Placement, place
+from ..placement import Placement, place
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
 from .normalize import Normalized

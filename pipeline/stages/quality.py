@@ -15,7 +15,7 @@ from shgcn.core.tables import table_from_dataset
 from ..config import BuildConfig
 from ..metrics import internode, volume
 from ..models import PartitionResult, get
-from ..models.placement import Placement
+from ..placement import Placement
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
 from .ingest import Ingested

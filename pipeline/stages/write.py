@@ -17,7 +17,7 @@ from .. import blocks, nodes
 from .._version import __version__
 from ..config import BuildConfig
 from ..models import get
-from ..models.placement import Placement
+from ..placement import Placement
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
 from . import layout, rankwrite

@@ -71,3 +71,21 @@ def test_arch_spec_takes_a_name_or_a_spec_and_refuses_an_unknown_name():
     with pytest.raises(UserError) as e:
         arch_spec("gnn")
     assert str(e.value) == "--arch 'gnn': choose from gcn, sage, gin, gat"
+
+
+def test_multi_head_is_a_capability_not_an_option_name():
+    from shgcn.core.archs import ArchSpec
+    from shgcn.core.options import Option
+
+    only = Option("--my-heads", 3, "heads of every hidden layer", type=int, low=1)
+    spec = ArchSpec("mine", "heads only, no --out-heads", options=(only,), heads=only)
+    assert spec.multihead and spec.layer_heads(3) == [3, 3, 1] and spec.layer_heads(3, {"my_heads": 2}) == [2, 2, 1]
+    named = ArchSpec("named", "an option called heads, but one head", options=(Option("--heads", 4, "not heads"),))
+    assert not named.multihead and named.layer_heads(2, {"heads": 4}) == [1, 1]
+
+
+def test_replication_is_the_algorithms_to_say():
+    from shgcn.core.algorithms import ALGORITHMS
+
+    assert [ALGORITHMS[a].replication({"replication": 3}) for a in ("1d", "1.5d", "2d")] == [1, 3, 1]
+    assert ALGORITHMS["1.5d"].replication({}) == 1

@@ -63,7 +63,9 @@ def test_options_are_checked_for_the_chosen_spec_and_refused_for_another():
                                "dot": Spec("dot")})
     assert reg.all_options() == [WIDTH, SHADE] and reg.owners(SHADE) == ["round"]
     reg.check_options("round", {"width": 5, "shade": "light"})
-    reg.check_options("dot", {"width": 3})  # another spec's option at its default: nothing to say
+    reg.check_options("dot", {})
+    with pytest.raises(UserError, match="--width 3: an option of --shape square or round, not of --shape dot"):
+        reg.check_options("dot", {"width": 3})  # another spec's option, given at its default: refused too
     with pytest.raises(UserError) as e:
         reg.check_options("square", {"shade": "light"})
     assert str(e.value) == "--shade light: an option of --shape round, not of --shape square"

@@ -122,3 +122,35 @@ def test_a_seed_numpy_refuses_is_one_line():
     """shgcn-train --seed -1 ended in numpy's traceback (rc 1)."""
     with pytest.raises(TrainError, match=r"^--seed -1: must be in 0\.\.2\^63-1$"):
         TrainConfig(store="s", seed=-1).check()
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"sampler": "edge"}, "--sampler: mini-batch options (--mode minibatch); full-batch training uses none"),
+    ({"batch_size": 40, "walk_length": 3}, "--batch-size, --walk-length: mini-batch options (--mode minibatch); "
+                                           "full-batch training uses none"),
+    ({"mode": "minibatch", "sampler": "node", "walk_length": 4},
+     "--walk-length 4: an option of the samplers that walk (rw), not of --sampler node")])
+def test_an_option_the_run_would_ignore_is_refused(given, message):
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", **given).check()
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"options": {"heads": 8}}, "--heads 8: an option of --arch gat, not of --arch gcn"),
+    ({"algorithm": "2d", "options": {"replication": 1}}, "--replication 1: an option of --algorithm 1.5d, not of "
+                                                         "--algorithm 2d"),
+    ({"options": {"torch_kernels": "auto"}}, "--torch-kernels auto: an option of --backend torch, not of "
+                                             "--backend numpy")])
+def test_another_parts_option_is_refused_even_at_its_default(given, message):
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", **given).check()
+    assert str(e.value) == message
+
+
+def test_threads_are_counted_over_the_ranks_that_share_the_machine():
+    TrainConfig(store="s", threads=8, cores=2, local_ranks=1).check()  # 4 per core
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", threads=8, cores=2, local_ranks=2).check()
+    assert str(e.value) == ("--threads 8: at most 4 with 2 ranks on this machine (4 per core of this machine's 2; more "
+                            "threads only compete for the cores)")

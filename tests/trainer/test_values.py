@@ -100,3 +100,11 @@ def test_the_model_and_a_ranks_activations_are_checked_before_either_is_made():
     check_room(TrainConfig(store="s", hidden=(16,), memory_limit=tight), small.job(4, 3), np.array([0, 200, 450]))
     with pytest.raises(TrainError):
         check_room(TrainConfig(store="s", hidden=(16,), memory_limit=tight - 1), small.job(4, 3), [0, 200, 450])
+
+
+def test_a_model_too_large_by_its_heads_names_the_heads():
+    from shgcn.trainer.config import TrainConfig
+
+    cfg = TrainConfig(store="s", arch="gat", hidden=(16,), options={"heads": 10_000_000}, memory_limit=2**30)
+    with pytest.raises(TrainError, match=r"^--hidden 16, --heads 10000000: the model's weights"):
+        check_room(cfg, cfg.job(4, 3), np.array([0, 200, 450]))

@@ -103,7 +103,7 @@ def test_a_build_process_placing_several_models_at_once_says_nothing(tmp_path):
     code = """
 import threading
 import numpy as np
-from shgcn.pipeline.models.placement import _kahypar_nodes
+from shgcn.pipeline.placement import _kahypar_nodes
 ptr, pins, weights = np.array([0, 2, 4, 6]), np.array([0, 1, 1, 2, 2, 3]), np.array([5, 1, 5])
 out = []
 def place():

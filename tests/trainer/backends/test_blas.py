@@ -108,8 +108,9 @@ def test_losses_are_the_same_for_every_thread_count_and_arch(blocks_store, tmp_p
     seen = {}
     for t in (1, 2, 3, 4):
         log = tmp_path / f"t{t}.jsonl"
+        batch = ("--batch-size", 1200) if mode == "minibatch" else ()  # full batch takes no mini-batch option
         res = train(1, blocks_store, "--epochs", 2, "--threads", t, "--mode", mode, "--hidden", 64, "--arch", arch,
-                    "--batch-size", 1200, log=log, use_mpirun=False, timeout=600)
+                    *batch, log=log, use_mpirun=False, timeout=600)
         assert res.returncode == 0, res.stderr
         header, recs = read_log(log, kind)
         seen[t] = [(r.loss, getattr(r, "train_acc", None)) for r in recs]

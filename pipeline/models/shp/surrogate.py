@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from shgcn.core.sample import Sampler, SamplerConfig
 
-from ..metrics.hypergraph import BatchNets, Hypergraph, merge_identical
+from ...metrics.hypergraph import BatchNets, Hypergraph, merge_identical
 from .inclusion import Inclusion, inclusion
 
 SURROGATE_SCALE = 1000  # integer net weights: expected rows x 1000 (relative to the mean P(j))

@@ -1,4 +1,4 @@
-"""How shp is built (pipeline/models/shp_build.py): its steps are judged on
+"""How shp is built (pipeline/models/shp/build.py): its steps are judged on
 the validation objective, never on the held-out batches, and it never
 returns worse than its best start."""
 
@@ -10,11 +10,12 @@ from helpers.graphs import FIG2_EDGES, a_hat
 from shgcn.core import sample
 from shgcn.pipeline.metrics import batches
 from shgcn.pipeline.metrics.volume import partition_quality
-from shgcn.pipeline.models import PartitionConfig, shp_build
+from shgcn.pipeline.models import PartitionConfig
 from shgcn.pipeline.models.gp import metis_partition
 from shgcn.pipeline.models.rp import random_partition
 from shgcn.pipeline.models.shp import SHPConfig
-from shgcn.pipeline.models.shp_build import Validation, build_shp, column_nets
+from shgcn.pipeline.models.shp import build as shp_build
+from shgcn.pipeline.models.shp.build import Validation, build_shp, column_nets
 
 
 def metis(a, pcfg):
@@ -132,7 +133,7 @@ def test_shp_says_how_far_it_is(sbm_graph, monkeypatch):
     """The progress lines a build shows while shp runs (runtime.child.report): every step, the best
     validation volume so far and where it came from, the time spent, and from round 1 on the round's
     expected time; the budget's time left when there is a budget."""
-    from shgcn.pipeline.models import shp_build
+    from shgcn.pipeline.models.shp import build as shp_build
 
     lines: list[str] = []
     monkeypatch.setattr(shp_build, "report", lines.append)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..metrics.internode import Nets, inter_rows, node_loads
+from .metrics.internode import Nets, inter_rows, node_loads
 
 PLACEMENTS = ("hypergraph", "graph", "block")
 SWAP_PARTS = 2048  # the swap search holds (P, P) float64 deltas: 32 MiB each at this P, and P² work a round
@@ -70,7 +70,7 @@ def _kahypar_nodes(ptr: np.ndarray, pins: np.ndarray, weights: np.ndarray, parts
     with ``start`` (P,) nodes, that placement improved (3 V-cycles)."""
     import mtkahypar
 
-    from .kahypar import KAHYPAR_LOCK, _kahypar
+    from .models.kahypar import KAHYPAR_LOCK, _kahypar
 
     nodes = -(-parts // k)
     sizes = [k] * (nodes - 1) + [parts - k * (nodes - 1)]

@@ -1,4 +1,4 @@
-"""The surrogate hypergraph of shp (pipeline/models/shp_surrogate.py)."""
+"""The surrogate hypergraph of shp (pipeline/models/shp/surrogate.py)."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ from helpers.graphs import a_hat
 
 from shgcn.pipeline.metrics.batches import expected_volume_node
 from shgcn.pipeline.metrics.hypergraph import connectivity
-from shgcn.pipeline.models.shp_surrogate import expected_surrogate
+from shgcn.pipeline.models.shp.surrogate import expected_surrogate
 
 
 def test_surrogate_matches_the_exact_expectation_at_its_anchors():

@@ -14,7 +14,7 @@ maximum per-part receive volume go down, while
 - neither maximum ever goes up (every accepted move keeps every part's send
   volume at most the current maximum send, and the same for receive).
 
-Exact bookkeeping (:mod:`.pins`): the pins of every net in every part, and
+Exact bookkeeping (:mod:`..pins`): the pins of every net in every part, and
 the per-part send and receive volumes, the total and the loads, updated on
 every move; the gain of a candidate move is computed exactly from them.
 
@@ -54,8 +54,8 @@ rank's number of messages (the parts it sends to, or receives from) sets the
 latency of an exchange, and the volume passes do not see it (soc-slashdot0902,
 P = 512: 0.96x METIS's before and after them). When the volume passes stop,
 more passes run with the same score plus ``ν ΔΨ``, Ψ the same penalty over
-each part's sent and received message counts (:mod:`.vb_search`,
-:mod:`.vb_messages`: the (P, P) pair counts, kept move by move), on what is
+each part's sent and received message counts (:mod:`.search`,
+:mod:`.messages`: the (P, P) pair counts, kept move by move), on what is
 left of the total's budget; a move that gives a part more messages than the
 current maximum is refused, so the message passes never raise the maximum
 send, receive or messages the volume passes reached. ν makes one message at a
@@ -80,11 +80,11 @@ benchmarks/partitioning/vb_targets.py):
   quality`` under ``hp-vb`` gives lower maxima where it flattens (ca-astroph:
   max send 0.69-0.73x METIS's, max receive 0.78-0.79x).
 - **A hub.** The part holding a hub whose row is about as heavy as a part
-  receives nearly all of its columns (:mod:`..metrics.bounds`): at P = 512 on
+  receives nearly all of its columns (:mod:`...metrics.bounds`): at P = 512 on
   soc-slashdot0902 no partition within eps 0.01 receives fewer than 2,426
   rows at its busiest part (METIS 2,445; hp-vb 2,438).
 
-The search (:mod:`.vb_search`) is compiled with numba (serial, so results
+The search (:mod:`.search`) is compiled with numba (serial, so results
 do not depend on threads).
 """
 
@@ -98,13 +98,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import UserError, option
-from .base import Assignment, Inputs, Model, Option, PartitionConfig, Partitioner
+from ...errors import UserError, option
+from ..base import Assignment, Inputs, Model, Option, PartitionConfig, Partitioner
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-    from ..sources.counts import Counts
+    from ...sources.counts import Counts
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
         lightest parts; ``swap_tries``: vertices tried as the second half of
         a pair move (0: single moves only); ``time_limit``: stop after the
         pass that crosses this many seconds; ``messages``: rows a message
-        is worth (0: not priced; :class:`.vb_messages.MessagePrice`).
+        is worth (0: not priced; :class:`.messages.MessagePrice`).
     weights : (n,) int, optional
         Vertex weights (the load each row gives its part); default: the
         nonzeros of the row of Â.
@@ -174,7 +174,7 @@ def volume_balance(a: sp.csr_matrix, part: np.ndarray, parts: int, eps: float = 
         ``start`` and ``end`` metrics (max_send, max_recv, total_volume,
         imbalance), ``moves``, ``passes``, ``seconds``.
     """
-    from .pins import PinCounts, check_matrix
+    from ..pins import PinCounts, check_matrix
 
     t0 = time.perf_counter()
     a = check_matrix(a)
@@ -213,7 +213,7 @@ def _refine(pc, eps: float, max_total_increase: float, seed: int, search: Search
     bound = pc.total * (1 + max_total_increase)
     moves, passes = _passes(pc, eps, max_total_increase, seed, replace(search, messages=0.0), t0)
     if search.messages > 0:
-        from .vb_messages import messages
+        from .messages import messages
 
         _, sent, received = messages(pc)
         if max(sent.max(), received.max()) > sent.mean():
@@ -226,8 +226,8 @@ def _passes(pc, eps: float, max_total_increase: float, seed: int, search: Search
     """Passes until Φ (and Ψ, when messages are priced) stop falling, the
     budget or the time runs out (``t0``: when the refinement started);
     returns (moves, passes)."""
-    from .vb_messages import MessagePrice
-    from .vb_search import one_pass
+    from .messages import MessagePrice
+    from .search import one_pass
 
     parts, n = pc.parts, pc.part.size
     mean_load = pc.load.sum() / parts

@@ -1,6 +1,6 @@
 """``shp``'s options (:class:`SHPConfig`, from the build's
-:class:`~.base.PartitionConfig`): what the model (:mod:`.shp`) declares and
-its build (:mod:`.shp_build`) reads, below both so that neither imports the
+:class:`~..base.PartitionConfig`): what the model (:mod:`..shp`) declares and
+its build (:mod:`.build`) reads, below both so that neither imports the
 other for them."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from shgcn.core.sample import SAMPLERS
 
-from ..errors import UserError, option, quoted
-from .base import Option, PartitionConfig
-from .hp import kahypar_preset
+from ...errors import UserError, option, quoted
+from ..base import Option, PartitionConfig
+from ..hp import kahypar_preset
 
 CONSTRUCTIONS = ("auto", "batches", "columns")
 REFINERS = ("lp", "fast-vcycles", "vcycles")
@@ -60,7 +60,7 @@ class SHPConfig:
     surrogate); scratch (also partition the surrogate from scratch);
     time_budget (seconds for the whole shp build; None: none); preset
     (Mt-KaHyPar's, as hp's; :attr:`engine` is the one used); refiner
-    (``vcycles``, ``fast-vcycles``: Mt-KaHyPar's; ``lp``: :mod:`.wkm1`'s
+    (``vcycles``, ``fast-vcycles``: Mt-KaHyPar's; ``lp``: :mod:`..wkm1`'s
     weighted label propagation)."""
 
     sampler: str = "node"

@@ -14,7 +14,7 @@ judged by one **validation objective** and kept only if it lowers it:
   of the VALIDATION seed stream, fixed for the whole build (every step is
   compared on the same batches).
 
-The reported held-out volume (:mod:`..metrics.batches`, HELDOUT stream) is
+The reported held-out volume (:mod:`...metrics.batches`, HELDOUT stream) is
 never used to build or to choose anything, so it measures the result
 without selection bias. The steps:
 
@@ -23,9 +23,9 @@ without selection bias. The steps:
    is never worse than the best of them on the validation objective.
 2. **Surrogate refinement**: the starts refined (``--shp-refiner vcycles``,
    the default: Mt-KaHyPar's V-cycles; ``lp``: weighted label propagation
-   with exact gains, :mod:`.wkm1`) on a deterministic hypergraph whose connectivity-1 approximates the expected
+   with exact gains, :mod:`..wkm1`) on a deterministic hypergraph whose connectivity-1 approximates the expected
    volume, built from the sampler's inclusion probabilities
-   (:mod:`.inclusion`, :mod:`.shp_surrogate`): P(j drawn) and, per nonzero (i, j) of Â, P(i and j
+   (:mod:`.inclusion`, :mod:`.surrogate`): P(j drawn) and, per nonzero (i, j) of Â, P(i and j
    drawn). Part k receives row j when j and one of the c_jk rows of
    column j in part k are drawn: ``P(j) (1 - prod_i (1 - q_ij))`` with
    q_ij = P(i, j) / P(j), a concave function of the rows' "hazard"
@@ -84,13 +84,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import UserError, option
-from .base import GRAPH, MATRIX, Assignment, Inputs, Model, PartitionConfig
-from .hp import MODEL as HP
-from .hp import PRESET
-from .shp_config import OPTIONS, SHPConfig
+from ...errors import UserError, option
+from ..base import GRAPH, MATRIX, Assignment, Inputs, Model, PartitionConfig
+from ..hp import MODEL as HP
+from ..hp import PRESET
+from .config import OPTIONS, SHPConfig
 
-__all__ = ["MODEL", "OPTIONS", "SHPConfig", "StochasticHypergraph"]  # SHPConfig: its options, in .shp_config
+__all__ = ["MODEL", "OPTIONS", "SHPConfig", "StochasticHypergraph"]  # SHPConfig: its options, in .config
 
 @dataclass(frozen=True)
 class StochasticHypergraph(Model):
@@ -110,7 +110,7 @@ class StochasticHypergraph(Model):
                             f"build computes no hp: add hp to {option('--model')}, or leave the factor out")
 
     def run(self, inputs: Inputs, cfg: PartitionConfig) -> Assignment:
-        from .shp_build import build_shp
+        from .build import build_shp
 
         if inputs.graph is None:
             raise ValueError("shp needs the graph's pattern")
@@ -120,7 +120,7 @@ class StochasticHypergraph(Model):
 
     def extra_quality(self, cfg: PartitionConfig, n: int):
         """The held-out mini-batch volume of every model of the build."""
-        from ..metrics.batches import MinibatchReport
+        from ...metrics.batches import MinibatchReport
 
         scfg = SHPConfig.of(cfg)
         return MinibatchReport(scfg.sampler_config(n, cfg.seed), scfg.eval_batches, scfg.theta, scfg.delta,

@@ -4,7 +4,7 @@ vertex and P(i in V', j in V') for every off-diagonal nonzero (i, j) of Â.
 They are what the expected mini-batch volume depends on to first order: a
 batch sends row j to part k only if j and a row of column j in part k are
 both drawn. ``shp`` builds its deterministic surrogate hypergraph from them
-(see :mod:`.stochastic`).
+(see :mod:`..stochastic`).
 
 - ``node`` (B of n vertices, uniformly without replacement): exact,
   P(v) = B/n, P(i, j) = B(B-1) / (n(n-1)).
@@ -98,7 +98,7 @@ def inclusion(a: sp.spmatrix, sampler: Sampler) -> Inclusion:
     rows, cols = off_diagonal(a)
     spec, size = sampler.cfg.spec, sampler.cfg.size
     if spec.closed_form or (spec.edge_weights and sampler.indices.size == 0):
-        from ..metrics.batches import none_drawn
+        from ...metrics.batches import none_drawn
 
         pv = size / n
         q = (size - 1) / max(n - 1, 1)

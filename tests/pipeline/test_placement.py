@@ -1,11 +1,11 @@
-"""Placement of parts on nodes (pipeline/models/placement.py): placements that beat the parts' own order
+"""Placement of parts on nodes (pipeline/placement.py): placements that beat the parts' own order
 when it is bad, keep it when it is good, and fill a short last node."""
 
 import numpy as np
 import pytest
 
 from shgcn.pipeline.metrics.internode import inter_rows, part_nets
-from shgcn.pipeline.models.placement import block_nodes, place
+from shgcn.pipeline.placement import block_nodes, place
 
 
 def interleaved(parts: int, k: int, rows: int = 400, seed: int = 0):
@@ -52,7 +52,7 @@ def test_a_good_order_is_kept():
 def test_swap_deltas_are_the_exact_change_of_every_swap():
     import scipy.sparse as sp
 
-    from shgcn.pipeline.models.placement import swap_deltas
+    from shgcn.pipeline.placement import swap_deltas
 
     nets, _ = interleaved(12, 3, rows=60, seed=2)
     node = np.random.default_rng(1).permutation(12) // 4
@@ -71,7 +71,7 @@ def test_swap_deltas_are_the_exact_change_of_every_swap():
 
 
 def test_swap_search_keeps_the_node_sizes_and_never_loses():
-    from shgcn.pipeline.models.placement import swap_search
+    from shgcn.pipeline.placement import swap_search
 
     nets, _ = interleaved(12, 4, seed=5)
     start = np.arange(12) // 4

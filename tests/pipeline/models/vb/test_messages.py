@@ -1,4 +1,4 @@
-"""Messages under a row partition kept move by move (pipeline/models/vb_messages.py): the pair counts on
+"""Messages under a row partition kept move by move (pipeline/models/vb/messages.py): the pair counts on
 hand-built graphs, a move that empties pairs worked out by hand, and the incremental counts against a recount
 from scratch and against the volume matrix after random moves."""
 
@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shgcn.pipeline.metrics.volume import volume_matrix
-from shgcn.pipeline.models import vb_messages as vm
 from shgcn.pipeline.models.pins import PinCounts
+from shgcn.pipeline.models.vb import messages as vm
 
 # a path 0 - 1 - 2 - 3 - 4 in parts {0, 1}, {2}, {3, 4}
 PATH = [(0, 1), (1, 2), (2, 3), (3, 4)]

@@ -1,12 +1,12 @@
-"""The volume balancing's search (pipeline/models/vb_search.py) on the hand-built graph of Figure 2: the
+"""The volume balancing's search (pipeline/models/vb/search.py) on the hand-built graph of Figure 2: the
 candidate parts of a vertex, the score of each move against a plain restatement of the rule, and one pass."""
 
 import numpy as np
 from helpers.graphs import FIG2_EDGES, FIG2_PART, a_hat
 
-from shgcn.pipeline.models import vb_search
 from shgcn.pipeline.models.pins import PinCounts
-from shgcn.pipeline.models.vb_messages import MessagePrice
+from shgcn.pipeline.models.vb import search as vb_search
+from shgcn.pipeline.models.vb.messages import MessagePrice
 
 NO_EXTRA = np.zeros(0, np.int64)
 

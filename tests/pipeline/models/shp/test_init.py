@@ -1,4 +1,4 @@
-"""The shp model (pipeline/models/shp.py): conformance, its options, and a
+"""The shp model (pipeline/models/shp/__init__.py): conformance, its options, and a
 store built with it is byte-identical for one seed."""
 
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 
 from shgcn.core import sample
 from shgcn.pipeline.models import PartitionConfig, default_options
-from shgcn.pipeline.models.shp_config import SHPConfig
+from shgcn.pipeline.models.shp.config import SHPConfig
 from shgcn.testing.partitioners import PartitionerTests
 
 SMALL = {"batch_size": 40, "eval_batches": 10, "shp_max_rounds": 1}
@@ -35,7 +35,7 @@ def test_the_model_reads_its_options_and_asks_for_the_minibatch_report():
     assert (report.eval_batches, report.theta, report.delta, report.convergence_model) == (30, 0.1, 0.5, "shp")
     from shgcn.pipeline.models import shp
 
-    assert shp.SHPConfig is SHPConfig  # the options live in .shp_config; shp names them for its callers
+    assert shp.SHPConfig is SHPConfig  # the options live in shp.config; shp names them for its callers
 
 
 def _store_files(root) -> dict[str, bytes]:

@@ -1,4 +1,4 @@
-"""Inclusion probabilities of the samplers (pipeline/models/inclusion.py):
+"""Inclusion probabilities of the samplers (pipeline/models/shp/inclusion.py):
 exact for the edge sampler, and matching sampled batches."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from helpers.graphs import FIG2_EDGES, a_hat, graph
 
 from shgcn.core import sample
-from shgcn.pipeline.models.inclusion import inclusion
+from shgcn.pipeline.models.shp.inclusion import inclusion
 
 
 def test_edge_inclusion_probabilities_are_exact():

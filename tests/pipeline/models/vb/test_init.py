@@ -1,4 +1,4 @@
-"""Volume balancing (pipeline/models/vb.py): the refinement's guarantees
+"""Volume balancing (pipeline/models/vb/__init__.py): the refinement's guarantees
 (max send and receive never rise, balance and total within their bounds) on
 random graphs and partitions, and the -vb models' conformance."""
 

@@ -1,16 +1,16 @@
-"""The search of the volume balancing (:mod:`.vb`): one pass over the
+"""The search of the volume balancing (:mod:`..vb`): one pass over the
 boundary vertices, scoring each candidate move by its exact effect on every
 part's send and receive volume (numba kernels; the argument tuples ``g``,
-``pc`` and ``vol`` are those of :mod:`.pins`).
+``pc`` and ``vol`` are those of :mod:`..pins`).
 
 Bounds and prices travel as ``lim = (lmax, tbound, tau, mu, power)``: the
 load bound, the total-volume bound, the average volume per part at the start
 of the pass, the price of a row added to the total, and the penalty's power;
-scratch arrays as ``scr = (ds, dr, mark, touched)`` (:func:`.pins.move_deltas`'s).
+scratch arrays as ``scr = (ds, dr, mark, touched)`` (:func:`..pins.move_deltas`'s).
 A move is judged in ``ctx = (g, pc, vol, state, lim, scr, mc)``, ``state``
 being the running [total, max send, max receive].
 
-Messages (``--vb-messages``, :mod:`.vb_messages`) travel as ``mc = (nu, msg,
+Messages (``--vb-messages``, :mod:`.messages`) travel as ``mc = (nu, msg,
 mstate, taum, buf, mscr)``: with ``nu > 0`` a move's score also loses ``nu
 ΔΨ``, Ψ = Σ_k max(0, sent_k - τm)^γ + max(0, received_k - τm)^γ over the
 messages each part sends and receives (τm their mean at the start of the
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .pins import apply_move, jit, move_deltas
-from .vb_messages import apply_pairs, message_deltas
+from ..pins import apply_move, jit, move_deltas
+from .messages import apply_pairs, message_deltas
 
 
 @jit

@@ -1,9 +1,9 @@
 """Messages of a row partition of Â, kept up to date move by move for the
-volume balancing (:mod:`.vb`, ``--vb-messages``).
+volume balancing (:mod:`..vb`, ``--vb-messages``).
 
 Part p sends a message to part q when it owns a net (column of Â) with a
 pin in q; the pair count ``M[p, q]`` is the number of rows p sends to q (the
-volume matrix of :mod:`..metrics.volume`), and the messages of a part are the
+volume matrix of :mod:`...metrics.volume`), and the messages of a part are the
 nonzeros of its row (sent) and of its column (received) of M.
 
 Moving vertex v from part a to part b changes M in two ways:
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .pins import PinCounts, count, jit, touch
+from ..pins import PinCounts, count, jit, touch
 
 
 def pair_counts(pc: PinCounts) -> np.ndarray:
@@ -148,7 +148,7 @@ def message_deltas(v, b, g, pc, part, work):
 
 class MessagePrice:
     """The message counts of a partition and their price, as
-    :func:`.vb_search.one_pass` takes them (``mc``); ``weight`` 0: not
+    :func:`.search.one_pass` takes them (``mc``); ``weight`` 0: not
     priced, and the arrays are one-element placeholders that nothing reads."""
 
     def __init__(self, pc: PinCounts, weight: float):
@@ -163,7 +163,7 @@ class MessagePrice:
         self.mstate = np.array([self.msg[1].max(), self.msg[2].max()], np.int64)
 
     def psi(self, power: float) -> float:
-        """Ψ (:mod:`.vb_search`) with τm the mean count now; 0 when not priced."""
+        """Ψ (:mod:`.search`) with τm the mean count now; 0 when not priced."""
         if self.weight <= 0:
             return 0.0
         taum = self.msg[1].mean()

@@ -1,4 +1,4 @@
-"""How ``shp`` is built (the steps of :mod:`.shp`): the best start, the
+"""How ``shp`` is built (the steps of :mod:`..shp`): the best start, the
 surrogate refinements, and the stochastic hypergraph rounds, each judged by
 one validation objective and kept only when it lowers it."""
 
@@ -15,16 +15,16 @@ import scipy.sparse as sp
 
 from shgcn.core.sample import BUILD, VALIDATION, Sampler
 
-from ..metrics.batches import BatchSet, expected_volume_node
-from ..metrics.hypergraph import BatchNets, Hypergraph, batch_nets, concat_nets, hoeffding_nets, stochastic_hypergraph
-from ..runtime.child import report
-from ..runtime.monitor import peak_rss_mib
-from .base import PartitionConfig
+from ...metrics.batches import BatchSet, expected_volume_node
+from ...metrics.hypergraph import BatchNets, Hypergraph, batch_nets, concat_nets, hoeffding_nets, stochastic_hypergraph
+from ...runtime.child import report
+from ...runtime.monitor import peak_rss_mib
+from ..base import PartitionConfig
+from ..kahypar import kahypar_partition, kahypar_within
+from ..wkm1 import refine_weighted
+from .config import SHPConfig
 from .inclusion import inclusion
-from .kahypar import kahypar_partition, kahypar_within
-from .shp_config import SHPConfig
-from .shp_surrogate import chord_anchors, inclusion_surrogate, tangent_anchors
-from .wkm1 import refine_weighted
+from .surrogate import chord_anchors, inclusion_surrogate, tangent_anchors
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class _Steps:
         return None if self.budget is None else time.monotonic() + self.budget - self.elapsed()
 
     def tell(self, doing: str, next_s: float | None = None) -> None:
-        """The build's progress line (:func:`..runtime.child.report`): what shp does or did, the best
+        """The build's progress line (:func:`...runtime.child.report`): what shp does or did, the best
         validation volume so far and where it came from, the time spent and, when known, the next step's and
         the budget's time left."""
         best = f"best {self.best_vol:,.0f} ({self.best_step})" if self.best is not None else "no partition yet"
@@ -157,7 +157,7 @@ def _fits(budget: float | None, elapsed: float, predicted: float) -> bool:
 
 def build_shp(a: sp.csr_matrix, adj: sp.csr_matrix, pcfg: PartitionConfig, scfg: SHPConfig,
               starts: Mapping[str, np.ndarray] | None = None, weights: np.ndarray | None = None) -> SHPResult:
-    """Partition Â for mini-batch training (see :mod:`.shp`).
+    """Partition Â for mini-batch training (see :mod:`..shp`).
 
     Parameters
     ----------
@@ -211,7 +211,7 @@ class _Build:
                               deadline=self.steps.deadline(), limit=c.memory_limit)
 
     def refine(self, hg: Hypergraph, start: np.ndarray, pass_seed: int = 0) -> np.ndarray | None:
-        """``start`` refined on ``hg``: weighted label propagation (``--shp-refiner lp``, :mod:`.wkm1`) or
+        """``start`` refined on ``hg``: weighted label propagation (``--shp-refiner lp``, :mod:`..wkm1`) or
         Mt-KaHyPar's V-cycles (``vcycles``, ``fast-vcycles``; None when the time budget stopped them);
         ``pass_seed`` varies the order of lp's passes between calls."""
         if self.scfg.refiner != "lp":
@@ -247,7 +247,7 @@ class _Build:
     def score_starts(self, given: dict) -> tuple[list[str], dict]:
         """1. every start scored; the best is the incumbent (METIS when none is given)."""
         if not given:
-            from .gp import metis_partition
+            from ..gp import metis_partition
 
             tr = time.perf_counter()
             given["gp"] = metis_partition(self.a, self.p, self.pcfg.eps, self.pcfg.seed, self.weights) if self.p > 1 \

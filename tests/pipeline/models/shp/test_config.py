@@ -1,11 +1,11 @@
-"""shp's options (pipeline/models/shp_config.py): from the build's options, with the time budget, the net
+"""shp's options (pipeline/models/shp/config.py): from the build's options, with the time budget, the net
 construction and the sampler they resolve to, and every bad value refused."""
 
 import pytest
 
 from shgcn.pipeline.errors import UserError
 from shgcn.pipeline.models import PartitionConfig, default_options
-from shgcn.pipeline.models.shp_config import OPTIONS, SHPConfig
+from shgcn.pipeline.models.shp.config import OPTIONS, SHPConfig
 
 
 def config(**options) -> PartitionConfig:
