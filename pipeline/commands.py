@@ -14,6 +14,7 @@ import time
 from shgcn import store
 from shgcn.core import tables
 
+from .config import PLAN_OUT, plan_out, writable
 from .errors import UserError
 
 log = logging.getLogger("shgcn.pipeline")
@@ -61,16 +62,20 @@ def cmd_build(args) -> int:
     from .sources.resolve import preflight
 
     return_freed_memory()  # this process is the build's: its freed arrays go back to the system at once
+    show = getattr(args, "plan", False)
+    args.out = plan_out(args.out, show)
     cfg = build_config(args).resolved()
     cfg.check()
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers, dashboard_address=args.dashboard_address,
                          processes=args.processes, memory_limit=args.memory_limit)
-    show = getattr(args, "plan", False)
     if show or not getattr(args, "no_plan_check", False):  # the plan first: nothing is read, downloaded or created before it
         from .plan import PlanDoesNotFit, plan_step
 
+        if show and args.out != PLAN_OUT:  # the store's own checks of --out: a plan says fits only for what builds
+            store.StoreWriter(cfg.out, overwrite=cfg.overwrite)
+            writable(cfg.out)
         try:
-            text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None)
+            text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None, as_json=args.json)
         except PlanDoesNotFit as e:  # the table and its verdict, then the one line (exit 2)
             print(e.table, flush=True)
             raise

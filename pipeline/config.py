@@ -253,3 +253,27 @@ class BuildResult:
     attrs: dict
     table: list[dict]
     timings: dict[str, float] = field(default_factory=dict)
+
+
+PLAN_OUT = "shgcn-plan.zarr"  # --plan without --out: the disk measured is the current directory's
+
+
+def plan_out(out: str | None, show: bool) -> str:
+    """``--out``, which a build needs and a plan does not (it writes nothing: the disk is then the current
+    directory's): else one line."""
+    if out is None and not show:
+        raise UserError("--out: required to build a store (name a new directory, e.g. stores/graph.zarr; only --plan "
+                        "writes nothing)")
+    return PLAN_OUT if out is None else out
+
+
+def writable(out: str) -> None:
+    """The nearest existing folder of ``out`` can be written (a read-only file system, no permission): one line."""
+    where = Path(out).absolute().parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if where.is_dir() and not os.access(where, os.W_OK | os.X_OK):
+        raise UserError(f"{out}: {where} cannot be written (a read-only file system, or no permission): choose "
+                        "another --out")
+    if not where.is_dir():
+        raise UserError(f"{out}: {where} is not a directory: choose another --out")

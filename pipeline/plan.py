@@ -28,7 +28,7 @@ nonzeros or vertices (int64 indices).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from shgcn.core.memory import gib
@@ -215,7 +215,7 @@ def _partition_rows(m: str, figures: tuple[Figures, str], c: Counts, opts: dict,
     rows = [coef.memory[f"partition:{fig.key}"].row("partition", BUILD, c, seconds, note)]
     model = get(m)
     if not model.runs_in_child:
-        return rows
+        return _named(m, rows)
     advice, doc = model.advice(c, opts), fig.documented if base == m else None
     if doc is not None:  # its own partition's child, documented rather than fitted
         rows.append(Row("partition", f"child {m} ({doc.libraries})", coef.child[fig.key].base + doc.nnz_bytes * c.nnz,
@@ -228,7 +228,12 @@ def _partition_rows(m: str, figures: tuple[Figures, str], c: Counts, opts: dict,
             rows.append(coef.beside[fig.key].row("partition", BESIDE, c, 0.0, note))
         row = term.row("partition", f"child {m} ({fig.libraries or fig.key})", c, 0.0, note or fig.note)
         rows.append(replace(row, advice=advice))
-    return rows
+    return _named(m, rows)
+
+
+def _named(m: str, rows: list[Row]) -> list[Row]:
+    """The partition rows of model ``m``, each naming it first in its note (three "partition" rows otherwise)."""
+    return [replace(r, note=f"model {m}" + (f"; {r.note}" if r.note else "")) for r in rows]
 
 
 def _flags(c: Counts, models: tuple[str, ...], figures: dict[str, tuple[Figures, str]]) -> list[str]:
@@ -303,9 +308,11 @@ def refusal(plan: Plan, limit: int, free: int, where: str, limit_given: bool, *,
         what = f"the memory limit {option('--memory-limit')} is {gib(limit)}" if limit_given else \
             f"this machine has {gib(limit)}"
         parts = " + ".join(f"{r.process} {gib(r.memory)}" for r in held)
+        advice = _advice(biggest, plan.counts, features)
+        more = f"raise {option('--memory-limit')}" if limit_given else "use a machine with more memory"
+        more = "" if "more memory" in advice and not limit_given else f"{more}, "  # the advice says it already
         return (f"{plan.counts.name}: the plan needs {gib(total)} at once in stage {stage} ({parts}) but {what}, the "
-                f"graph will not fit: {_advice(biggest, plan.counts, features)}, "
-                f"{'raise ' + option('--memory-limit') if limit_given else 'use a machine with more memory'}, {override}")
+                f"graph will not fit: {advice}, {more}{override}")
     if plan.disk > free:
         return (f"the build needs {gib(plan.disk)} of disk (the store {gib(plan.store)}, the temporary area "
                 f"{gib(plan.scratch)}) but {gib(free)} are free on {where}: choose another {option('--out')}, use "
@@ -335,7 +342,19 @@ def free_disk(out: str) -> tuple[int, str]:
     return shutil.disk_usage(where).free, str(where)
 
 
-def plan_step(cfg, show: bool, remote: bool = False) -> tuple[str, bool]:
+def plan_json(plan: Plan, limit: int, limit_from: str, free: int, where: str, remote: bool = False) -> str:
+    """``--plan --json``: :func:`format_plan`'s rows, totals and verdict as one JSON object (bytes, seconds)."""
+    total, stage, _ = plan.at_once()
+    line, fits = verdict(plan, limit, limit_from, free, where, remote)
+    rows = [{"stage": r.stage, "process": r.process, "memory": int(r.memory), "seconds": round(r.seconds, 3),
+             "note": r.note} for r in plan.rows]
+    return json.dumps({"counts": asdict(plan.counts), "rows": rows, "at_once": int(total), "stage": stage,
+                       "limit": int(limit), "limit_from": limit_from, "store": int(plan.store), "disk": int(plan.disk),
+                       "free": int(free), "where": where, "seconds": round(plan.seconds, 3), "notes": plan.flags,
+                       "fits": fits, "verdict": line.removeprefix("verdict").strip()})
+
+
+def plan_step(cfg, show: bool, remote: bool = False, as_json: bool = False) -> tuple[str, bool]:
     """``pipeline build``'s plan: the table ending in its verdict (``show``: ``--plan``; a :class:`UserError`,
     one line, after it when the build does not fit: :class:`PlanDoesNotFit`), or, before a build, its check - a
     :class:`UserError` (one line) when the plan exceeds the memory limit or the free disk. ``remote``: an external
@@ -356,8 +375,8 @@ def plan_step(cfg, show: bool, remote: bool = False) -> tuple[str, bool]:
     message = refusal(plan, cfg.limit if not remote else 2**62, free, where, cfg.memory_limit is not None,
                       features=cfg.features if cfg.features != "auto" else "")
     if show:
-        text = format_plan(plan, cfg.limit, "--memory-limit" if cfg.memory_limit else "this machine's memory", free,
-                           where, remote)
+        text = (plan_json if as_json else format_plan)(plan, cfg.limit, "--memory-limit" if cfg.memory_limit else
+                                                       "this machine's memory", free, where, remote)
         if message is not None:
             raise PlanDoesNotFit(message + (" (the counts are estimated: a build is not stopped by them)"
                                             if counts.estimated else ""), text)

@@ -1,6 +1,7 @@
 """The build's plan: the model by hand, its growth, the refusals and ``--plan`` through the command line."""
 
 import json
+import os
 from dataclasses import replace
 
 import pytest
@@ -105,8 +106,8 @@ def test_after_the_partition_a_model_with_its_own_figures_takes_the_larger():
 def test_unfitted_models_borrow_and_say_so():
     p = plan.make_plan(C, ("rp", "shp"), coef=small_coefficients())
     notes = [(r.process, r.note) for r in p.rows if r.stage == "partition"]
-    assert notes == [(plan.BUILD, "not fitted: gp's figures"), (plan.BUILD, "not fitted: hp's figures"),
-                     ("child shp (KaMinPar, METIS, Mt-KaHyPar)", "not fitted: hp's figures")]
+    assert notes == [(plan.BUILD, "model rp; not fitted: gp's figures"), (plan.BUILD, "model shp; not fitted: hp's figures"),
+                     ("child shp (KaMinPar, METIS, Mt-KaHyPar)", "model shp; not fitted: hp's figures")]
     assert not any(r.process.startswith("child rp") for r in p.rows)  # rp runs in the build's process
     metis = plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients())
     child = [r for r in metis.rows if r.process.startswith("child")][0]
@@ -118,9 +119,9 @@ def test_a_model_like_an_unfitted_one_takes_the_general_figures_and_a_documented
     under --gp-backend metis (METIS's documented figure is gp's own partition's), and the 2^31 flag names METIS
     only for gp itself."""
     p = plan.make_plan(C, ("shp-vb", "gp-vb"), {"gp_backend": "metis"}, coef=small_coefficients())
-    gp_s = "not fitted: gp's figures"
+    shp, gp = "model shp-vb; not fitted: gp's figures", "model gp-vb; not fitted: gp's figures"
     assert [(r.process, r.note) for r in p.rows if r.stage == "partition"] == [
-        (plan.BUILD, gp_s), ("child shp-vb (KaMinPar)", gp_s), (plan.BUILD, gp_s), ("child gp-vb (KaMinPar)", gp_s)]
+        (plan.BUILD, shp), ("child shp-vb (KaMinPar)", shp), (plan.BUILD, gp), ("child gp-vb (KaMinPar)", gp)]
     big = replace(C, symmetric=plan.INT32_LIMIT)
     assert "METIS" not in plan.make_plan(big, ("gp-vb",), {"gp_backend": "metis"}, coef=small_coefficients()).flags[0]
     assert "METIS" in plan.make_plan(big, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients()).flags[0]
@@ -272,3 +273,59 @@ def test_the_fit_counts_a_lean_kaminpar_child_at_the_build_eps(monkeypatch):
     assert _child_at_build_eps(rec({"gp": {"backend": "kaminpar"}})) == 700 * 2**20
     lean = _child_at_build_eps(rec({"gp": {"backend": "kaminpar", "kaminpar_eps": 0.05}}))
     assert lean == pytest.approx(700 * 2**20 / KAMINPAR_EPS_SHARE)
+
+
+SBM_SMALL = ("sbm:n=300,classes=3,degree=6,features=8", "--parts", "2")
+
+
+def test_a_plan_needs_no_out_and_a_build_does(tmp_path, monkeypatch):
+    """--plan writes nothing: without --out it plans the current directory's disk; a build without --out is one
+    line (argparse's usage and exit 2 before); nothing is created either way."""
+    from helpers import run_main
+
+    monkeypatch.chdir(tmp_path)
+    res = run_main("build", *SBM_SMALL, "--plan")
+    assert res.returncode == 0 and res.stdout.strip().splitlines()[-1].startswith("verdict    fits"), res.stderr
+    assert f"free on {tmp_path}" in res.stdout
+    one_line(run_main("build", *SBM_SMALL), "--out: required to build a store")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plan_json_is_json(tmp_path):
+    from helpers import run_main
+
+    res = run_main("build", *SBM_SMALL, "--plan", "--json", "--out", tmp_path / "s.zarr")
+    doc = json.loads(res.stdout)
+    assert res.returncode == 0 and doc["fits"] is True and doc["verdict"].startswith("fits: memory")
+    assert doc["counts"]["n"] == 300 and {r["stage"] for r in doc["rows"]} >= {"ingest", "partition", "write"}
+    assert doc["disk"] <= doc["free"] and doc["at_once"] <= doc["limit"]
+
+
+def test_the_plan_refuses_an_out_the_build_refuses(tmp_path, built, monkeypatch):
+    """--out under a regular file, onto an existing store, inside a store, or where nothing can be written: the
+    store's own one line, not "fits"; nothing is created."""
+    from helpers import run_main
+
+    (tmp_path / "file").write_text("x")
+    for out, fragment in ((tmp_path / "file" / "s.zarr", "file: not a directory"),
+                          (built.path, "already exists (pass --overwrite"),
+                          (built.path / "inner.zarr", "inside the store")):
+        one_line(run_main("build", *SBM_SMALL, "--plan", "--out", out), fragment)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **k: False if str(p) == str(ro) else real(p, mode, **k))
+    one_line(run_main("build", *SBM_SMALL, "--plan", "--out", ro / "s.zarr"), f"{ro} cannot be written")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "ro"] and list(ro.iterdir()) == []
+
+
+def test_the_partition_rows_name_their_models_and_the_advice_is_said_once():
+    p = plan.make_plan(C, ("rp", "gp", "hp"))
+    notes = [r.note for r in p.rows if r.stage == "partition"]
+    assert {n.split(";")[0] for n in notes} == {"model rp", "model gp", "model hp"}, notes
+    gp = plan.make_plan(C, ("gp",), coef=small_coefficients())
+    row = next(r for r in gp.rows if r.process.startswith("child gp"))
+    advised = replace(gp, rows=[replace(r, advice="partition with fewer models at once, or build on a machine with "
+                                                  "more memory") if r is row else r for r in gp.rows])
+    line = plan.refusal(advised, 1, 100 * GIB, "/x", False)
+    assert line.count("more memory") == 1 and "\n" not in line
