@@ -231,6 +231,10 @@ def cmd_simulate(args) -> int:
     )
 
     s = store.open_store(args.store)
+    n = int(s.attrs["n"])
+    for p in args.ranks or []:  # as build --parts: a part per vertex at most (2^31 ranks grew to 22.9 GB)
+        if not 1 <= p <= n:
+            raise UserError(f"--ranks {p}: must be between 1 and the graph's {n:,} vertices")
     machine = simulation_machine(args.machine, args.alpha, args.beta, args.contention)
     exchanges = simulation_list(args.exchange, "--exchange")
     jobs = simulation_jobs(s, args.hidden, args.arch, machine, args.ranks_per_node, args.threads)

@@ -210,3 +210,13 @@ def test_the_breakdown_shows_every_ranks_terms(store4):
     for r in ranks:
         compute, comm, total = float(r[2]), float(r[-2]), float(r[-1])
         assert total == pytest.approx(compute + comm, abs=2e-4)
+
+
+@pytest.mark.parametrize("ranks", ["2147483648", "401", "1000000000000"])
+def test_more_ranks_than_vertices_is_refused_in_one_line(store4, ranks):
+    """As build --parts: a part per vertex at most (2^31 ranks grew to 22.9 GB; 10^12 a KaMinPar traceback;
+    more ranks than vertices predicted empty ranks)."""
+    from helpers import one_line, run_main
+
+    one_line(run_main("simulate", str(store4), "--ranks", ranks), f"--ranks {ranks}: must be between 1 and the "
+                                                                    "graph's 400 vertices")

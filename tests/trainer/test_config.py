@@ -122,3 +122,10 @@ def test_a_seed_numpy_refuses_is_one_line():
     """shgcn-train --seed -1 ended in numpy's traceback (rc 1)."""
     with pytest.raises(TrainError, match=r"^--seed -1: must be in 0\.\.2\^63-1$"):
         TrainConfig(store="s", seed=-1).check()
+
+
+def test_norm_batches_are_bounded():
+    """--norm-batches 10^9 ran without end: at most 10,000 (td.MiniBatches' norm_batches too: test_loader)."""
+    with pytest.raises(TrainError, match=r"^--norm-batches 1000000000: at most 10,000$"):
+        TrainConfig(store="s", mode="minibatch", norm_batches=10**9).check()
+    TrainConfig(store="s", mode="minibatch", norm_batches=10_000).check()
