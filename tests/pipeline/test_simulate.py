@@ -220,3 +220,11 @@ def test_more_ranks_than_vertices_is_refused_in_one_line(store4, ranks):
 
     one_line(run_main("simulate", str(store4), "--ranks", ranks), f"--ranks {ranks}: must be between 1 and the "
                                                                     "graph's 400 vertices")
+
+
+def test_alpha_and_beta_are_bounded_as_a_machine_files():
+    """--alpha 1e308 printed inf and nan columns: bounded as a machine file's figures."""
+    for alpha, beta in ((1e308, None), (None, 1e308), (-1.0, None)):
+        with pytest.raises(UserError, match="--alpha from 0 to 3600 s, --beta from 0 to 1000 s/byte"):
+            simulate.simulation_machine("infiniband", alpha, beta)
+    assert simulate.simulation_machine("infiniband", 1e-6, 1e-9).inter.alpha == 1e-6
