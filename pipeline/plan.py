@@ -361,7 +361,7 @@ def plan_step(cfg, show: bool, remote: bool = False, as_json: bool = False) -> t
     cluster, whose memory this machine cannot see (the memory is then shown, not checked). Returns the table
     (empty unless ``show``) and whether the memory was checked from exact counts (not a file size's estimate,
     not an external cluster's)."""
-    from .nodes import parse_generated
+    from .nodes import check_features_file, parse_generated
     from .sources.counts import input_counts
     from .sources.precheck import check_parts, check_source, input_files
 
@@ -370,6 +370,8 @@ def plan_step(cfg, show: bool, remote: bool = False, as_json: bool = False) -> t
     width = cfg.features if cfg.features.endswith(".npy") else parse_generated(cfg.features, "features")
     counts = input_counts(cfg.source, cfg.fmt, cfg.data_dir, cfg.directed, width, parse_generated(cfg.labels, "labels"))
     check_parts(cfg, counts)
+    if cfg.features.endswith(".npy") and not remote:  # the build's own checks of the file: truncated, its rows
+        check_features_file(cfg.features, counts)
     plan = make_plan(counts, cfg.models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4)
     free, where = free_disk(cfg.out)
     message = refusal(plan, cfg.limit if not remote else 2**62, free, where, cfg.memory_limit is not None,

@@ -329,3 +329,19 @@ def test_the_partition_rows_name_their_models_and_the_advice_is_said_once():
                                                   "more memory") if r is row else r for r in gp.rows])
     line = plan.refusal(advised, 1, 100 * GIB, "/x", False)
     assert line.count("more memory") == 1 and "\n" not in line
+
+
+def test_the_plan_refuses_a_features_file_the_build_refuses(tmp_path):
+    """A truncated --features file, or one of another row count than the graph's vertices: "fits" before, the
+    build's refusal after; now the build's one line at the plan."""
+    import numpy as np
+    from helpers import run_main
+
+    np.save(tmp_path / "ok.npy", np.zeros((300, 4), np.float32))
+    np.save(tmp_path / "short.npy", np.zeros((299, 4), np.float32))
+    whole = (tmp_path / "ok.npy").read_bytes()
+    (tmp_path / "cut.npy").write_bytes(whole[:len(whole) // 2])
+    args = ("build", *SBM_SMALL, "--plan", "--out", tmp_path / "s.zarr", "--features")
+    assert run_main(*args, tmp_path / "ok.npy").returncode == 0
+    one_line(run_main(*args, tmp_path / "short.npy"), "short.npy: feature matrix has 299 rows but the graph has 300")
+    one_line(run_main(*args, tmp_path / "cut.npy"), "cut.npy: not a .npy array")
