@@ -57,7 +57,7 @@ def build_config(args):
 def cmd_build(args) -> int:
     from .builder import build
     from .runtime.child import kill_children
-    from .runtime.client import ClusterConfig, dask_client, scheduler_lost
+    from .runtime.client import ClusterConfig, dask_client, reachable, scheduler_lost
     from .runtime.malloc import return_freed_memory
     from .sources.resolve import preflight
 
@@ -74,6 +74,9 @@ def cmd_build(args) -> int:
         if show and args.out != PLAN_OUT:  # the store's own checks of --out: a plan says fits only for what builds
             store.StoreWriter(cfg.out, overwrite=cfg.overwrite)
             writable(cfg.out)
+        address = ccfg.address()
+        if show and address is not None:  # a scheduler that refuses connections: the build's one line
+            reachable(address)
         try:
             text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None, as_json=args.json)
         except PlanDoesNotFit as e:  # the table and its verdict, then the one line (exit 2)

@@ -345,3 +345,16 @@ def test_the_plan_refuses_a_features_file_the_build_refuses(tmp_path):
     assert run_main(*args, tmp_path / "ok.npy").returncode == 0
     one_line(run_main(*args, tmp_path / "short.npy"), "short.npy: feature matrix has 299 rows but the graph has 300")
     one_line(run_main(*args, tmp_path / "cut.npy"), "cut.npy: not a .npy array")
+
+
+def test_the_plan_refuses_a_scheduler_the_build_cannot_reach(tmp_path):
+    """--plan --scheduler of a port nothing listens on: "fits" before; the build's one line now."""
+    import socket
+
+    from helpers import run_main
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens on it
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    one_line(run_main("build", *SBM_SMALL, "--plan", "--scheduler", f"tcp://127.0.0.1:{port}"),
+             f"cannot connect to the Dask scheduler at tcp://127.0.0.1:{port}")
