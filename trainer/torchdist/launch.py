@@ -280,10 +280,22 @@ def run_main(main: Callable[[], int | None], prog: str) -> int:
             return e.exit_code
         return _end_job(prog, f"error: {e}", e.exit_code)
     except BaseException as e:  # noqa: BLE001 - any failure must end the whole job, not leave it waiting
-        text = f"{type(e).__name__}: {e}"
-        if "Timed out" in text:  # gloo's words: this rank waited out the collective's timeout (init_from_env's)
-            text += " (another rank stopped answering, or fell that far behind)"
-        return _end_job(prog, text, 1)
+        return _end_job(prog, failure_text(e), 1)
+
+
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")  # gloo's, when a peer exits
+
+
+def failure_text(e: BaseException) -> str:
+    """A rank's own failure in one line: its type and message, or, when gloo says a peer's connection closed
+    (another rank exited: its own code, or killed), that rank named as the cause, not gloo."""
+    text = f"{type(e).__name__}: {e}"
+    if any(words in text for words in PEER_GONE):
+        return ("another rank left the job (its connection closed: it exited or was killed; its own output, or "
+                "the launcher's, says why); this rank stopped")
+    if "Timed out" in text:  # gloo's words: this rank waited out the collective's timeout (init_from_env's)
+        text += " (another rank stopped answering, or fell that far behind)"
+    return text
 
 
 def _end_job(prog: str, text: str, code: int) -> int:

@@ -224,3 +224,14 @@ def test_the_examples_bad_arguments_are_one_line(built, args, fragment):
     res = subprocess.run([sys.executable, str(EXAMPLE), str(built.path), *args], capture_output=True, text=True,
                          timeout=120, env=clean)
     one_line(res.returncode, res.stderr, fragment)
+
+
+def test_a_peer_that_left_is_named_not_gloo():
+    """rank 1 exited 3: rank 0's line blamed gloo ("Connection closed by peer ... GLHF!"); now the rank that left."""
+    for words in ("[gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:13483. GLHF!",
+                  "[pair.cc:537] Read error [127.0.0.1]:11939: Connection reset by peer."):
+        text = launch.failure_text(RuntimeError(words))
+        assert text.startswith("another rank left the job") and "gloo" not in text and "GLHF" not in text
+    assert launch.failure_text(RuntimeError("Timed out waiting")).endswith("(another rank stopped answering, or fell "
+                                                                           "that far behind)")
+    assert launch.failure_text(ValueError("x")) == "ValueError: x"
