@@ -78,7 +78,8 @@ def cmd_build(args) -> int:
         if show and address is not None:  # a scheduler that refuses connections: the build's one line
             reachable(address)
         try:
-            text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None, as_json=args.json)
+            workers = (args.workers or os.cpu_count() or 1) if args.processes and address is None else 0
+            text, checked = plan_step(cfg, show=show, remote=address is not None, as_json=args.json, processes=workers)
         except PlanDoesNotFit as e:  # the table and its verdict, then the one line (exit 2)
             print(e.table, flush=True)
             raise

@@ -277,3 +277,13 @@ def writable(out: str) -> None:
                         "another --out")
     if not where.is_dir():
         raise UserError(f"{out}: {where} is not a directory: choose another --out")
+
+
+def free_disk(out: str) -> tuple[int, str]:
+    """(free bytes, the directory measured): the filesystem of ``out``'s nearest existing ancestor."""
+    import shutil
+
+    where = Path(out).resolve().parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    return shutil.disk_usage(where).free, str(where)

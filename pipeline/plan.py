@@ -332,35 +332,35 @@ def _advice(row: Row, c: Counts, features: str) -> str:
     return "build a smaller graph (fewer vertices or features)"
 
 
-def free_disk(out: str) -> tuple[int, str]:
-    """(free bytes, the directory measured): the filesystem of ``out``'s nearest existing ancestor."""
-    import shutil
-
-    where = Path(out).resolve().parent
-    while not where.exists() and where != where.parent:
-        where = where.parent
-    return shutil.disk_usage(where).free, str(where)
-
-
 def plan_json(plan: Plan, limit: int, limit_from: str, free: int, where: str, remote: bool = False) -> str:
     """``--plan --json``: :func:`format_plan`'s rows, totals and verdict as one JSON object (bytes, seconds)."""
     total, stage, _ = plan.at_once()
     line, fits = verdict(plan, limit, limit_from, free, where, remote)
-    rows = [{"stage": r.stage, "process": r.process, "memory": int(r.memory), "seconds": round(r.seconds, 3),
-             "note": r.note} for r in plan.rows]
+    rows = [{k: getattr(r, k) for k in ("stage", "process", "memory", "seconds", "note")} for r in plan.rows]
     return json.dumps({"counts": asdict(plan.counts), "rows": rows, "at_once": int(total), "stage": stage,
                        "limit": int(limit), "limit_from": limit_from, "store": int(plan.store), "disk": int(plan.disk),
                        "free": int(free), "where": where, "seconds": round(plan.seconds, 3), "notes": plan.flags,
                        "fits": fits, "verdict": line.removeprefix("verdict").strip()})
 
 
-def plan_step(cfg, show: bool, remote: bool = False, as_json: bool = False) -> tuple[str, bool]:
+WORKER_PROCESS = 56 * 2**20  # a --processes worker's interpreter (SBM, --workers 8: 945 MiB measured, 494 planned)
+
+
+def with_workers(plan: Plan, processes: int) -> Plan:
+    """``plan`` with ``processes`` worker processes' interpreters (``--processes``) in the build's process's rows."""
+    extra, note = processes * WORKER_PROCESS, f"with {processes} worker processes, {gib(processes * WORKER_PROCESS)}"
+    return replace(plan, rows=[replace(r, memory=r.memory + extra, note=f"{r.note}; {note}" if r.note else note)
+                               if r.process in (BUILD, BESIDE) and processes else r for r in plan.rows])
+
+
+def plan_step(cfg, show: bool, remote: bool = False, as_json: bool = False, processes: int = 0) -> tuple[str, bool]:
     """``pipeline build``'s plan: the table ending in its verdict (``show``: ``--plan``; a :class:`UserError`,
     one line, after it when the build does not fit: :class:`PlanDoesNotFit`), or, before a build, its check - a
     :class:`UserError` (one line) when the plan exceeds the memory limit or the free disk. ``remote``: an external
     cluster, whose memory this machine cannot see (the memory is then shown, not checked). Returns the table
     (empty unless ``show``) and whether the memory was checked from exact counts (not a file size's estimate,
     not an external cluster's)."""
+    from .config import free_disk
     from .nodes import check_features_file, parse_generated
     from .sources.counts import input_counts
     from .sources.precheck import check_parts, check_source, input_files
@@ -372,7 +372,8 @@ def plan_step(cfg, show: bool, remote: bool = False, as_json: bool = False) -> t
     check_parts(cfg, counts)
     if cfg.features.endswith(".npy") and not remote:  # the build's own checks of the file: truncated, its rows
         check_features_file(cfg.features, counts)
-    plan = make_plan(counts, cfg.models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4)
+    plan = with_workers(make_plan(counts, cfg.models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4),
+                        processes)
     free, where = free_disk(cfg.out)
     message = refusal(plan, cfg.limit if not remote else 2**62, free, where, cfg.memory_limit is not None,
                       features=cfg.features if cfg.features != "auto" else "")

@@ -358,3 +358,18 @@ def test_the_plan_refuses_a_scheduler_the_build_cannot_reach(tmp_path):
         port = sock.getsockname()[1]
     one_line(run_main("build", *SBM_SMALL, "--plan", "--scheduler", f"tcp://127.0.0.1:{port}"),
              f"cannot connect to the Dask scheduler at tcp://127.0.0.1:{port}")
+
+
+def test_worker_processes_are_planned():
+    """--processes --workers 8 was planned as one process (494 MiB; measured about 945): each worker process's
+    interpreter is added to the build's process in every stage, and named."""
+    from helpers import run_main
+
+    one = plan.make_plan(C, ("gp",), coef=small_coefficients())
+    eight = plan.with_workers(one, 8)
+    assert eight.at_once()[0] == one.at_once()[0] + 8 * plan.WORKER_PROCESS
+    assert all("with 8 worker processes" in r.note for r in eight.rows if r.process == plan.BUILD)
+    assert plan.with_workers(one, 0) == one
+    res = run_main("build", *SBM_SMALL, "--plan", "--json", "--processes", "--workers", "8")
+    doc = json.loads(res.stdout)
+    assert doc["at_once"] >= 8 * plan.WORKER_PROCESS and "with 8 worker processes" in doc["rows"][0]["note"]
