@@ -54,10 +54,22 @@ def build_config(args):
         progress=not (args.quiet or args.json) and sys.stderr.isatty(), heartbeat=args.heartbeat)
 
 
+def _plan_checks(args, cfg, address: str | None) -> None:
+    """What a build checks before it starts and a plan must too (it says fits only for what builds): the store's
+    own checks of ``--out`` and that it can be written, and a ``--scheduler`` that refuses connections."""
+    from .runtime.client import reachable
+
+    if args.out != PLAN_OUT:
+        store.StoreWriter(cfg.out, overwrite=cfg.overwrite)
+        writable(cfg.out)
+    if address is not None:
+        reachable(address)
+
+
 def cmd_build(args) -> int:
     from .builder import build
     from .runtime.child import kill_children
-    from .runtime.client import ClusterConfig, dask_client, reachable, scheduler_lost
+    from .runtime.client import ClusterConfig, dask_client, scheduler_lost
     from .runtime.malloc import return_freed_memory
     from .sources.resolve import preflight
 
@@ -71,12 +83,9 @@ def cmd_build(args) -> int:
     if show or not getattr(args, "no_plan_check", False):  # the plan first: nothing is read, downloaded or created before it
         from .plan import PlanDoesNotFit, plan_step
 
-        if show and args.out != PLAN_OUT:  # the store's own checks of --out: a plan says fits only for what builds
-            store.StoreWriter(cfg.out, overwrite=cfg.overwrite)
-            writable(cfg.out)
         address = ccfg.address()
-        if show and address is not None:  # a scheduler that refuses connections: the build's one line
-            reachable(address)
+        if show:
+            _plan_checks(args, cfg, address)
         try:
             workers = (args.workers or os.cpu_count() or 1) if args.processes and address is None else 0
             text, checked = plan_step(cfg, show=show, remote=address is not None, as_json=args.json, processes=workers)
