@@ -28,7 +28,6 @@ takes a file path or a spec string such as
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -36,7 +35,7 @@ import numpy as np
 
 from . import machine_spec as spec
 from .errors import UserError
-from .machine_check import check_machine, whole
+from .machine_check import check_factor, check_machine, number, whole
 from .thread_scaling import ThreadScaling, amdahl_slowdown, scaling_from_json
 
 
@@ -216,11 +215,12 @@ def _compute_of(d: dict | str) -> ComputeModel:
                        scaling=scaling_from_json(d["threads"]))
     if "scale_of" in d:
         base = load_compute(d["scale_of"])
-        return base.scaled(float(d["factor"]), f"{base.source}, times {d['factor']}: {d.get('source', '')}")
-    c = ComputeModel(float(d["spmm"]), float(d["dense"]), float(d["elem"]), float(d["const"]), d.get("source", ""))
+        return base.scaled(check_factor(number(d["factor"]), "compute.factor"),
+                           f"{base.source}, times {d['factor']}: {d.get('source', '')}")
+    c = ComputeModel(number(d["spmm"]), number(d["dense"]), number(d["elem"]), number(d["const"]), d.get("source", ""))
     par = d.get("parallel")  # the fractions that run over threads, when the file gives its own
     if par:
-        c = replace(c, parallel=(float(par["spmm"]), float(par["dense"]), float(par["elem"]), float(par["const"])))
+        c = replace(c, parallel=(number(par["spmm"]), number(par["dense"]), number(par["elem"]), number(par["const"])))
     return c
 
 
@@ -242,8 +242,8 @@ def compute_path() -> Path:
 
 def _path_of(d: dict) -> Channel:
     o = d.get("overhead")
-    return Channel(float(d["alpha"]), float(d["beta"]), d.get("source", ""),
-                   None if o is None else float(o["seconds"] if isinstance(o, dict) else o))
+    return Channel(number(d["alpha"]), number(d["beta"]), d.get("source", ""),
+                   None if o is None else number(o["seconds"] if isinstance(o, dict) else o))
 
 
 def machine_from_json(d: dict, where: str | None = None) -> Machine:
@@ -256,14 +256,16 @@ def machine_from_json(d: dict, where: str | None = None) -> Machine:
     try:
         m = Machine(name=str(d["name"]), ranks_per_node=whole(d["ranks_per_node"]), intra=_path_of(d["intra"]),
                     inter=_path_of(d["inter"]),
-                    link_rate=float(d["link"]["rate"]) if d.get("link") else None,
+                    link_rate=number(d["link"]["rate"]) if d.get("link") else None,
                     cores_per_node=whole(d["cores_per_node"]), compute=_compute_of(d["compute"]),
                     description=str(d.get("description", "")), source=str(d.get("source", "")),
-                    oversubscribed_sync=float(d.get("oversubscribed_sync", {}).get("seconds", 0.0)),
+                    oversubscribed_sync=number(d.get("oversubscribed_sync", {}).get("seconds", 0.0)),
                     contention=str(d["link"].get("contention", "fluid")) if d.get("link") else "fluid",
                     message_rate=_message_rate(d["link"]) if d.get("link") else None)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
         raise UserError(f"{where}: not a machine description ({type(e).__name__}: {e})") from None
+    except UserError as e:  # a figure's own check (compute.factor's): the file named first
+        raise UserError(f"{where}: {e}") from None
     return check_machine(m, where)
 
 
@@ -272,7 +274,7 @@ def _message_rate(link: dict) -> float | None:
     r = link.get("message_rate")
     if r is None:
         return None
-    return float(r["messages_per_s"] if isinstance(r, dict) else r)
+    return number(r["messages_per_s"] if isinstance(r, dict) else r)
 
 
 def presets() -> dict[str, Machine]:
@@ -292,8 +294,7 @@ def _spec_compute(value: str, item: str) -> ComputeModel:
         f = float(factor) if star else 1.0
     except ValueError:
         raise UserError(f"machine spec: {item!r}: the factor {factor!r} is not a number (compute=this*1.5)") from None
-    if not (math.isfinite(f) and f > 0):
-        raise UserError(f"machine spec: {item!r}: the factor {factor!r} must be finite and above 0")
+    check_factor(f, f"machine spec: {item!r}")
     return load_compute(name).scaled(f, f"{name} scaled by {factor or 1}")
 
 

@@ -19,7 +19,25 @@ def whole(x) -> int:
     return int(x)
 
 
+def number(x) -> float:
+    """A JSON number (an integer or a float), nothing else: ``"1e-6"`` as a string is refused as the command
+    line's spec would refuse it (one set of rules for both forms)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ValueError(f"{x!r} is not a number")
+    return float(x)
+
+
 MAX_PER_NODE = 1 << 20  # ranks or cores of one node: beyond any machine, within what the model's arrays can count
+MAX_SECONDS = 3600.0  # a latency, an overhead, a compute coefficient: an hour at most (1e308 printed 310 digits)
+MAX_FACTOR = 1e6  # a fitted compute model scaled by at most a million, at least a millionth
+
+
+def check_factor(f: float, where: str) -> float:
+    """A compute model's scale factor (``compute=this*F``, or a machine file's ``compute.factor``): finite and
+    from 1e-6 to 1e6, else one line."""
+    if not (math.isfinite(f) and 1 / MAX_FACTOR <= f <= MAX_FACTOR):
+        raise UserError(f"{where}: the compute factor {f!r} must be from 1e-06 to 1e+06")
+    return f
 
 
 def check_machine(m: M, where: str) -> M:
@@ -37,17 +55,18 @@ def check_machine(m: M, where: str) -> M:
                "inter.beta": m.inter.beta, "oversubscribed_sync.seconds": m.oversubscribed_sync,
                "compute.spmm": c.spmm, "compute.dense": c.dense, "compute.elem": c.elem, "compute.const": c.const}
     for field, x in figures.items():
-        if not (math.isfinite(x) and x >= 0):
-            raise bad(field, x, "finite and >= 0")
+        top = 1e3 if field.endswith("beta") else MAX_SECONDS  # beta: seconds a byte, 0.001 B/s the slowest path
+        if not (math.isfinite(x) and 0 <= x <= top):
+            raise bad(field, x, f"finite, from 0 to {top:g}")
     for field, ch in (("intra.overhead", m.intra), ("inter.overhead", m.inter)):
         o = getattr(ch, "overhead", None)
-        if o is not None and not (math.isfinite(o) and o >= 0):
-            raise bad(field, o, "finite and >= 0 seconds (every message a full alpha: leave it out)")
-    if m.link_rate is not None and not (math.isfinite(m.link_rate) and m.link_rate > 0):
-        raise bad("link.rate", m.link_rate, "finite and above 0 bytes/s (no link: leave it out)")
+        if o is not None and not (math.isfinite(o) and 0 <= o <= MAX_SECONDS):
+            raise bad(field, o, f"finite, from 0 to {MAX_SECONDS:g} seconds (every message a full alpha: leave it out)")
+    if m.link_rate is not None and not (math.isfinite(m.link_rate) and m.link_rate >= 1e-3):
+        raise bad("link.rate", m.link_rate, "finite and at least 0.001 bytes/s (no link: leave it out)")
     rate = getattr(m, "message_rate", None)
-    if rate is not None and not (math.isfinite(rate) and rate > 0):
-        raise bad("link.message_rate", rate, "finite and above 0 messages/s (not modelled: leave it out)")
+    if rate is not None and not (math.isfinite(rate) and rate >= 1e-3):
+        raise bad("link.message_rate", rate, "finite and at least 0.001 messages/s (not modelled: leave it out)")
     from .contention import MODELS
 
     if getattr(m, "contention", MODELS[-1]) not in MODELS:

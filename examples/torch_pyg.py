@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 
@@ -142,6 +143,21 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """What no run can use, refused before torch.distributed starts: one line on every rank alike (td.JobError,
+    said once, exit 2), not torch's RuntimeError or a model of 0-wide layers that trains."""
+    bad = [f"--epochs {args.epochs}: must be >= 1" if args.epochs < 1 else "",
+           f"--hidden {' '.join(map(str, args.hidden))}: widths must be >= 1" if any(h < 1 for h in args.hidden) else "",
+           f"--heads {args.heads}: must be >= 1" if args.heads < 1 else "",
+           f"--lr {args.lr}: must be a finite number > 0" if not (math.isfinite(args.lr) and args.lr > 0) else "",
+           f"--dropout {args.dropout}: must be in [0, 1)" if not 0 <= args.dropout < 1 else "",
+           f"--checkpoint-every {args.checkpoint_every}: must be >= 0" if args.checkpoint_every < 0 else "",
+           f"--seed {args.seed}: must be in 0..2^63-1" if not 0 <= args.seed < 2**63 else ""]
+    first = next((b for b in bad if b), None)
+    if first is not None:
+        raise td.JobError(first)
+
+
 def epoch_step(model: torch.nn.Module, opt: torch.optim.Optimizer, graph: td.Graph, epoch: int) -> dict:
     """One full-batch epoch: the record of its loss (the global mean), train accuracy and bytes."""
     block = graph.block
@@ -206,6 +222,7 @@ def evaluate(model: torch.nn.Module, graph: td.Graph) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    check_args(args)
     torch.set_num_threads(1)  # one core per rank, like shgcn-train
     device = td.local_device(args.device)  # checked before anything starts: no GPU, one line
     backend = td.choose_backend(device)

@@ -141,7 +141,11 @@ def _write(nb, out_path: Path, fmt: str) -> None:
         exporter.exclude_input = True
         exporter.exclude_input_prompt = True
         exporter.exclude_output_prompt = True
+        store = nb.metadata.get("papermill", {}).get("parameters", {}).get("store_path", "a store")
+        title = f"shgcn report: {Path(str(store)).name}"
+        nb.metadata["title"] = title
         text, _ = exporter.from_notebook_node(nb)
+        text = accessible(text, title)
         # self-contained: the report needs no require.js or MathJax from a CDN
         text = re.sub(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>', "", text)
         text = text.replace("<head>", f'<head>\n<meta name="generator" content="{MARK}">', 1)
@@ -155,3 +159,27 @@ def _write(nb, out_path: Path, fmt: str) -> None:
         if isinstance(e, OSError):  # write()'s ENOSPC names no file: the report's is the user's
             raise OSError(e.errno, e.strerror or str(e), str(out_path)) from None
         raise
+
+
+NO_ALT = "No description has been provided for this image"
+
+
+def accessible(html: str, title: str) -> str:
+    """The HTML report with its page title (nbconvert's default is "Notebook") and an alt text on every figure
+    that has none: ``figure N: the section it is in`` (the nearest heading before it)."""
+    import html as html_mod
+
+    html = re.sub(r"<title>.*?</title>", f"<title>{html_mod.escape(title)}</title>", html, count=1, flags=re.S)
+    out, pos, n, heading = [], 0, 0, "the report"
+    for m in re.finditer(r"<h[1-4][^>]*>(.*?)</h[1-4]>|<img\b([^>]*)>", html, flags=re.S):
+        if m.group(1) is not None:
+            heading = re.sub(r"<[^>]+>|¶", "", m.group(1)).strip() or heading
+            continue
+        attrs = re.sub(rf'\s*alt="{NO_ALT}"', "", m.group(2))  # nbconvert's placeholder is no description
+        if re.search(r"\balt\s*=", attrs):
+            continue
+        n += 1
+        alt = html_mod.escape(f"figure {n}: {html_mod.unescape(heading)}", quote=True)
+        out += [html[pos:m.start()], f'<img alt="{alt}"{attrs if attrs.startswith((" ", "/")) else " " + attrs}>']
+        pos = m.end()
+    return "".join(out) + html[pos:]

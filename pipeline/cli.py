@@ -98,7 +98,7 @@ def _build_parser(sub, common) -> None:
                     "rmat:scale=S,edge_factor=E,seed=K or sbm:n=N,classes=C,... Edge lists are read as DIRECTED "
                     "unless the dataset says otherwise (--undirected stores every edge both ways).")
     b.add_argument("source", metavar="SOURCE")
-    b.add_argument("--out", "-o", required=True, help="store directory to create (e.g. stores/cora-p4.zarr)")
+    b.add_argument("--out", "-o", help="store directory to create (e.g. stores/cora-p4.zarr; --plan: optional)")
     b.add_argument("--parts", "-p", type=int, required=True, help="number of parts (MPI ranks)")
     _model_arguments(b)
     b.add_argument("--format", dest="fmt", choices=formats(), help="input format (default: from the file name)")

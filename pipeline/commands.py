@@ -7,50 +7,28 @@ import dataclasses
 import json
 import logging
 import os
-import shlex
 import sys
 import time
 
 from shgcn import store
 from shgcn.core import tables
 
+from .config import PLAN_OUT, config_from_args, plan_out, writable
 from .errors import UserError
 
 log = logging.getLogger("shgcn.pipeline")
 
 
-def _models(text: str) -> tuple[str, ...]:
-    from .models import DEFAULT_ALL, model_names
+def _plan_checks(args, cfg, address: str | None) -> None:
+    """What a build checks before it starts and a plan must too (it says fits only for what builds): the store's
+    own checks of ``--out`` and that it can be written, and a ``--scheduler`` that refuses connections."""
+    from .runtime.client import reachable
 
-    if text == "all":
-        return DEFAULT_ALL
-    models = tuple(m.strip() for m in text.split(",") if m.strip())
-    known = model_names()
-    for m in models:
-        if m not in known:
-            raise UserError(f"--model {m!r}: choose from {', '.join(known)} or all")
-    if len(set(models)) != len(models):
-        raise UserError(f"--model {text!r}: a model is listed twice")
-    return models
-
-
-def build_config(args):
-    """The BuildConfig of ``pipeline build``'s arguments."""
-    from .config import BuildConfig
-    from .models import options
-
-    return BuildConfig(
-        source=args.source, out=args.out, parts=args.parts,
-        models=_models(args.model) if args.model else (), layout_model=args.layout_model, eps=args.eps,
-        seed=args.seed, threads=args.threads, fmt=args.fmt, data_dir=args.data_dir,
-        directed=args.directed, features=args.features, labels=args.labels, feature_norm=args.feature_norm,
-        split=args.split, split_scheme=args.split_scheme, feature_dtype=args.feature_dtype,
-        overwrite=args.overwrite, chunk_bytes=args.chunk_bytes, max_line=args.max_line,
-        header=args.header, block_nnz=args.block_nnz, partition_files=tuple(args.partition_file),
-        balance=args.balance, hidden=tuple(args.hidden), ranks_per_node=args.ranks_per_node, placement=args.placement,
-        options={o.dest: getattr(args, o.dest) for o in options()},
-        command="pipeline " + shlex.join(sys.argv[1:]), memory_limit=args.memory_limit,
-        progress=not (args.quiet or args.json) and sys.stderr.isatty(), heartbeat=args.heartbeat)
+    if args.out != PLAN_OUT:
+        store.StoreWriter(cfg.out, overwrite=cfg.overwrite)
+        writable(cfg.out)
+    if address is not None:
+        reachable(address)
 
 
 def cmd_build(args) -> int:
@@ -62,16 +40,22 @@ def cmd_build(args) -> int:
     from .sources.resolve import preflight
 
     return_freed_memory()  # this process is the build's: its freed arrays go back to the system at once
-    cfg = build_config(args).resolved()
+    show = getattr(args, "plan", False)
+    args.out = plan_out(args.out, show)
+    cfg = config_from_args(args).resolved()
     cfg.check()
     ccfg = ClusterConfig(scheduler=args.scheduler, workers=args.workers, dashboard_address=args.dashboard_address,
                          processes=args.processes, memory_limit=args.memory_limit, batch=batch_config(args))
-    show = getattr(args, "plan", False)
     if show or not getattr(args, "no_plan_check", False):  # the plan first: nothing is read, downloaded or created before it
         from .plan import PlanDoesNotFit, plan_step
 
+        address = ccfg.address()
+        if show:
+            _plan_checks(args, cfg, address)
         try:
-            text, checked = plan_step(cfg, show=show, remote=ccfg.address() is not None or ccfg.batch is not None)
+            workers = (args.workers or os.cpu_count() or 1) if args.processes and address is None else 0
+            text, checked = plan_step(cfg, show=show, remote=address is not None or ccfg.batch is not None, as_json=args.json,
+                                      processes=workers)
         except PlanDoesNotFit as e:  # the table and its verdict, then the one line (exit 2)
             print(e.table, flush=True)
             raise
@@ -227,6 +211,10 @@ def cmd_simulate(args) -> int:
     )
 
     s = store.open_store(args.store)
+    n = int(s.attrs["n"])
+    for p in args.ranks or []:  # as build --parts: a part per vertex at most (2^31 ranks grew to 22.9 GB)
+        if not 1 <= p <= n:
+            raise UserError(f"--ranks {p}: must be between 1 and the graph's {n:,} vertices")
     machine = simulation_machine(args.machine, args.alpha, args.beta, args.contention)
     exchanges = simulation_list(args.exchange, "--exchange")
     jobs = simulation_jobs(s, args.hidden, args.arch, machine, args.ranks_per_node, args.threads)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -253,3 +255,72 @@ class BuildResult:
     attrs: dict
     table: list[dict]
     timings: dict[str, float] = field(default_factory=dict)
+
+
+PLAN_OUT = "shgcn-plan.zarr"  # --plan without --out: the disk measured is the current directory's
+
+
+def plan_out(out: str | None, show: bool) -> str:
+    """``--out``, which a build needs and a plan does not (it writes nothing: the disk is then the current
+    directory's): else one line."""
+    if out is None and not show:
+        raise UserError("--out: required to build a store (name a new directory, e.g. stores/graph.zarr; only --plan "
+                        "writes nothing)")
+    return PLAN_OUT if out is None else out
+
+
+def writable(out: str) -> None:
+    """The nearest existing folder of ``out`` can be written (a read-only file system, no permission): one line."""
+    where = Path(out).absolute().parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if where.is_dir() and not os.access(where, os.W_OK | os.X_OK):
+        raise UserError(f"{out}: {where} cannot be written (a read-only file system, or no permission): choose "
+                        "another --out")
+    if not where.is_dir():
+        raise UserError(f"{out}: {where} is not a directory: choose another --out")
+
+
+def free_disk(out: str) -> tuple[int, str]:
+    """(free bytes, the directory measured): the filesystem of ``out``'s nearest existing ancestor."""
+    import shutil
+
+    where = Path(out).resolve().parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    return shutil.disk_usage(where).free, str(where)
+
+
+def models_from(text: str) -> tuple[str, ...]:
+    """``--model``'s list: names of the registry, or ``all``."""
+    from .models import DEFAULT_ALL, model_names
+
+    if text == "all":
+        return DEFAULT_ALL
+    models = tuple(m.strip() for m in text.split(",") if m.strip())
+    known = model_names()
+    for m in models:
+        if m not in known:
+            raise UserError(f"--model {m!r}: choose from {', '.join(known)} or all")
+    if len(set(models)) != len(models):
+        raise UserError(f"--model {text!r}: a model is listed twice")
+    return models
+
+
+def config_from_args(args) -> BuildConfig:
+    """The build's configuration from ``pipeline build``'s parsed arguments."""
+    """The BuildConfig of ``pipeline build``'s arguments."""
+    from .models import options
+
+    return BuildConfig(
+        source=args.source, out=args.out, parts=args.parts,
+        models=models_from(args.model) if args.model else (), layout_model=args.layout_model, eps=args.eps,
+        seed=args.seed, threads=args.threads, fmt=args.fmt, data_dir=args.data_dir,
+        directed=args.directed, features=args.features, labels=args.labels, feature_norm=args.feature_norm,
+        split=args.split, split_scheme=args.split_scheme, feature_dtype=args.feature_dtype,
+        overwrite=args.overwrite, chunk_bytes=args.chunk_bytes, max_line=args.max_line,
+        header=args.header, block_nnz=args.block_nnz, partition_files=tuple(args.partition_file),
+        balance=args.balance, hidden=tuple(args.hidden), ranks_per_node=args.ranks_per_node, placement=args.placement,
+        options={o.dest: getattr(args, o.dest) for o in options()},
+        command="pipeline " + shlex.join(sys.argv[1:]), memory_limit=args.memory_limit,
+        progress=not (args.quiet or args.json) and sys.stderr.isatty(), heartbeat=args.heartbeat)

@@ -17,6 +17,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from dask.sizeof import sizeof
@@ -182,6 +183,17 @@ def npy_shape(path: str) -> tuple[tuple[int, ...], str]:
     except (ValueError, OSError) as e:
         raise UserError(f"{path}: not a .npy array ({e})") from None
     return tuple(x.shape), x.dtype.str
+
+
+def check_features_file(path: str, c: Any) -> None:
+    """A ``--features`` file the build would refuse (truncated, not 2-D numbers, another row count than the
+    graph's exact vertex count; ``c`` the plan's :class:`~.sources.counts.Counts`): its one line, before a plan
+    says fits."""
+    shape, dtype = npy_shape(path)
+    if len(shape) != 2 or np.dtype(dtype).kind not in "fiub":
+        raise UserError(f"{path}: features must be a 2-D array of numbers, got shape {shape} of {np.dtype(dtype)}")
+    if not c.estimated and "expected" not in c.how and shape[0] != c.n:
+        raise UserError(f"{path}: feature matrix has {shape[0]} rows but the graph has {c.n} vertices")
 
 
 def plan(spec: NodeSpec, n: int, name: str, facts: Facts, npy: tuple[tuple[int, ...], str] | None,

@@ -28,14 +28,14 @@ nonzeros or vertices (int64 indices).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from shgcn.core.memory import gib
 
 from .errors import UserError, option
-from .models import build_order, get
-from .models.base import GENERAL, GRAPH_FILE, Figures, PartitionConfig
+from .models import get, reads_graph_file
+from .models.base import GENERAL, Figures, PartitionConfig
 from .sources.counts import Counts
 
 STAGES = ("ingest", "normalize", "partition", "place", "quality", "layout", "write")
@@ -112,8 +112,8 @@ def coefficients_path() -> Path:
 
 @dataclass(frozen=True)
 class Plan:
-    """The rows, the disk (``store``: the finished store; ``scratch``: what
-    the temporary area holds beyond it at its peak) and the flags."""
+    """The rows, the disk (``store``: the finished store; ``scratch``: what the temporary area holds beyond it at its
+    peak: the layout's pieces, and the graph file's patterns where a model reads the file) and the flags."""
 
     counts: Counts
     rows: list[Row]
@@ -173,16 +173,8 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
             rows.extend(_partition_rows(m, figures[m], counts, opts, coef))
     # the fit's feature values were float32: float16 halves what they take in the store
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
-    scratch = coef.disk["scratch"].at(counts) if reads_graph_file(models, opts) else 0.0
+    scratch = coef.disk["scratch"].at(counts) if reads_graph_file(models, PartitionConfig(parts=2, options=opts)) else 0.0
     return Plan(counts, rows, store, scratch + pieces_bytes(counts, feature_bytes), _flags(counts, models, figures))
-
-
-def reads_graph_file(models: tuple[str, ...], options: dict) -> bool:
-    """Whether a model (or one it starts from) reads the graph file: only then does the partition stage write
-    it and spill the patterns beside it, the temporary area's fitted ``scratch`` (a build with rp alone, or
-    gp with METIS, writes neither)."""
-    pcfg = PartitionConfig(parts=2, options=options)
-    return any(GRAPH_FILE in get(m).needs_for(pcfg) for m in build_order(models))
 
 
 def pieces_bytes(counts: Counts, feature_bytes: int = 4) -> float:
@@ -223,7 +215,7 @@ def _partition_rows(m: str, figures: tuple[Figures, str], c: Counts, opts: dict,
     rows = [coef.memory[f"partition:{fig.key}"].row("partition", BUILD, c, seconds, note)]
     model = get(m)
     if not model.runs_in_child:
-        return rows
+        return _named(m, rows)
     advice, doc = model.advice(c, opts), fig.documented if base == m else None
     if doc is not None:  # its own partition's child, documented rather than fitted
         rows.append(Row("partition", f"child {m} ({doc.libraries})", coef.child[fig.key].base + doc.nnz_bytes * c.nnz,
@@ -236,7 +228,12 @@ def _partition_rows(m: str, figures: tuple[Figures, str], c: Counts, opts: dict,
             rows.append(coef.beside[fig.key].row("partition", BESIDE, c, 0.0, note))
         row = term.row("partition", f"child {m} ({fig.libraries or fig.key})", c, 0.0, note or fig.note)
         rows.append(replace(row, advice=advice))
-    return rows
+    return _named(m, rows)
+
+
+def _named(m: str, rows: list[Row]) -> list[Row]:
+    """The partition rows of model ``m``, each naming it first in its note (three "partition" rows otherwise)."""
+    return [replace(r, note=f"model {m}" + (f"; {r.note}" if r.note else "")) for r in rows]
 
 
 def _flags(c: Counts, models: tuple[str, ...], figures: dict[str, tuple[Figures, str]]) -> list[str]:
@@ -311,9 +308,11 @@ def refusal(plan: Plan, limit: int, free: int, where: str, limit_given: bool, *,
         what = f"the memory limit {option('--memory-limit')} is {gib(limit)}" if limit_given else \
             f"this machine has {gib(limit)}"
         parts = " + ".join(f"{r.process} {gib(r.memory)}" for r in held)
+        advice = _advice(biggest, plan.counts, features)
+        more = f"raise {option('--memory-limit')}" if limit_given else "use a machine with more memory"
+        more = "" if "more memory" in advice and not limit_given else f"{more}, "  # the advice says it already
         return (f"{plan.counts.name}: the plan needs {gib(total)} at once in stage {stage} ({parts}) but {what}, the "
-                f"graph will not fit: {_advice(biggest, plan.counts, features)}, "
-                f"{'raise ' + option('--memory-limit') if limit_given else 'use a machine with more memory'}, {override}")
+                f"graph will not fit: {advice}, {more}{override}")
     if plan.disk > free:
         return (f"the build needs {gib(plan.disk)} of disk (the store {gib(plan.store)}, the temporary area "
                 f"{gib(plan.scratch)}) but {gib(free)} are free on {where}: choose another {option('--out')}, use "
@@ -333,24 +332,36 @@ def _advice(row: Row, c: Counts, features: str) -> str:
     return "build a smaller graph (fewer vertices or features)"
 
 
-def free_disk(out: str) -> tuple[int, str]:
-    """(free bytes, the directory measured): the filesystem of ``out``'s nearest existing ancestor."""
-    import shutil
+def plan_json(plan: Plan, limit: int, limit_from: str, free: int, where: str, remote: bool = False) -> str:
+    """``--plan --json``: :func:`format_plan`'s rows, totals and verdict as one JSON object (bytes, seconds)."""
+    total, stage, _ = plan.at_once()
+    line, fits = verdict(plan, limit, limit_from, free, where, remote)
+    rows = [{k: getattr(r, k) for k in ("stage", "process", "memory", "seconds", "note")} for r in plan.rows]
+    return json.dumps({"counts": asdict(plan.counts), "rows": rows, "at_once": int(total), "stage": stage,
+                       "limit": int(limit), "limit_from": limit_from, "store": int(plan.store), "disk": int(plan.disk),
+                       "free": int(free), "where": where, "seconds": round(plan.seconds, 3), "notes": plan.flags,
+                       "fits": fits, "verdict": line.removeprefix("verdict").strip()})
 
-    where = Path(out).resolve().parent
-    while not where.exists() and where != where.parent:
-        where = where.parent
-    return shutil.disk_usage(where).free, str(where)
+
+WORKER_PROCESS = 56 * 2**20  # a --processes worker's interpreter (SBM, --workers 8: 945 MiB measured, 494 planned)
 
 
-def plan_step(cfg, show: bool, remote: bool = False) -> tuple[str, bool]:
+def with_workers(plan: Plan, processes: int) -> Plan:
+    """``plan`` with ``processes`` worker processes' interpreters (``--processes``) in the build's process's rows."""
+    extra, note = processes * WORKER_PROCESS, f"with {processes} worker processes, {gib(processes * WORKER_PROCESS)}"
+    return replace(plan, rows=[replace(r, memory=r.memory + extra, note=f"{r.note}; {note}" if r.note else note)
+                               if r.process in (BUILD, BESIDE) and processes else r for r in plan.rows])
+
+
+def plan_step(cfg, show: bool, remote: bool = False, as_json: bool = False, processes: int = 0) -> tuple[str, bool]:
     """``pipeline build``'s plan: the table ending in its verdict (``show``: ``--plan``; a :class:`UserError`,
     one line, after it when the build does not fit: :class:`PlanDoesNotFit`), or, before a build, its check - a
     :class:`UserError` (one line) when the plan exceeds the memory limit or the free disk. ``remote``: an external
     cluster, whose memory this machine cannot see (the memory is then shown, not checked). Returns the table
     (empty unless ``show``) and whether the memory was checked from exact counts (not a file size's estimate,
     not an external cluster's)."""
-    from .nodes import parse_generated
+    from .config import free_disk
+    from .nodes import check_features_file, parse_generated
     from .sources.counts import input_counts
     from .sources.precheck import check_parts, check_source, input_files
 
@@ -359,13 +370,16 @@ def plan_step(cfg, show: bool, remote: bool = False) -> tuple[str, bool]:
     width = cfg.features if cfg.features.endswith(".npy") else parse_generated(cfg.features, "features")
     counts = input_counts(cfg.source, cfg.fmt, cfg.data_dir, cfg.directed, width, parse_generated(cfg.labels, "labels"))
     check_parts(cfg, counts)
-    plan = make_plan(counts, cfg.models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4)
+    if cfg.features.endswith(".npy") and not remote:  # the build's own checks of the file: truncated, its rows
+        check_features_file(cfg.features, counts)
+    plan = with_workers(make_plan(counts, cfg.models, dict(cfg.options), 2 if cfg.feature_dtype == "float16" else 4),
+                        processes)
     free, where = free_disk(cfg.out)
     message = refusal(plan, cfg.limit if not remote else 2**62, free, where, cfg.memory_limit is not None,
                       features=cfg.features if cfg.features != "auto" else "")
     if show:
-        text = format_plan(plan, cfg.limit, "--memory-limit" if cfg.memory_limit else "this machine's memory", free,
-                           where, remote)
+        text = (plan_json if as_json else format_plan)(plan, cfg.limit, "--memory-limit" if cfg.memory_limit else
+                                                       "this machine's memory", free, where, remote)
         if message is not None:
             raise PlanDoesNotFit(message + (" (the counts are estimated: a build is not stopped by them)"
                                             if counts.estimated else ""), text)

@@ -224,8 +224,8 @@ def simulation_machine(name: str, alpha: float | None = None, beta: float | None
         return m
     a = m.inter.alpha if alpha is None else alpha
     b = m.inter.beta if beta is None else beta
-    if not (math.isfinite(a) and math.isfinite(b) and a >= 0 and b >= 0):
-        raise UserError("--alpha and --beta must be finite and >= 0")
+    if not (math.isfinite(a) and math.isfinite(b) and 0 <= a <= 3600 and 0 <= b <= 1e3):  # as a machine file's
+        raise UserError("--alpha and --beta must be finite, --alpha from 0 to 3600 s, --beta from 0 to 1000 s/byte")
     ch = Channel(a, b, "given on the command line")
     return replace(m, name=f"{m.name}*", intra=ch, inter=ch, link_rate=None)
 

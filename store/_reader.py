@@ -216,7 +216,17 @@ class Store:
         if not (self.path / _layout.QUALITY / _layout.ROOT_META).exists():
             raise StoreError(f"{self.path}: the store has no quality tables ({_layout.QUALITY}/ is missing: a "
                              "damaged store); rebuild it with pipeline build")
-        return self._dataset(_layout.QUALITY)
+        ds = self._dataset(_layout.QUALITY)
+        where = self.path / _layout.QUALITY / "model"
+        try:  # a flipped byte decodes to another name, or to text pyarrow cannot wrap (its ArrowException)
+            names = [str(m) for m in ds["model"].values]
+        except Exception as e:  # noqa: BLE001 - whatever decoding the names raises, the chunk is corrupt
+            raise StoreError(f"{where}: cannot read the model names ({type(e).__name__}): a corrupt chunk; "
+                             "pipeline info --verify names every one") from None
+        if sorted(names) != sorted(self.models):
+            raise StoreError(f"{where}: the model names {names!r} are not the store's ({', '.join(self.models)}): a "
+                             "corrupt chunk; pipeline info --verify names every one")
+        return ds
 
     def graph(self, verify: bool = True):
         """The input graph's pattern (no self loops), original vertex order,

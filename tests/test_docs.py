@@ -234,3 +234,11 @@ def test_the_documentation_builds_strict(tmp_path):
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "reference" / "store" / "index.html").read_text().count("open_store") > 1
+
+
+def test_the_results_name_no_path_of_the_machine_they_ran_on():
+    """benchmarks/RESULTS.md (the docs' results page) in prose: a reader's checkout has no /work/... of ours."""
+    text = (REPO / "benchmarks" / "RESULTS.md").read_text()
+    found = [f"{i}: {line.strip()[:80]}" for i, line in enumerate(text.splitlines(), 1)
+             if re.search(r"(?<![\w.])/(work|home|root|scratch)/", line)]
+    assert found == []

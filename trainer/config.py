@@ -57,6 +57,8 @@ class TrainError(UserError):
     """A problem with the run's input or options; exit code 2."""
 
 
+NORM_BATCHES_MAX = 10_000  # GraphSAINT's pre-sampled batches (--norm-batches): its counts settle within hundreds
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything a run depends on (``store`` and the options of ``train.py``)."""
@@ -147,6 +149,8 @@ class TrainConfig:
                 raise TrainError(f"--plan-ahead {self.plan_ahead!r}: choose {', '.join(PLAN_AHEAD)}")
             if self.saint not in ("auto", "on", "off") or self.batches_per_epoch < 0 or self.norm_batches < 1:
                 raise TrainError("--saint is auto, on or off; --batches-per-epoch >= 0; --norm-batches >= 1")
+            if self.norm_batches > NORM_BATCHES_MAX:  # 10^9 pre-sampled batches ran without end
+                raise TrainError(f"--norm-batches {self.norm_batches}: at most {NORM_BATCHES_MAX:,}")
         if self.out_of_core and self.mode != "minibatch":
             raise TrainError("--out-of-core: mini-batch training only (--mode minibatch); full batch holds the block")
         self._check_ignored()

@@ -14,7 +14,7 @@ implementation is imported when it runs.
 """
 
 from .base import Assignment, Inputs, Option, PartitionConfig, Partitioner, PartitionResult
-from .registry import DEFAULT_ALL, REGISTRY, build_order, default_options, get, model_names, options
+from .registry import DEFAULT_ALL, REGISTRY, build_order, default_options, get, model_names, options, reads_graph_file
 
 __all__ = ["DEFAULT_ALL", "REGISTRY", "Assignment", "Inputs", "Option", "PartitionConfig", "PartitionResult",
-           "Partitioner", "build_order", "default_options", "get", "model_names", "options"]
+           "Partitioner", "build_order", "default_options", "get", "model_names", "options", "reads_graph_file"]

@@ -11,7 +11,7 @@ from shgcn.core.registry import Registry
 
 from ..errors import UserError
 from . import gp, hp, rp, shp
-from .base import Option, Partitioner
+from .base import GRAPH_FILE, Option, PartitionConfig, Partitioner
 from .vb import refined
 
 _BASE: tuple[Partitioner, ...] = (rp.MODEL, gp.MODEL, hp.MODEL, shp.MODEL)
@@ -62,3 +62,9 @@ def build_order(models: tuple[str, ...]) -> list[str]:
     for m in models:
         visit(m)
     return order
+
+
+def reads_graph_file(models: tuple[str, ...], cfg: PartitionConfig) -> bool:
+    """Whether a model of the build (with the options of ``cfg``) reads the graph file: only then does the
+    partition stage write it (and spill the patterns beside it while a child reads it)."""
+    return any(GRAPH_FILE in get(m).needs_for(cfg) for m in build_order(models))

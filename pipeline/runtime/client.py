@@ -48,7 +48,7 @@ class ClusterConfig:
         return self.scheduler or os.environ.get(ENV_SCHEDULER) or None
 
 
-def _reachable(address: str) -> None:
+def reachable(address: str) -> None:
     """A TCP scheduler address that refuses connections is one line at once
     (Dask's client would retry until its timeout)."""
     import socket
@@ -104,7 +104,7 @@ def dask_client(cfg: ClusterConfig, announce: Callable[[str], Any] = print) -> I
     if address:
         if "://" in address and not address.startswith(("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")):
             raise UserError(f"--scheduler {address!r}: not a Dask scheduler address (expected tcp://HOST:PORT)")
-        _reachable(address)
+        reachable(address)
         try:
             client = Client(address, timeout="20s")
         except (OSError, TimeoutError, ValueError) as e:

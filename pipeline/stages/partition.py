@@ -16,7 +16,7 @@ from shgcn.core.work import vertex_weights
 
 from ..config import BuildConfig
 from ..errors import UserError, option
-from ..models import Inputs, PartitionConfig, PartitionResult, build_order, get
+from ..models import Inputs, PartitionConfig, PartitionResult, build_order, get, reads_graph_file
 from ..models.base import GRAPH, GRAPH_FILE, MATRIX
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
@@ -63,7 +63,7 @@ def graph_file_first(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normali
     pcfg = cfg.partition_config()
     weights = tasks.submit("partition-weights", vertex_weights, nrm.weights, cfg.balance,
                            cfg.dims(ing.node_plan.dim, ing.node_plan.classes))
-    if not any(GRAPH_FILE in get(m).needs_for(pcfg) for m in build_order(cfg.models)):
+    if not reads_graph_file(cfg.models, pcfg):
         return weights, None
     os.makedirs(tmp_root, exist_ok=True)
     return weights, write_graph_file(tasks, ing, weights, os.path.join(tmp_root, "graph.parhip")).path

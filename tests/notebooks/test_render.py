@@ -180,3 +180,16 @@ def test_a_full_disk_leaves_no_partial_report_and_names_it(tmp_path, monkeypatch
         render._write(notebook(), out, fmt)
     assert (e.value.errno, e.value.strerror, e.value.filename) == (errno.ENOSPC, "No space left on device", str(out))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_html_report_has_a_title_and_alt_texts():
+    """nbconvert's page title was "Notebook" and the figures had no alt text: the store's name as the title, and
+    each figure without an alt named by its number and its section (an alt already there is kept)."""
+    page = ('<html><head><title>Notebook</title></head><body><h2 id="v">Volume &amp; load<a>¶</a></h2>'
+            '<img src="data:image/png;base64,AA"><img alt="kept" src="b"><h3>Runs</h3><img src="c"/>'
+            '<img alt="No description has been provided for this image" src="d"></body></html>')
+    got = render.accessible(page, "shgcn report: cora-p4.zarr")
+    assert "<title>shgcn report: cora-p4.zarr</title>" in got and "Notebook" not in got
+    assert '<img alt="figure 1: Volume &amp; load" src="data:image/png;base64,AA">' in got
+    assert '<img alt="kept" src="b">' in got and '<img alt="figure 2: Runs" src="c"/>' in got
+    assert '<img alt="figure 3: Runs" src="d">' in got  # nbconvert's placeholder replaced

@@ -1,6 +1,7 @@
 """The build's plan: the model by hand, its growth, the refusals and ``--plan`` through the command line."""
 
 import json
+import os
 from dataclasses import replace
 
 import pytest
@@ -59,7 +60,6 @@ def test_the_graph_files_scratch_only_when_a_model_reads_it():
     assert plan.make_plan(C, ("rp",), coef=small_coefficients()).scratch == pieces
     assert plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients()).scratch == pieces
     assert plan.make_plan(C, ("rp", "gp"), coef=small_coefficients()).scratch == 16e6 + pieces
-    assert plan.reads_graph_file(("gp",), {}) and not plan.reads_graph_file(("rp",), {})
 
 
 def test_models_run_one_after_another_so_the_largest_child_counts():
@@ -114,8 +114,8 @@ def test_after_the_partition_a_model_with_its_own_figures_takes_the_larger():
 def test_unfitted_models_borrow_and_say_so():
     p = plan.make_plan(C, ("rp", "shp"), coef=small_coefficients())
     notes = [(r.process, r.note) for r in p.rows if r.stage == "partition"]
-    assert notes == [(plan.BUILD, "not fitted: gp's figures"), (plan.BUILD, "not fitted: hp's figures"),
-                     ("child shp (KaMinPar, METIS, Mt-KaHyPar)", "not fitted: hp's figures")]
+    assert notes == [(plan.BUILD, "model rp; not fitted: gp's figures"), (plan.BUILD, "model shp; not fitted: hp's figures"),
+                     ("child shp (KaMinPar, METIS, Mt-KaHyPar)", "model shp; not fitted: hp's figures")]
     assert not any(r.process.startswith("child rp") for r in p.rows)  # rp runs in the build's process
     metis = plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients())
     child = [r for r in metis.rows if r.process.startswith("child")][0]
@@ -127,9 +127,9 @@ def test_a_model_like_an_unfitted_one_takes_the_general_figures_and_a_documented
     under --gp-backend metis (METIS's documented figure is gp's own partition's), and the 2^31 flag names METIS
     only for gp itself."""
     p = plan.make_plan(C, ("shp-vb", "gp-vb"), {"gp_backend": "metis"}, coef=small_coefficients())
-    gp_s = "not fitted: gp's figures"
+    shp, gp = "model shp-vb; not fitted: gp's figures", "model gp-vb; not fitted: gp's figures"
     assert [(r.process, r.note) for r in p.rows if r.stage == "partition"] == [
-        (plan.BUILD, gp_s), ("child shp-vb (KaMinPar)", gp_s), (plan.BUILD, gp_s), ("child gp-vb (KaMinPar)", gp_s)]
+        (plan.BUILD, shp), ("child shp-vb (KaMinPar)", shp), (plan.BUILD, gp), ("child gp-vb (KaMinPar)", gp)]
     big = replace(C, symmetric=plan.INT32_LIMIT)
     assert "METIS" not in plan.make_plan(big, ("gp-vb",), {"gp_backend": "metis"}, coef=small_coefficients()).flags[0]
     assert "METIS" in plan.make_plan(big, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients()).flags[0]
@@ -281,3 +281,103 @@ def test_the_fit_counts_a_lean_kaminpar_child_at_the_build_eps(monkeypatch):
     assert _child_at_build_eps(rec({"gp": {"backend": "kaminpar"}})) == 700 * 2**20
     lean = _child_at_build_eps(rec({"gp": {"backend": "kaminpar", "kaminpar_eps": 0.05}}))
     assert lean == pytest.approx(700 * 2**20 / KAMINPAR_EPS_SHARE)
+
+
+SBM_SMALL = ("sbm:n=300,classes=3,degree=6,features=8", "--parts", "2")
+
+
+def test_a_plan_needs_no_out_and_a_build_does(tmp_path, monkeypatch):
+    """--plan writes nothing: without --out it plans the current directory's disk; a build without --out is one
+    line (argparse's usage and exit 2 before); nothing is created either way."""
+    from helpers import run_main
+
+    monkeypatch.chdir(tmp_path)
+    res = run_main("build", *SBM_SMALL, "--plan")
+    assert res.returncode == 0 and res.stdout.strip().splitlines()[-1].startswith("verdict    fits"), res.stderr
+    assert f"free on {tmp_path}" in res.stdout
+    one_line(run_main("build", *SBM_SMALL), "--out: required to build a store")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plan_json_is_json(tmp_path):
+    from helpers import run_main
+
+    res = run_main("build", *SBM_SMALL, "--plan", "--json", "--out", tmp_path / "s.zarr")
+    doc = json.loads(res.stdout)
+    assert res.returncode == 0 and doc["fits"] is True and doc["verdict"].startswith("fits: memory")
+    assert doc["counts"]["n"] == 300 and {r["stage"] for r in doc["rows"]} >= {"ingest", "partition", "write"}
+    assert doc["disk"] <= doc["free"] and doc["at_once"] <= doc["limit"]
+
+
+def test_the_plan_refuses_an_out_the_build_refuses(tmp_path, built, monkeypatch):
+    """--out under a regular file, onto an existing store, inside a store, or where nothing can be written: the
+    store's own one line, not "fits"; nothing is created."""
+    from helpers import run_main
+
+    (tmp_path / "file").write_text("x")
+    for out, fragment in ((tmp_path / "file" / "s.zarr", "file: not a directory"),
+                          (built.path, "already exists (pass --overwrite"),
+                          (built.path / "inner.zarr", "inside the store")):
+        one_line(run_main("build", *SBM_SMALL, "--plan", "--out", out), fragment)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **k: False if str(p) == str(ro) else real(p, mode, **k))
+    one_line(run_main("build", *SBM_SMALL, "--plan", "--out", ro / "s.zarr"), f"{ro} cannot be written")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "ro"] and list(ro.iterdir()) == []
+
+
+def test_the_partition_rows_name_their_models_and_the_advice_is_said_once():
+    p = plan.make_plan(C, ("rp", "gp", "hp"))
+    notes = [r.note for r in p.rows if r.stage == "partition"]
+    assert {n.split(";")[0] for n in notes} == {"model rp", "model gp", "model hp"}, notes
+    gp = plan.make_plan(C, ("gp",), coef=small_coefficients())
+    row = next(r for r in gp.rows if r.process.startswith("child gp"))
+    advised = replace(gp, rows=[replace(r, advice="partition with fewer models at once, or build on a machine with "
+                                                  "more memory") if r is row else r for r in gp.rows])
+    line = plan.refusal(advised, 1, 100 * GIB, "/x", False)
+    assert line.count("more memory") == 1 and "\n" not in line
+
+
+def test_the_plan_refuses_a_features_file_the_build_refuses(tmp_path):
+    """A truncated --features file, or one of another row count than the graph's vertices: "fits" before, the
+    build's refusal after; now the build's one line at the plan."""
+    import numpy as np
+    from helpers import run_main
+
+    np.save(tmp_path / "ok.npy", np.zeros((300, 4), np.float32))
+    np.save(tmp_path / "short.npy", np.zeros((299, 4), np.float32))
+    whole = (tmp_path / "ok.npy").read_bytes()
+    (tmp_path / "cut.npy").write_bytes(whole[:len(whole) // 2])
+    args = ("build", *SBM_SMALL, "--plan", "--out", tmp_path / "s.zarr", "--features")
+    assert run_main(*args, tmp_path / "ok.npy").returncode == 0
+    one_line(run_main(*args, tmp_path / "short.npy"), "short.npy: feature matrix has 299 rows but the graph has 300")
+    one_line(run_main(*args, tmp_path / "cut.npy"), "cut.npy: not a .npy array")
+
+
+def test_the_plan_refuses_a_scheduler_the_build_cannot_reach(tmp_path):
+    """--plan --scheduler of a port nothing listens on: "fits" before; the build's one line now."""
+    import socket
+
+    from helpers import run_main
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens on it
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    one_line(run_main("build", *SBM_SMALL, "--plan", "--scheduler", f"tcp://127.0.0.1:{port}"),
+             f"cannot connect to the Dask scheduler at tcp://127.0.0.1:{port}")
+
+
+def test_worker_processes_are_planned():
+    """--processes --workers 8 was planned as one process (494 MiB; measured about 945): each worker process's
+    interpreter is added to the build's process in every stage, and named."""
+    from helpers import run_main
+
+    one = plan.make_plan(C, ("gp",), coef=small_coefficients())
+    eight = plan.with_workers(one, 8)
+    assert eight.at_once()[0] == one.at_once()[0] + 8 * plan.WORKER_PROCESS
+    assert all("with 8 worker processes" in r.note for r in eight.rows if r.process == plan.BUILD)
+    assert plan.with_workers(one, 0) == one
+    res = run_main("build", *SBM_SMALL, "--plan", "--json", "--processes", "--workers", "8")
+    doc = json.loads(res.stdout)
+    assert doc["at_once"] >= 8 * plan.WORKER_PROCESS and "with 8 worker processes" in doc["rows"][0]["note"]

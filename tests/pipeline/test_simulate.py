@@ -210,3 +210,21 @@ def test_the_breakdown_shows_every_ranks_terms(store4):
     for r in ranks:
         compute, comm, total = float(r[2]), float(r[-2]), float(r[-1])
         assert total == pytest.approx(compute + comm, abs=2e-4)
+
+
+@pytest.mark.parametrize("ranks", ["2147483648", "401", "1000000000000"])
+def test_more_ranks_than_vertices_is_refused_in_one_line(store4, ranks):
+    """As build --parts: a part per vertex at most (2^31 ranks grew to 22.9 GB; 10^12 a KaMinPar traceback;
+    more ranks than vertices predicted empty ranks)."""
+    from helpers import one_line, run_main
+
+    one_line(run_main("simulate", str(store4), "--ranks", ranks), f"--ranks {ranks}: must be between 1 and the "
+                                                                    "graph's 400 vertices")
+
+
+def test_alpha_and_beta_are_bounded_as_a_machine_files():
+    """--alpha 1e308 printed inf and nan columns: bounded as a machine file's figures."""
+    for alpha, beta in ((1e308, None), (None, 1e308), (-1.0, None)):
+        with pytest.raises(UserError, match="--alpha from 0 to 3600 s, --beta from 0 to 1000 s/byte"):
+            simulate.simulation_machine("infiniband", alpha, beta)
+    assert simulate.simulation_machine("infiniband", 1e-6, 1e-9).inter.alpha == 1e-6

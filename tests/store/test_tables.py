@@ -59,3 +59,19 @@ def test_a_missing_table_array_fails_verify(copy):
     with pytest.raises(store.StoreError) as e:
         store.open_store(copy).verify()
     assert str(e.value) == f"{copy}/quality/imbalance: the array is missing (a damaged store)"
+
+
+def test_any_flipped_byte_of_the_model_names_is_one_line_without_verify(copy):
+    """info without --verify after one flipped byte of quality/model's chunk: a pyarrow ArrowException traceback
+    (text it cannot wrap) or, silently, another model name; now one line naming the array, whichever byte."""
+    chunk = copy / "quality" / "model" / "c" / "0"
+    good = chunk.read_bytes()
+    for k in range(len(good)):
+        bad = bytearray(good)
+        bad[k] ^= 0xFF
+        chunk.write_bytes(bytes(bad))
+        res = run_main("info", str(copy))
+        assert res.returncode == 2 and res.stderr.count("\n") == 1, (k, res.stderr[-2000:])
+        assert f"{copy}/quality/model" in res.stderr and "Traceback" not in res.stderr, (k, res.stderr)
+    chunk.write_bytes(good)
+    assert run_main("info", str(copy)).returncode == 0

@@ -154,3 +154,10 @@ def test_threads_are_counted_over_the_ranks_that_share_the_machine():
         TrainConfig(store="s", threads=8, cores=2, local_ranks=2).check()
     assert str(e.value) == ("--threads 8: at most 4 with 2 ranks on this machine (4 per core of this machine's 2; more "
                             "threads only compete for the cores)")
+
+
+def test_norm_batches_are_bounded():
+    """--norm-batches 10^9 ran without end: at most 10,000 (td.MiniBatches' norm_batches too: test_loader)."""
+    with pytest.raises(TrainError, match=r"^--norm-batches 1000000000: at most 10,000$"):
+        TrainConfig(store="s", mode="minibatch", norm_batches=10**9).check()
+    TrainConfig(store="s", mode="minibatch", norm_batches=10_000).check()

@@ -55,6 +55,8 @@ def job_rank() -> int:
     process."""
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank()
+    if nested_launch() and os.environ.get("LOCAL_RANK", "0").strip() != "0":  # one torchrun worker per MPI rank says
+        return 1
     value = next((os.environ[r] for r, _ in (*MPI_WORLD_VARS, ("RANK", "WORLD_SIZE"), ("SLURM_PROCID", ""))
                   if os.environ.get(r)), "0")
     return int(value) if value.strip().isdigit() else 0
@@ -63,6 +65,12 @@ def job_rank() -> int:
 def launched_by_mpi() -> bool:
     """Whether an MPI launcher started more than one process."""
     return any(int(os.environ.get(v, "1") or 1) > 1 for v in MPI_SIZE_VARS)
+
+
+def nested_launch() -> bool:
+    """Whether torchrun started this process under an MPI launcher (``mpirun -n 2 torchrun ...``): two launchers,
+    each believing it starts the job."""
+    return bool(os.environ.get("TORCHELASTIC_RUN_ID")) and launched_by_mpi()
 
 
 def stale_launcher_env() -> str | None:
@@ -94,6 +102,11 @@ def _check_launcher_env() -> None:
     """Refuse a stale or partial torchrun environment before any rendezvous (a :class:`JobError`, one line).
     Under an MPI launcher the ranks agree over MPI first: one rank whose stale ``RANK`` happens to fit would
     otherwise wait for the others in torch's rendezvous."""
+    if nested_launch():  # before MPI starts: MPICH's PMI_Init would abort every process of torchrun's with stacks
+        from .block import JobError
+
+        raise JobError("started by torchrun under mpirun (two launchers, each starting the job): use one, "
+                       "mpirun -n N python SCRIPT or torchrun --nproc-per-node N SCRIPT")
     problem = stale_launcher_env()
     if launched_by_mpi() and "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         from mpi4py import MPI
@@ -209,6 +222,15 @@ def init_from_env(backend: str = "gloo", timeout_s: float = 300.0, device: Any =
         set up at once (so the first halo exchange, which not every rank takes part in, finds it). None or
         the CPU: nothing
     """
+    if backend not in ("gloo", "nccl", "mpi"):  # else torch's ValueError, or a RuntimeError at the rendezvous
+        from .block import JobError
+
+        raise JobError(f"init_from_env(backend={backend!r}): choose gloo, nccl or mpi (td.choose_backend(device) "
+                       "picks one)")
+    if not 0 < timeout_s < 10**7:
+        from .block import JobError
+
+        raise JobError(f"init_from_env(timeout_s={timeout_s!r}): seconds, more than 0 and below 1e7")
     if dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     kw: dict[str, Any] = {"timeout": timedelta(seconds=timeout_s)}
@@ -316,10 +338,22 @@ def run_main(main: Callable[[], int | None], prog: str) -> int:
             return e.exit_code
         return _end_job(prog, f"error: {e}", e.exit_code)
     except BaseException as e:  # noqa: BLE001 - any failure must end the whole job, not leave it waiting
-        text = f"{type(e).__name__}: {e}"
-        if "Timed out" in text:  # gloo's words: this rank waited out the collective's timeout (init_from_env's)
-            text += " (another rank stopped answering, or fell that far behind)"
-        return _end_job(prog, text, 1)
+        return _end_job(prog, failure_text(e), 1)
+
+
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")  # gloo's, when a peer exits
+
+
+def failure_text(e: BaseException) -> str:
+    """A rank's own failure in one line: its type and message, or, when gloo says a peer's connection closed
+    (another rank exited: its own code, or killed), that rank named as the cause, not gloo."""
+    text = f"{type(e).__name__}: {e}"
+    if any(words in text for words in PEER_GONE):
+        return ("another rank left the job (its connection closed: it exited or was killed; its own output, or "
+                "the launcher's, says why); this rank stopped")
+    if "Timed out" in text:  # gloo's words: this rank waited out the collective's timeout (init_from_env's)
+        text += " (another rank stopped answering, or fell that far behind)"
+    return text
 
 
 def _end_job(prog: str, text: str, code: int) -> int:

@@ -55,6 +55,7 @@ from shgcn import store
 from shgcn.core.errors import UserError
 from shgcn.core.sample import SAMPLERS, TRAIN, SamplerConfig
 
+from ..config import NORM_BATCHES_MAX
 from ..minibatch import BatchSource, BatchView, PlanAhead
 from ..minibatch import MiniBatches as Restrictor
 from ..plan import comm_plan, full_local
@@ -152,8 +153,9 @@ class MiniBatches:
                  device: Any = None, ahead: bool = True, group: Any = None, out_of_core: bool = False):
         if sampler not in SAMPLERS:
             raise UserError(f"MiniBatches(sampler={sampler!r}): choose from {', '.join(SAMPLERS.names())}")
-        if steps is not None and steps < 1 or norm_batches < 1:
-            raise UserError(f"MiniBatches: steps ({steps}) and norm_batches ({norm_batches}) must be >= 1")
+        if steps is not None and steps < 1 or not 1 <= norm_batches <= NORM_BATCHES_MAX:
+            raise UserError(f"MiniBatches: steps ({steps}) and norm_batches ({norm_batches}) must be >= 1 (norm_batches "
+                            f"at most {NORM_BATCHES_MAX:,})")
         s = path if isinstance(path, store.Store) else store.open_store(path)
         rank_given = rank is not None
         rank, size = _world(rank, size)

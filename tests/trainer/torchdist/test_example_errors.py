@@ -211,3 +211,27 @@ def test_run_main_ends_a_process_as_the_trainer_does(capfd):
     assert "p: interrupted" in capfd.readouterr().err
     with pytest.raises(SystemExit):
         launch.run_main(raising(SystemExit(2)), "p")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--epochs", "0"], "--epochs 0: must be >= 1"),  # was "None: already at epoch 0"
+    (["--hidden", "0"], "--hidden 0: widths must be >= 1"),  # trained a 0-wide layer
+    (["--hidden", "-5"], "--hidden -5: widths must be >= 1"), (["--arch", "gat", "--heads", "0"], "--heads 0: must be >= 1"),
+    (["--lr", "nan"], "--lr nan: must be a finite number > 0"), (["--seed", "-1"], "--seed -1: must be in 0..2^63-1")])
+def test_the_examples_bad_arguments_are_one_line(built, args, fragment):
+    """torch's RuntimeError or ValueError (rc 1) before: one line, exit 2, before torch.distributed starts."""
+    clean = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS}
+    res = subprocess.run([sys.executable, str(EXAMPLE), str(built.path), *args], capture_output=True, text=True,
+                         timeout=120, env=clean)
+    one_line(res.returncode, res.stderr, fragment)
+
+
+def test_a_peer_that_left_is_named_not_gloo():
+    """rank 1 exited 3: rank 0's line blamed gloo ("Connection closed by peer ... GLHF!"); now the rank that left."""
+    for words in ("[gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:13483. GLHF!",
+                  "[pair.cc:537] Read error [127.0.0.1]:11939: Connection reset by peer."):
+        text = launch.failure_text(RuntimeError(words))
+        assert text.startswith("another rank left the job") and "gloo" not in text and "GLHF" not in text
+    assert launch.failure_text(RuntimeError("Timed out waiting")).endswith("(another rank stopped answering, or fell "
+                                                                           "that far behind)")
+    assert launch.failure_text(ValueError("x")) == "ValueError: x"

@@ -220,3 +220,24 @@ def test_srun_gives_one_process_losses(slurm, mpi_stores, tmp_path):
                  mpi_stores["undirected", 2], tmp_path / "srun.jsonl")
     assert one.shape == (5,)
     np.testing.assert_allclose(two, one, rtol=1e-5)
+
+
+def test_torchrun_under_mpirun_is_one_line_before_mpi_starts(monkeypatch):
+    """mpirun -n 2 torchrun --nproc-per-node 2: torchrun's workers see its RANK/WORLD_SIZE and mpirun's PMI_SIZE;
+    MPICH's PMI_Init aborted each with stacks. Refused before mpi4py is touched; one worker per MPI rank says it."""
+    for k, v in {"TORCHELASTIC_RUN_ID": "none", "PMI_SIZE": "2", "PMI_RANK": "0", "RANK": "1", "WORLD_SIZE": "2",
+                 "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # importing it here would fail the test
+    assert launch.nested_launch() and launch.job_rank() == 1
+    with pytest.raises(UserError, match=r"started by torchrun under mpirun .*: use one, mpirun -n N python SCRIPT"):
+        launch._check_launcher_env()
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert launch.job_rank() == 0
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID")
+    assert not launch.nested_launch()
+
+
+def test_init_from_env_refuses_an_unknown_backend_in_one_line():
+    with pytest.raises(UserError, match=r"^init_from_env\(backend='bogus'\): choose gloo, nccl or mpi"):
+        launch.init_from_env("bogus")

@@ -172,6 +172,7 @@ def test_batches_made_ahead_are_the_batches_made_inline(built):
 
 def test_bad_arguments_are_one_line(built):
     for kw, match in [({"sampler": "walk"}, "choose from node, edge, rw"), ({"steps": 0}, "must be >= 1"),
+                      ({"norm_batches": 10**9}, "norm_batches at most 10,000"),
                       ({"batch_size": 0}, "--batch-size 0: must be between 1"),
                       ({"batch_size": 601}, "--batch-size 601")]:
         args = {"batch_size": SIZE, **kw}
