@@ -102,6 +102,19 @@ class Slurm:
                 p.wait(timeout=10)
 
 
+def _die_with_parent() -> None:
+    """In the daemon's child process before it runs: the kernel sends it SIGTERM when the test process dies (a
+    pytest killed mid-run left its Slurm running, holding the ports)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _daemon(args: list[str], env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=_die_with_parent)
+
+
 def _munge(root: Path) -> tuple[subprocess.Popen, Path]:
     """munged in the foreground, with its own key and socket under ``root``."""
     d = root / "munge"
@@ -110,9 +123,8 @@ def _munge(root: Path) -> tuple[subprocess.Popen, Path]:
     key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
     sock = d / "munge.socket"
-    p = subprocess.Popen([_find("munged") or "munged", "-F", "--force", f"--key-file={key}", f"--socket={sock}",
-                          f"--pid-file={d / 'munged.pid'}", f"--log-file={root / 'munged.log'}",
-                          f"--seed-file={d / 'munged.seed'}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = _daemon([_find("munged") or "munged", "-F", "--force", f"--key-file={key}", f"--socket={sock}",
+                 f"--pid-file={d / 'munged.pid'}", f"--log-file={root / 'munged.log'}", f"--seed-file={d / 'munged.seed'}"])
     _wait(lambda: sock.exists(), 20, "munged did not open its socket", p)
     return p, sock
 
@@ -141,10 +153,8 @@ def start_slurm(root: Path, timeout: float = 60) -> Slurm:
         s.procs.append(munged)
         s.conf.write_text(config(root, node, sock))
         env = s.env()
-        s.procs.append(subprocess.Popen([_find("slurmctld") or "slurmctld", "-D", "-i", "-f", str(s.conf)], env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        s.procs.append(subprocess.Popen([_find("slurmd") or "slurmd", "-D", "-f", str(s.conf), "-N", node], env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        s.procs.append(_daemon([_find("slurmctld") or "slurmctld", "-D", "-i", "-f", str(s.conf)], env))
+        s.procs.append(_daemon([_find("slurmd") or "slurmd", "-D", "-f", str(s.conf), "-N", node], env))
         _wait(lambda: _idle(s), timeout, "the test Slurm's node did not become idle")
     except RuntimeError as e:
         s.stop()
