@@ -21,7 +21,7 @@ import sys
 
 from shgcn.core.memory import size_argument
 
-from .flags import add_part_options, part_options
+from .flags import add_part_options, given_minibatch_options, part_options
 from .threads import THREAD_VARS, affinity_warning, launcher_rank, max_threads, thread_env_problem
 
 
@@ -284,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         # and its end (exit 130), so a rank that sees it first cannot end the job before rank 0 has said so
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     options = part_options(args)  # the parts' own flags, by dest
-    cfg = TrainConfig(**vars(args), options=options, cores=os.cpu_count(), local_ranks=local_ranks())
+    cfg = TrainConfig(**vars(args), options=options, cores=os.cpu_count(), local_ranks=local_ranks(),
+                      given=given_minibatch_options(p, argv))
     dog = watchdog.start(comm, cfg.timeout if math.isfinite(cfg.timeout) else 0)
     try:
         return _run(cfg, comm)

@@ -107,6 +107,8 @@ class TrainConfig:
     # the parts' own options by ``dest`` (GAT's heads, 1.5D's replication, the torch backend's kernels: what each
     # part's spec declares, shgcn.core.options.Option); absent ones take their defaults
     options: Mapping[str, Any] = field(default_factory=dict)
+    # the mini-batch options the command line was given (None: those away from their defaults count as given)
+    given: tuple[str, ...] | None = None
 
     def check(self) -> None:
         """Raise :class:`TrainError` for options no run can use."""
@@ -157,14 +159,14 @@ class TrainConfig:
 
     def _check_ignored(self) -> None:
         """A mini-batch option in full-batch mode, or --walk-length with a sampler that does not walk: refused,
-        not silently ignored (an option away from its default)."""
+        not silently ignored (an option the command line gave, even at its default; else one away from it)."""
         defaults = {f.name: f.default for f in fields(self)}
+        given = [f for f in MINIBATCH_ONLY if (f in self.given if self.given is not None else getattr(self, f) != defaults[f])]
         if self.mode != "minibatch":
-            given = [f for f in MINIBATCH_ONLY if getattr(self, f) != defaults[f]]
             if given:
                 raise TrainError(f"{', '.join('--' + f.replace('_', '-') for f in given)}: mini-batch options "
                                  f"(--mode minibatch); full-batch training uses none")
-        elif self.walk_length != defaults["walk_length"] and not SAMPLERS[self.sampler].walks:
+        elif "walk_length" in given and not SAMPLERS[self.sampler].walks:
             raise TrainError(f"--walk-length {self.walk_length}: an option of the samplers that walk "
                              f"({', '.join(n for n, s in SAMPLERS.items() if s.walks)}), not of --sampler {self.sampler}")
 

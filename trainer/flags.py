@@ -57,3 +57,13 @@ def part_options(args: argparse.Namespace) -> dict:
     :attr:`TrainConfig.options` (the others take their defaults)."""
     dests = {o.dest for reg in registries() for o in reg.all_options()}
     return {d: vars(args).pop(d) for d in sorted(dests) if d in vars(args)}
+
+
+def given_minibatch_options(p: argparse.ArgumentParser, argv: list[str] | None) -> tuple[str, ...]:
+    """The mini-batch options (``MINIBATCH_ONLY``'s dests) that ``argv`` gives, even at their defaults: argparse
+    sets a default only where the namespace has no value yet, so a marker left in place was not given."""
+    from .config import MINIBATCH_ONLY
+
+    unset = object()
+    probe = p.parse_args(argv, argparse.Namespace(**dict.fromkeys(MINIBATCH_ONLY, unset)))
+    return tuple(d for d in MINIBATCH_ONLY if getattr(probe, d) is not unset)

@@ -329,7 +329,7 @@ def _open_log(ctx: Context, comm, train_count: int, input_density: float) -> run
         store=str(cfg.store), dataset=s.attrs["dataset"], parts=comm.size, exchange=cfg.exchange, mode=cfg.mode,
         model=s.attrs["model"], dims=ctx.model.dims, w_first=[ctx.model.w_first(k) for k in range(len(ctx.model.heads))],
         arch=cfg.arch, heads=ctx.model.heads, exchange_dtype=cfg.exchange_dtype,
-        config={k: v for k, v in asdict(cfg).items() if k != "fail_at"}, train_count=train_count,
+        config={k: v for k, v in asdict(cfg).items() if k not in ("fail_at", "given")}, train_count=train_count,
         start_epoch=ctx.start, versions=versions(), sampler=cfg.sampler if mb is not None else None,
         batch_size=mb.sampler.cfg.size if mb is not None else None, metric=ctx.targets.metric,
         algorithm=cfg.algorithm, replication=cfg.replication, grid=[ctx.shape.rows, ctx.shape.cols],

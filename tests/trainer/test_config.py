@@ -131,6 +131,7 @@ def test_a_seed_numpy_refuses_is_one_line():
     ({"mode": "minibatch", "sampler": "node", "walk_length": 4},
      "--walk-length 4: an option of the samplers that walk (rw), not of --sampler node")])
 def test_an_option_the_run_would_ignore_is_refused(given, message):
+    """Away from its default (a config built in code), or given on the command line even at its default."""
     with pytest.raises(TrainError) as e:
         TrainConfig(store="s", **given).check()
     assert str(e.value) == message
@@ -161,3 +162,15 @@ def test_norm_batches_are_bounded():
     with pytest.raises(TrainError, match=r"^--norm-batches 1000000000: at most 10,000$"):
         TrainConfig(store="s", mode="minibatch", norm_batches=10**9).check()
     TrainConfig(store="s", mode="minibatch", norm_batches=10_000).check()
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"sampler": "node", "given": ("sampler",)},
+     "--sampler: mini-batch options (--mode minibatch); full-batch training uses none"),
+    ({"mode": "minibatch", "sampler": "node", "walk_length": 2, "given": ("sampler", "walk_length")},
+     "--walk-length 2: an option of the samplers that walk (rw), not of --sampler node")])
+def test_an_option_given_at_its_default_is_refused_where_the_run_ignores_it(given, message):
+    with pytest.raises(TrainError) as e:
+        TrainConfig(store="s", **given).check()
+    assert str(e.value) == message
+    TrainConfig(store="s", mode="minibatch", sampler="node", given=("sampler",)).check()  # where it counts

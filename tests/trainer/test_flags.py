@@ -49,3 +49,15 @@ def test_a_plugin_that_clashes_or_fails_is_one_line_and_exit_2(tmp_path, case):
     res = subprocess.run([sys.executable, str(REPO / "trainer" / "train.py"), str(tmp_path / "none.zarr")],
                          capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 2 and res.stderr.strip().splitlines() == [f"shgcn-train: error: {message}"], res.stderr
+
+
+def test_the_minibatch_options_given_are_known_even_at_their_defaults():
+    """`--sampler node` without `--mode minibatch` (the sampler's default) was accepted and ignored: what the
+    command line gives is what counts, not whether it differs from the default."""
+    from shgcn.trainer.cli import parser
+    from shgcn.trainer.flags import given_minibatch_options
+
+    p = parser()
+    assert given_minibatch_options(p, ["s.zarr"]) == ()
+    assert given_minibatch_options(p, ["s.zarr", "--sampler", "node", "--walk-length=2"]) == ("sampler", "walk_length")
+    assert given_minibatch_options(p, ["s.zarr", "--batch-size", "auto", "--epochs", "3"]) == ("batch_size",)
