@@ -18,11 +18,15 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subpro
                           cwd=cwd, timeout=timeout)
 
 
-def one_line(res, *fragments, code=2):
-    """Exit ``code`` with one line on stderr naming every fragment, no traceback."""
+def one_line(res, *fragments, code=2, prefix=None):
+    """Exit ``code`` with one line on stderr naming every fragment, no traceback (the one helper of the tests
+    for "one readable line, exit 2"). Log lines (INFO, WARNING) and argparse's usage block are not the error's
+    lines; ``prefix``: how the line starts (``pipeline: error:``)."""
     assert res.returncode == code, (res.returncode, res.stderr[-2000:])
-    lines = [x for x in res.stderr.splitlines() if x.strip() and " INFO: " not in x and " WARNING: " not in x]
+    lines = [x for x in res.stderr.splitlines() if x.strip() and " INFO: " not in x and " WARNING: " not in x
+             and not x.startswith(("usage:", " "))]
     assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert prefix is None or lines[0].startswith(prefix), (prefix, lines[0])
     for f in fragments:
         assert f in lines[0], (f, lines[0])
 
