@@ -14,6 +14,7 @@ report share, none of which knows the store's layout.
 - :mod:`.sample` (the mini-batch samplers), :mod:`.runlog` (the run log's
   records), :mod:`.tables` (the quality tables as text), :mod:`.csr`,
   :mod:`.registry` and :mod:`.options` (a part's declared options),
+  :mod:`.plugins` (the one loader of parts from outside),
   :mod:`.errors` (``UserError``: exit code 2).
 
 Submodules load on first use (``shgcn.core.epoch``); ``dir(shgcn.core)``
@@ -26,7 +27,7 @@ import importlib
 from typing import Any
 
 __all__ = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges",
-           "fluid", "machine", "machine_check", "machine_spec", "memory", "options", "partition", "profile",
+           "fluid", "machine", "machine_check", "machine_spec", "memory", "options", "partition", "plugins", "profile",
            "registry", "runlog", "sample", "tables", "thread_scaling", "work"]
 
 

@@ -10,7 +10,7 @@ from helpers import REPO
 import shgcn.core
 
 SUBMODULES = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges",
-              "fluid", "machine", "machine_check", "machine_spec", "memory", "options", "partition", "profile",
+              "fluid", "machine", "machine_check", "machine_spec", "memory", "options", "partition", "plugins", "profile",
               "registry", "runlog", "sample", "tables", "thread_scaling", "work"]
 
 

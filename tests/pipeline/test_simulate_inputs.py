@@ -19,7 +19,7 @@ def refused(res, line: str) -> None:
     (["--machine", "link=0GB/s"],
      "machine spec: 'link=0GB/s': the rate '0GB/s' must be finite and above 0 (no link: link=none)"),
     (["--machine", "ranks=abc"], "machine spec: 'ranks=abc': must be a whole number from 1 to 1,048,576"),
-    (["--machine", "compute=this*-2"], "machine spec: 'compute=this*-2': the factor '-2' must be finite and above 0"),
+    (["--machine", "compute=this*-2"], "machine spec: 'compute=this*-2': the compute factor -2.0 must be from 1e-06 to 1e+06"),
     (["--exchange", ""], "--exchange '': name at least one of p2p, alltoallv, bcast, node"),
     (["--algorithm", ""], "--algorithm '': name at least one of 1d, 1.5d, 2d"),
     (["--algorithm", "2d", "--ranks", "3"], "nothing to predict: --algorithm 2d runs on a square number of ranks, "
