@@ -2,7 +2,7 @@
 every process's memory at once, the disk at its peak and the gap to the issue's targets.
 
     python -m benchmarks.build.billion [--scale 26] [--plan-scales 25] [--train-scale 24] [--compare-scale 22]
-        [--steps 20] [--ranks 2] [--batch-size 8192] [--dir DIR] [--skip-gp]
+        [--steps 20] [--ranks 2] [--batch-size 8192] [--dir DIR] [--plan-only]
 
 1. ``pipeline build rmat:scale=S,edge_factor=16,seed=1 --model gp --parts 64 --plan`` on this machine: the plan's
    memory at once, disk, time and verdict (and the same plan at each of ``--plan-scales``). When it fits, the
@@ -84,15 +84,11 @@ def build_row(scale: int, model: str, parts: int, args, keep: bool) -> tuple[dic
     nnz = int(rec["info"]["nnz"])
     row.update({"nnz": f"{nnz:,}", "measured at once": gib(rec["tree_peak_bytes"]),
                 "B/nnz": f"{rec['tree_peak_bytes'] / nnz:.1f}",
-                "disk peak": gib(rec["partial_peak_bytes"] + 0), "store": gib(rec["store_bytes"]),
+                "disk peak": gib(rec["partial_peak_bytes"]), "store": gib(rec["store_bytes"]),
                 "wall": f"{rec['wall']:,.0f} s", "_plan": p, "_rec": rec})
-    store = args.dir / f"{tag}.zarr"
+    store = args.dir / f"{tag}.zarr"  # rp's is two_part_store's name: the training reuses it
     if keep:
-        final = args.dir / f"rmat{scale}-rp-p{parts}.zarr"
-        if store != final:
-            shutil.rmtree(final, ignore_errors=True)
-            store.rename(final)
-        return row, final
+        return row, store
     shutil.rmtree(store, ignore_errors=True)
     return row, None
 
