@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.core.archs import ARCHS
+from shgcn.core import archs as specs
 
 from ..backends import Attention, Backend, Noise
 from ..graph import Graph
@@ -44,7 +44,7 @@ def _block_diag(be: Backend, a: Any) -> Any:
 class GAT(Layers):
     """Per layer: ``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
 
-    spec = ARCHS["gat"]
+    spec = specs.GAT
 
     def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
         rng = np.random.default_rng([seed, 0x6A7])

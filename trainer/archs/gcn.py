@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.core.archs import ARCHS
+from shgcn.core import archs as specs
 
 from ..backends import Backend, Noise
 from ..graph import Graph
@@ -23,7 +23,7 @@ from .base import Layers, glorot
 class GCN(Layers):
     """Weights ``ws[k]`` of shape (dims[k], dims[k+1]), identical on every rank."""
 
-    spec = ARCHS["gcn"]
+    spec = specs.GCN
 
     def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
         rng = np.random.default_rng([seed, 0x6C])

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.core.archs import ARCHS
+from shgcn.core import archs as specs
 
 from ..backends import Backend, Noise
 from ..graph import Graph
@@ -34,7 +34,7 @@ def _linear(rng: np.random.Generator, d_in: int, d_out: int) -> tuple[np.ndarray
 class GIN(Layers):
     """Per layer: ``w1`` (d_in, d_out), ``b1``, ``w2`` (d_out, d_out), ``b2``, ``eps`` (1,)."""
 
-    spec = ARCHS["gin"]
+    spec = specs.GIN
 
     def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
         rng = np.random.default_rng([seed, 0x61E])

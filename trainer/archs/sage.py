@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.core.archs import ARCHS
+from shgcn.core import archs as specs
 
 from ..backends import Backend, Noise
 from ..graph import Graph
@@ -26,7 +26,7 @@ from .base import Layers, glorot
 class SAGE(Layers):
     """Per layer: ``w`` (d_in, 2 d_out) = [W_n | W_r] and bias ``b`` (d_out,)."""
 
-    spec = ARCHS["sage"]
+    spec = specs.SAGE
 
     def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
         rng = np.random.default_rng([seed, 0x5A6E])
