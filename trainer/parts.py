@@ -85,8 +85,8 @@ class Parts(Mapping[str, Part[S, I]], Generic[S, I]):
         """The parts of ``specs``' kind, each a pair of a spec object of ``specs`` and its implementation
         (``(archs.GCN, GCN)``): joined by reference, the name written only in the spec. An ImportError (a wiring
         error, found at import) for a spec that is not ``specs``' own, a spec given twice, an implementation
-        declaring another spec (its ``spec`` attribute, as the architectures' layers have), or a built-in spec
-        left without an implementation."""
+        declaring another part (its ``spec``, as the architectures' layers have, or its ``name``, as the
+        exchanges' classes have: their spec's), or a built-in spec left without an implementation."""
         impls: dict[str, I] = {}
         for spec, impl in parts:
             if specs.entries.get(spec.name) is not spec:
@@ -94,9 +94,9 @@ class Parts(Mapping[str, Part[S, I]], Generic[S, I]):
             if spec.name in impls:
                 raise ImportError(f"{specs.option} {spec.name}: implemented twice")
             declared = getattr(impl, "spec", spec)
-            if declared is not spec:
-                raise ImportError(f"{specs.option} {spec.name}: its implementation declares the spec of "
-                                  f"{getattr(declared, 'name', declared)!r}")
+            named = getattr(declared, "name", None) if declared is not spec else getattr(impl, "name", spec.name)
+            if declared is not spec or (isinstance(named, str) and named != spec.name):
+                raise ImportError(f"{specs.option} {spec.name}: its implementation declares another part ({named!r})")
             impls[spec.name] = impl
         return cls(specs, impls)
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from . import blas, kernels
+from . import NUMPY, blas, kernels
 from .arrays import _PARALLEL_MIN, HostArrays
 from .base import AdamState, Attention, Dropped, Noise, timed_on_host
 
@@ -86,7 +86,7 @@ def tn_rows(n: int) -> int:
 class NumpyBackend(HostArrays):
     """The CPU backend: numpy, scipy.sparse and numba kernels (the array functions: :class:`.arrays.HostArrays`)."""
 
-    name = "numpy"
+    name = NUMPY.name
 
     def __init__(self, threads: int = 1):
         self.threads = max(1, int(threads))

@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from . import TORCH
 from . import torchdevice as dv
 from . import torchkernels as tk
 from .base import AdamState, Attention, BackendError, Dropped, Noise
@@ -53,7 +54,7 @@ class TorchBackend(TorchArrays):
         GPU, or as ``SHGCN_TORCH_COMPILE`` says)
     """
 
-    name = "torch"
+    name = TORCH.name
 
     def __init__(self, device: str = "cpu", threads: int | None = None, compile: str = "auto",
                  kernels: str = "auto"):
