@@ -2,10 +2,11 @@
 its implementations, each one declared part (:data:`BACKENDS`,
 ``--backend``): a :class:`BackendSpec` (its name, the devices it runs on,
 its own options) paired with the function that makes it. A new backend is
-one module here, its spec (a constant listed in :data:`SPECS`, the one place
-its name is written) paired with its maker in :data:`BACKENDS`, and a
-test class subclassing :class:`shgcn.testing.backends.BackendTests`; a new
-device is a name in its spec's ``devices`` (``--device`` offers the union).
+one module here, its spec (a constant of ``base.py``, the one place its name
+is written, listed in :data:`SPECS`) paired with its maker in
+:data:`BACKENDS`, and a test class subclassing
+:class:`shgcn.testing.backends.BackendTests`; a new device is a name in its
+spec's ``devices`` (``--device`` offers the union).
 
 A backend whose library is optional (torch) is imported only when it is
 made: importing this package imports none of them."""
@@ -13,38 +14,13 @@ made: importing this package imports none of them."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from shgcn.core.options import Option
 from shgcn.core.registry import Registry
 
 from ..parts import Parts
-from .base import ACTS, AdamState, Attention, Backend, BackendError, Dropped, Noise
+from .base import ACTS, NUMPY, TORCH, AdamState, Attention, Backend, BackendError, BackendSpec, Dropped, Noise
 
-
-@dataclass(frozen=True)
-class BackendSpec:
-    """A backend's declaration: its name and description (``--backend``), the devices it runs on
-    (``--device``, checked with the options before any library loads) and its own options."""
-
-    name: str
-    description: str
-    devices: tuple[str, ...] = ("cpu",)
-    options: tuple[Option, ...] = ()
-
-
-# the torch backend's own options (its constructor's ``compile`` and ``kernels``)
-TORCH_COMPILE = Option("--torch-compile", "auto", "torch: compile the mask kernels with torch.compile (auto: on a GPU, "
-                       "or as SHGCN_TORCH_COMPILE says; a compile takes tens of seconds of a short CPU run)",
-                       choices=("auto", "on", "off"))
-TORCH_KERNELS = Option("--torch-kernels", "auto", "torch: the masks', attention's and losses' kernels: torch "
-                       "operations (what a GPU runs), or numba's on the tensors' memory (auto: numba on the CPU, "
-                       "torch on a GPU); losses are the same", choices=("auto", "torch", "numba"))
-
-NUMPY = BackendSpec("numpy", "numpy, scipy and numba kernels")
-TORCH = BackendSpec("torch", "PyTorch tensors on the CPU or a GPU (torch is an optional dependency)",
-                    devices=("cpu", "cuda"), options=(TORCH_COMPILE, TORCH_KERNELS))
 SPECS: Registry[BackendSpec] = Registry.of("--backend", NUMPY, TORCH)
 
 

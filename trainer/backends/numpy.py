@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from . import NUMPY, blas, kernels
+from . import blas, kernels
 from .arrays import _PARALLEL_MIN, HostArrays
-from .base import AdamState, Attention, Dropped, Noise, timed_on_host
+from .base import NUMPY, AdamState, Attention, Dropped, Noise, timed_on_host
 
 ACT_CODES = {"none": 0, "relu": 1, "elu": 2}
 _EMPTY_KEEP = np.zeros((0, 0), np.uint8)

@@ -29,10 +29,9 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from . import TORCH
 from . import torchdevice as dv
 from . import torchkernels as tk
-from .base import AdamState, Attention, BackendError, Dropped, Noise
+from .base import TORCH, AdamState, Attention, BackendError, Dropped, Noise
 from .numpy import ACT_CODES, NumpyBackend
 from .torcharrays import TorchArrays
 
