@@ -21,7 +21,7 @@ A new architecture is its spec (here, a module constant listed in
 :data:`ARCHS`, the one place its name is written; or
 :meth:`~shgcn.core.registry.Registry.register` from outside the tree), its
 layer module in ``trainer/archs/`` whose class declares that spec
-(``spec = archs.GCN``) and is listed in :data:`shgcn.trainer.archs.ARCHS`,
+(``spec = specs.GCN``) and is paired with it in :data:`shgcn.trainer.archs.ARCHS`,
 and its test class subclassing
 :class:`shgcn.testing.archs.ArchitectureTests`. Its own options
 (:class:`~shgcn.core.options.Option`) become ``shgcn-train`` flags and reach
