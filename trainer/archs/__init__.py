@@ -1,8 +1,8 @@
 """The architectures ``--arch`` chooses from: one module each (gcn, sage,
 gin, gat), each joined to its spec in :data:`shgcn.core.archs.ARCHS` by one
-line of :data:`ARCHS`, all on the same exchange and backend. A layer class
-takes ``(dims, seed, backend, **its_options)``: the options its spec declares
-(:class:`~shgcn.core.options.Option`), by name."""
+line of :data:`ARCHS`, all on the same exchange and backend. A model class
+(a :class:`~.base.Stack` of its layer class) takes ``(dims, seed, backend,
+**its_options)``: the options its spec declares (:class:`~shgcn.core.options.Option`), by name."""
 
 from __future__ import annotations
 

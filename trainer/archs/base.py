@@ -1,8 +1,8 @@
 """What every architecture shares: the :class:`Model` interface, weight
-initialization, the dropout mask's definition, and :class:`SingleHead` (the
-widths, one head per layer, the backend and W-first for the layers that
-aggregate by a product). float32 throughout. The layers: gcn.py, sage.py,
-gin.py, gat.py (their specs: :data:`shgcn.core.archs.ARCHS`)."""
+initialization, the dropout mask's definition, :class:`Layers` (the widths,
+heads per layer, backend and W-first) and :class:`Stack`, one generic loop over
+:class:`Layer` s (named parameters, one layer's forward and backward). float32
+throughout. The layers: gcn.py, sage.py, gin.py, gat.py (specs: :data:`shgcn.core.archs.ARCHS`)."""
 
 from __future__ import annotations
 

@@ -40,6 +40,19 @@ def _block_diag(be: Backend, a: Any) -> Any:
     return out
 
 
+class GAT(Stack):
+    """Per layer: ``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
+
+    spec = ARCHS["gat"]
+
+    stream, act, keeps = 0x6A7, "elu", True  # its layer: GATLayer, below
+
+    def attn_rate(self, dropout: float) -> float:
+        """``--attn-dropout``, by default the input dropout (PyG's examples use one rate for both)."""
+        own = self.options["attn_dropout"]
+        return dropout if own is None else float(own)
+
+
 class GATLayer(Layer):
     """``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
 
@@ -112,17 +125,7 @@ class GATLayer(Layer):
         return [be.gemm_tn(hd, own), *da, db], (None if self.first else be.gemm(own, self.w.T))
 
 
-class GAT(Stack):
-    """Per layer: ``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
-
-    spec = ARCHS["gat"]
-
-    layer, stream, act, keeps = GATLayer, 0x6A7, "elu", True
-
-    def attn_rate(self, dropout: float) -> float:
-        """``--attn-dropout``, by default the input dropout (PyG's examples use one rate for both)."""
-        own = self.options["attn_dropout"]
-        return dropout if own is None else float(own)
+GAT.layer = GATLayer
 
 
 def _diag_blocks(m: Any, heads: int, d: int) -> Any:

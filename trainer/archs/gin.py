@@ -61,20 +61,16 @@ class GINLayer(Layer):
 
     def backward(self, saved: tuple, g: Any, graph: Graph) -> tuple[list[Any], Any]:
         be, eps, (hd, u, agg, a1) = self.be, self.eps, saved
-        db2 = be.colsum(g)
-        dw2 = be.gemm_tn(a1, g)
+        db2, dw2 = be.colsum(g), be.gemm_tn(a1, g)
         dz1 = be.relu_grad(be.gemm(g, self.w2.T), a1)
-        db1 = be.colsum(dz1)
-        dagg = dz1 if self.w_first else be.gemm(dz1, self.w1.T)
+        db1, dagg = be.colsum(dz1), (dz1 if self.w_first else be.gemm(dz1, self.w1.T))
         deps = be.vdot(dagg, u)  # d/d eps of (1 + eps) u
-        dh = None
         if self.w_first:
             du = graph.sum.transpose(dagg)
             be.add(du, dagg, alpha=1 + eps[0], out=du)
-            dw1 = be.gemm_tn(hd, du)
-            dh = None if self.first else be.gemm(du, self.w1.T)
+            dw1, dh = be.gemm_tn(hd, du), (None if self.first else be.gemm(du, self.w1.T))
         else:
-            dw1 = be.gemm_tn(agg, dz1)
+            dw1, dh = be.gemm_tn(agg, dz1), None
             if not self.first:
                 dh = graph.sum.transpose(dagg)
                 be.add(dh, dagg, alpha=1 + eps[0], out=dh)
