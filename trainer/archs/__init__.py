@@ -1,9 +1,10 @@
 """The architectures ``--arch`` chooses from: one module each (gcn, sage,
-gin, gat), all on the same exchange and backend. Each layer class declares
-its spec, a constant of :mod:`shgcn.core.archs` (``spec = specs.GCN``: the
-one place its name is written), and :data:`ARCHS` pairs the two by that
-reference. A layer class takes ``(dims, seed, backend, **its_options)``: the
-options its spec declares (:class:`~shgcn.core.options.Option`), by name."""
+gin, gat), all on the same exchange and backend. Each model class (a
+:class:`~.base.Stack` of its layer class) declares its spec, a constant of
+:mod:`shgcn.core.archs` (``spec = specs.GCN``: the one place its name is
+written), and :data:`ARCHS` pairs the two by that reference. A model class
+takes ``(dims, seed, backend, **its_options)``: the options its spec declares
+(:class:`~shgcn.core.options.Option`), by name."""
 
 from __future__ import annotations
 
