@@ -17,10 +17,12 @@ An attention layer (GAT) always multiplies first (the scores need Z = H W,
 a received row of Z (through the aggregation and its score) is a sum over
 the receiver's rows, so it goes back to its owner, every layer.
 
-A new architecture is its spec (here, one line in :data:`ARCHS`; or
+A new architecture is its spec (here, a module constant listed in
+:data:`ARCHS`, the one place its name is written; or
 :meth:`~shgcn.core.registry.Registry.register` from outside the tree), its
-layer module in ``trainer/archs/`` joined to the spec by one line of
-:data:`shgcn.trainer.archs.ARCHS`, and its test class subclassing
+layer module in ``trainer/archs/`` whose class declares that spec
+(``spec = specs.GCN``) and is paired with it in :data:`shgcn.trainer.archs.ARCHS`,
+and its test class subclassing
 :class:`shgcn.testing.archs.ArchitectureTests`. Its own options
 (:class:`~shgcn.core.options.Option`) become ``shgcn-train`` flags and reach
 its constructor.
@@ -114,14 +116,15 @@ OUT_HEADS = Option("--out-heads", 1, "gat: attention heads of the last layer (av
 ATTN_DROPOUT = Option("--attn-dropout", None, "gat: dropout on the attention coefficients (default: --dropout)",
                       type=float, low=0, below=1)
 
-ARCHS: Registry[ArchSpec] = Registry("--arch", {
-    "gcn": ArchSpec("gcn", "GCN (Kipf & Welling): Â H W"),
-    "sage": ArchSpec("sage", "GraphSAGE, mean over the neighbours and a root weight (PyG's SAGEConv)", operator=MEAN),
-    "gin": ArchSpec("gin", "GIN, learnable eps and a two-layer MLP (PyG's GINConv(train_eps=True))", operator=SUM),
-    "gat": ArchSpec("gat", "GAT, multi-head attention (PyG's GATConv)", by_product=False, attends=True,
-                    attention_bytes=8, options=(HEADS, OUT_HEADS, ATTN_DROPOUT), needs_halo_ids=True,
-                    heads=HEADS, out_heads=OUT_HEADS),
-})
+# the built-in architectures' specs, each name written once (here); the trainer joins its layers to them by these
+GCN = ArchSpec("gcn", "GCN (Kipf & Welling): Â H W")
+SAGE = ArchSpec("sage", "GraphSAGE, mean over the neighbours and a root weight (PyG's SAGEConv)", operator=MEAN)
+GIN = ArchSpec("gin", "GIN, learnable eps and a two-layer MLP (PyG's GINConv(train_eps=True))", operator=SUM)
+GAT = ArchSpec("gat", "GAT, multi-head attention (PyG's GATConv)", by_product=False, attends=True,
+               attention_bytes=8, options=(HEADS, OUT_HEADS, ATTN_DROPOUT), needs_halo_ids=True,
+               heads=HEADS, out_heads=OUT_HEADS)
+
+ARCHS: Registry[ArchSpec] = Registry.of("--arch", GCN, SAGE, GIN, GAT)
 
 
 def arch_spec(arch: str | ArchSpec) -> ArchSpec:

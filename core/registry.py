@@ -6,9 +6,11 @@ says what they cost (bytes, messages, time, memory), which options they take
 (:class:`shgcn.core.options.Option`) and what they can do. The epoch model,
 the pipeline and the report read the specs; the trainer joins each spec to
 its implementation by a typed reference (:class:`shgcn.trainer.parts.Parts`),
-so nothing here names a module above it. A new part is its module(s) plus one
-registry line (:meth:`Registry.register` for one declared outside the tree),
-and nothing outside them compares its name.
+so nothing here names a module above it. A part's name is written once, in
+its spec: a registry is made of its specs (:meth:`Registry.of`), each under
+its own name. A new part is its module(s) plus its spec in its registry's
+:meth:`Registry.of` (:meth:`Registry.register` for one declared outside the
+tree), and nothing outside them compares its name.
 
 Every registry of parts (partition models, readers, samplers, architectures,
 exchanges, algorithms, backends) is a :class:`Registry`; each loads the plugins
@@ -58,6 +60,17 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "built_in", frozenset(self.entries))
+
+    @classmethod
+    def of(cls, option: str, *specs: T) -> Registry[T]:
+        """The registry of ``specs`` (chosen by ``option``), each under its own name, in the order given: a
+        part's name is written once, in its spec. A ValueError (at import) for a name two of them take."""
+        entries: dict[str, T] = {}
+        for spec in specs:
+            if spec.name in entries:
+                raise ValueError(f"{option} {spec.name!r} is declared twice (a name is one spec's)")
+            entries[spec.name] = spec
+        return cls(option, entries)
 
     @property
     def specs(self) -> dict[str, T]:

@@ -91,11 +91,12 @@ def _rw(s: Sampler, rng: np.random.Generator) -> np.ndarray:
     return np.unique(s.walks(rng, roots))
 
 
-SAMPLERS: Registry[SamplerSpec] = Registry("--sampler", {spec.name: spec for spec in (
+SAMPLERS: Registry[SamplerSpec] = Registry.of(
+    "--sampler",
     SamplerSpec("node", "uniform vertices", _node, needs_graph=False, closed_form=True, saint=False),
     SamplerSpec("edge", "GraphSAINT's edge sampler (P(u, v) ∝ 1/deg u + 1/deg v)", _edge, edge_weights=True),
     SamplerSpec("rw", "GraphSAINT's random walks (--walk-length steps from uniform roots)", _rw, walks=True),
-)})
+)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ kind                      implement                                       regist
 partition model           :class:`Model` (:class:`Partitioner`)           ``MODELS.register(model)``
 graph reader              :class:`Reader` (:class:`TextReader`)           ``READERS.register(reader)``
 sampler                   :class:`SamplerSpec` (``draw``)                 ``SAMPLERS.register(spec)``
-architecture              :class:`ArchSpec` + :class:`Layers` (``GCN``)   ``ARCHS.register(spec, cls)``
+architecture              :class:`ArchSpec` + a :class:`Layer` and its    ``ARCHS.register(spec, cls)``
+                          :class:`Stack` (or a whole :class:`Layers`)
 exchange                  :class:`ExchangeCost` + :class:`Exchange`       ``EXCHANGES.register(cost, cls)``
 algorithm, backend        :class:`AlgorithmCost`, :class:`BackendSpec`    ``ALGORITHMS``/``BACKENDS.register``
 ========================  ==============================================  =================================
@@ -58,6 +59,8 @@ _WHERE: dict[str, tuple[str, str]] = {
     "ARCHS": ("shgcn.trainer.archs", "ARCHS"),
     "ArchSpec": ("shgcn.core.archs", "ArchSpec"),
     "Layers": ("shgcn.trainer.archs.base", "Layers"),
+    "Layer": ("shgcn.trainer.archs.base", "Layer"),
+    "Stack": ("shgcn.trainer.archs.base", "Stack"),
     "GCN": ("shgcn.trainer.archs.gcn", "GCN"),
     # exchanges (--exchange): the cost model at the bottom, the exchange in the trainer
     "EXCHANGES": ("shgcn.trainer.exchanges", "EXCHANGES"),
@@ -73,10 +76,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     "Backend": ("shgcn.trainer.backends.base", "Backend"),
 }
 
-__all__ = ["ALGORITHMS", "ARCHS", "AlgorithmCost", "ArchSpec", "Assignment", "BACKENDS", "Backend", "BackendSpec",
-           "EXCHANGES", "Exchange", "ExchangeCost", "GCN", "GRAPH", "GRAPH_FILE", "Inputs", "Layers", "MATRIX",
-           "MODELS", "Model", "Option", "P2P", "P2PCost", "PartitionConfig", "Partitioner", "PluginError", "READERS",
-           "Reader", "Recognizes", "Registry", "SAMPLERS", "SamplerSpec", "TextReader", "UserError"]  # the names of _WHERE
+__all__ = ["ALGORITHMS", "ARCHS", "AlgorithmCost", "ArchSpec", "Assignment", "BACKENDS", "Backend", "BackendSpec", "EXCHANGES",
+           "Exchange", "ExchangeCost", "GCN", "GRAPH", "GRAPH_FILE", "Inputs", "Layer", "Layers", "MATRIX", "MODELS", "Model",
+           "Option", "P2P", "P2PCost", "PartitionConfig", "Partitioner", "PluginError", "READERS", "Reader", "Recognizes",
+           "Registry", "SAMPLERS", "SamplerSpec", "Stack", "TextReader", "UserError"]  # the names of _WHERE
 
 if TYPE_CHECKING:  # what a type checker and an IDE see: the same names, imported
     from shgcn.core.algorithms.base import AlgorithmCost
@@ -95,7 +98,7 @@ if TYPE_CHECKING:  # what a type checker and an IDE see: the same names, importe
     from shgcn.pipeline.sources.text import TextReader
     from shgcn.trainer.algorithms import ALGORITHMS
     from shgcn.trainer.archs import ARCHS
-    from shgcn.trainer.archs.base import Layers
+    from shgcn.trainer.archs.base import Layer, Layers, Stack
     from shgcn.trainer.archs.gcn import GCN
     from shgcn.trainer.backends import BACKENDS, BackendSpec
     from shgcn.trainer.backends.base import Backend

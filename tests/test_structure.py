@@ -310,7 +310,6 @@ def name_comparisons(tree: ast.AST, kinds: dict[str, tuple[set[str], set[str]]])
 
 # a part's name where the guard finds it outside the part's module and registry, and why that is right for now
 _ALLOWED_BY_REASON: dict[str, list[tuple[str, str, str]]] = {
-    "homonym: the node exchange (its registry), not the sampler": [("shgcn.trainer.exchanges", "sampler", "node")],
     "homonym: the GraphSAINT sampler's options, not the reader": [("shgcn.trainer.config", "reader", "saint")],
     "homonym: METIS the partitioner (gp's backend) or METIS' graph file format (export), not the reader": [
         ("shgcn.pipeline.commands", "reader", "metis"), ("shgcn.pipeline.models.gp", "reader", "metis"),
@@ -517,3 +516,33 @@ def test_no_module_wires_a_part_by_a_string_path():
                          or name.startswith("shgcn.core.") and re.match(r"shgcn\.(store|pipeline|trainer)\b", node.value)):
                 bad.append(f"{name}: {node.value!r}")
     assert bad == []
+
+
+# a part's spec looked up by its name written again (``ARCHS["gat"]``, ``SPECS.get_spec("torch")``), and a registry
+# or the trainer's parts built from names written again (``Registry("--arch", {"gcn": ...})``, ``Parts(.., {"gcn":``)
+_SPEC_BY_NAME = re.compile(r"\b(ARCHS|EXCHANGES|ALGORITHMS|BACKENDS|SPECS|SAMPLERS|READERS|REGISTRY|MODELS)"
+                           r"\s*(\[|\.get_spec\(|\.get\()\s*[\"'][^\"']*[\"']")
+_BUILT_BY_NAME = re.compile(r"(?<!class )\b(Registry|Parts)\(")
+
+
+def names_written_again(text: str) -> list[str]:
+    """Where ``text`` writes a part's name beside its spec: a registry looked up by a string literal, or a
+    registry or parts built by the plain constructor (from a dict keyed by names)."""
+    return [m.group(0) for rx in (_SPEC_BY_NAME, _BUILT_BY_NAME) for m in rx.finditer(text)]
+
+
+def test_a_part_is_named_once_in_its_spec():
+    """Issue 61, item 5: a part's name is written once, in its spec. Every registry is ``Registry.of`` its
+    specs (each under its own name), the trainer's parts are ``Parts.of`` pairs of a spec object and its
+    implementation, and a layer declares its spec by reference (``spec = specs.GAT``, not ``ARCHS["gat"]``)."""
+    bad = [f"{name}: {hit}" for name, path in modules().items() for hit in names_written_again(path.read_text())]
+    assert bad == []
+
+
+def test_the_name_once_check_finds_a_name_written_again():
+    code = ('class GAT(Layers):\n    spec = ARCHS["gat"]\n'
+            "torch = SPECS.get_spec('torch')\n"
+            'R = Registry("--x", {"a": A})\nP = Parts(R, {"a": a})\n'
+            "class Registry(Mapping):\n    pass\n"                     # its definition: not a construction
+            'ok = Registry.of("--x", A), Parts.of(R, (A, a)), ARCHS[spec.name], ARCHS.get_spec(name)\n')
+    assert names_written_again(code) == ['ARCHS["gat"', "SPECS.get_spec('torch'", "Registry(", "Parts("]

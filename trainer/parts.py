@@ -1,15 +1,18 @@
 """The trainer's parts, each one declared object: a spec from the registries
 at the bottom of the package graph (:mod:`shgcn.core.registry`: the part's
 name, description, options, capabilities and cost model) joined to its
-implementation here by a typed reference, not a string.
+implementation here by a typed reference, not a string: a part's name is
+written once, in its spec.
 
 :data:`shgcn.trainer.archs.ARCHS`, :data:`shgcn.trainer.exchanges.EXCHANGES`,
 :data:`shgcn.trainer.algorithms.ALGORITHMS` and
 :data:`shgcn.trainer.backends.BACKENDS` are :class:`Parts`; ``shgcn-train``'s
 ``--arch``/``--exchange``/``--algorithm``/``--backend``/``--device`` flags,
 each part's own options, the configuration's checks and a checkpoint's
-identity follow from them. A part declared outside the tree is one call,
-:meth:`Parts.register` (its spec and its implementation).
+identity follow from them. Each is made by :meth:`Parts.of` from pairs of
+a spec object and its implementation, ``Parts.of(archs.ARCHS, (archs.GCN,
+GCN), ...)``; a part declared outside the tree is one call,
+:meth:`Parts.register` (its spec and its implementation: the same pair).
 """
 
 from __future__ import annotations
@@ -60,12 +63,13 @@ class Part(Generic[S, I]):
 @dataclass(frozen=True)
 class Parts(Mapping[str, Part[S, I]], Generic[S, I]):
     """The parts of one kind: the specs of a :class:`~shgcn.core.registry.Registry` (which the epoch model and
-    the pipeline read without the trainer) joined to their implementations by name.
+    the pipeline read without the trainer) joined to their implementations (made by :meth:`of`, from each
+    spec object and its implementation; looked up by name, as the command line gives one).
 
     Attributes
     ----------
     specs : the kind's registry of specs (``--arch``'s :data:`shgcn.core.archs.ARCHS`)
-    impls : name -> implementation (a class, or a function)
+    impls : name -> implementation (a class, or a function), the names its specs'
     """
 
     specs: Registry[S]
@@ -75,6 +79,26 @@ class Parts(Mapping[str, Part[S, I]], Generic[S, I]):
         missing = set(self.specs.built_in) - set(self.impls)
         if missing:  # a built-in spec the trainer cannot run is a wiring error, found at import
             raise ImportError(f"{self.specs.option}: no implementation of {', '.join(sorted(missing))}")
+
+    @classmethod
+    def of(cls, specs: Registry[S], *parts: tuple[S, I]) -> Parts[S, I]:
+        """The parts of ``specs``' kind, each a pair of a spec object of ``specs`` and its implementation
+        (``(archs.GCN, GCN)``): joined by reference, the name written only in the spec. An ImportError (a wiring
+        error, found at import) for a spec that is not ``specs``' own, a spec given twice, an implementation
+        declaring another part (its ``spec``, as the architectures' layers have, or its ``name``, as the
+        exchanges' classes have: their spec's), or a built-in spec left without an implementation."""
+        impls: dict[str, I] = {}
+        for spec, impl in parts:
+            if specs.entries.get(spec.name) is not spec:
+                raise ImportError(f"{specs.option} {spec.name}: a spec not of its registry")
+            if spec.name in impls:
+                raise ImportError(f"{specs.option} {spec.name}: implemented twice")
+            declared = getattr(impl, "spec", spec)
+            named = getattr(declared, "name", None) if declared is not spec else getattr(impl, "name", spec.name)
+            if declared is not spec or (isinstance(named, str) and named != spec.name):
+                raise ImportError(f"{specs.option} {spec.name}: its implementation declares another part ({named!r})")
+            impls[spec.name] = impl
+        return cls(specs, impls)
 
     def implemented(self) -> Registry[S]:
         """The specs, once the plugins have loaded; a :class:`~shgcn.core.plugins.PluginError` for a spec a

@@ -72,7 +72,7 @@ def gradient_allreduce(dims: tuple[int, ...] | list[int], machine: Machine, rank
 
 
 class AlgorithmCost(ABC):
-    """A distributed algorithm's spec and cost model (one line in :data:`shgcn.core.algorithms.ALGORITHMS`).
+    """A distributed algorithm's spec and cost model (an instance listed in :data:`shgcn.core.algorithms.ALGORITHMS`).
 
     Attributes
     ----------

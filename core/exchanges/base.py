@@ -129,7 +129,7 @@ def stage_time(msgs: Messages, row_bytes: int, machine: Machine, P: int, latency
 
 
 class ExchangeCost(ABC):
-    """An exchange's spec and cost model (one registry line in :data:`shgcn.core.exchanges.EXCHANGES`).
+    """An exchange's spec and cost model (an instance listed in :data:`shgcn.core.exchanges.EXCHANGES`).
 
     Attributes
     ----------

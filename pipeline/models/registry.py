@@ -15,8 +15,7 @@ from .base import GRAPH_FILE, Option, PartitionConfig, Partitioner
 from .vb import refined
 
 _BASE: tuple[Partitioner, ...] = (rp.MODEL, gp.MODEL, hp.MODEL, shp.MODEL)
-REGISTRY: Registry[Partitioner] = Registry("--model", {p.name: p for p in (*_BASE, *(refined(b) for b in (
-    hp.MODEL, gp.MODEL, shp.MODEL)))})
+REGISTRY: Registry[Partitioner] = Registry.of("--model", *_BASE, *(refined(b) for b in (hp.MODEL, gp.MODEL, shp.MODEL)))
 DEFAULT_ALL = ("rp", "gp", "hp", "shp")  # what ``--model all`` means
 
 

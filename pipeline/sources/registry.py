@@ -20,7 +20,7 @@ from .probe import detect_format
 
 _ALL: tuple[Reader, ...] = (edgelist.READER, mtx.READER, metis.READER, npz.READER, planetoid.READER, ogb.READER,
                             saint.READER)
-READERS: Registry[Reader] = Registry("--format", {r.name: r for r in _ALL})
+READERS: Registry[Reader] = Registry.of("--format", *_ALL)
 
 
 def formats() -> tuple[str, ...]:

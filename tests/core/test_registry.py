@@ -83,3 +83,28 @@ def test_the_registered_parts_name_themselves():
     for reg, option in ((ARCHS, "--arch"), (ALGORITHMS, "--algorithm"), (EXCHANGES, "--exchange")):
         assert reg.option == option
         assert all(spec.name == name and isinstance(spec.options, tuple) for name, spec in reg.items())
+
+
+def test_of_keys_each_spec_by_its_own_name_in_the_order_given():
+    square, circle = Spec("square", (WIDTH,)), Spec("circle")
+    reg = Registry.of("--shape", square, circle)
+    assert reg.option == "--shape" and reg.names() == ("square", "circle") and reg["circle"] is circle
+    assert reg.built_in == frozenset({"square", "circle"}) and Registry.of("--x").names() == ()
+    reg.register(Spec("dot"))  # a registry made of specs takes a plugin's as any other
+    assert reg.names() == ("square", "circle", "dot")
+
+
+def test_of_refuses_a_name_two_specs_take_with_one_clear_error():
+    with pytest.raises(ValueError) as e:
+        Registry.of("--shape", Spec("square"), Spec("circle"), Spec("square", (WIDTH,)))
+    assert str(e.value) == "--shape 'square' is declared twice (a name is one spec's)"
+
+
+def test_every_registry_of_parts_is_made_of_its_specs():
+    from shgcn.core.algorithms import ALGORITHMS, ONED_COST, ONEHALFD_COST, TWOD_COST
+    from shgcn.core.archs import ARCHS, GAT, GCN, GIN, SAGE
+    from shgcn.core.exchanges import ALLTOALLV_COST, BCAST_COST, EXCHANGES, NODE_COST, P2P_COST
+
+    for reg, specs in ((ARCHS, (GCN, SAGE, GIN, GAT)), (ALGORITHMS, (ONED_COST, ONEHALFD_COST, TWOD_COST)),
+                       (EXCHANGES, (P2P_COST, ALLTOALLV_COST, BCAST_COST, NODE_COST))):
+        assert [reg[s.name] for s in specs] == list(specs) and reg.names()[:len(specs)] == tuple(s.name for s in specs)

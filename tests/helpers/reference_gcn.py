@@ -13,7 +13,7 @@ from shgcn.trainer.backends import Noise, backend
 def reference_losses(a, x, y, train, dims, *, seed=0, epochs=20, lr=0.01, wd=5e-4, dropout=0.5):
     """Per-epoch training loss (mean CE over train rows + wd/2 ||W0||^2)."""
     be = backend()
-    ws = [w.copy() for w in GCN(dims, seed, be).ws]
+    ws = [w.copy() for w in GCN(dims, seed, be).params]
     m = [np.zeros_like(w) for w in ws]
     v = [np.zeros_like(w) for w in ws]
     at = a.T.tocsr()

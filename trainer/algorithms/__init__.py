@@ -1,7 +1,8 @@
 """The distributed algorithms ``--algorithm`` chooses from (1d, 1.5d, 2d):
-one module each, with ``connect(local, comm) -> Context``, joined to its spec
-in :data:`shgcn.core.algorithms.ALGORITHMS` (whose cost model predicts
-exactly what it counts) by one line of :data:`ALGORITHMS`."""
+one module each, with ``connect(local, comm) -> Context``, paired in
+:data:`ALGORITHMS` with its spec, a constant of :mod:`shgcn.core.algorithms`
+(``ONED_COST``; of :data:`shgcn.core.algorithms.ALGORITHMS`, whose cost
+model predicts exactly what it counts)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from . import oned, onehalfd, twod
 
 Connect = Callable[[Local, Any], Context]  # (the rank's prepared run, the job's communicator) -> its context
 
-ALGORITHMS: Parts[AlgorithmCost, Connect] = Parts(
-    specs.ALGORITHMS, {"1d": oned.connect, "1.5d": onehalfd.connect, "2d": twod.connect})
+ALGORITHMS: Parts[AlgorithmCost, Connect] = Parts.of(
+    specs.ALGORITHMS, (specs.ONED_COST, oned.connect), (specs.ONEHALFD_COST, onehalfd.connect),
+    (specs.TWOD_COST, twod.connect))
 
 __all__ = ["ALGORITHMS", "Connect", "connect"]
 

@@ -1,6 +1,8 @@
 """The architectures ``--arch`` chooses from: one module each (gcn, sage,
-gin, gat), each joined to its spec in :data:`shgcn.core.archs.ARCHS` by one
-line of :data:`ARCHS`, all on the same exchange and backend. A layer class
+gin, gat), all on the same exchange and backend. Each model class (a
+:class:`~.base.Stack` of its layer class) declares its spec, a constant of
+:mod:`shgcn.core.archs` (``spec = specs.GCN``: the one place its name is
+written), and :data:`ARCHS` pairs the two by that reference. A model class
 takes ``(dims, seed, backend, **its_options)``: the options its spec declares
 (:class:`~shgcn.core.options.Option`), by name."""
 
@@ -20,7 +22,8 @@ from .gcn import GCN
 from .gin import GIN
 from .sage import SAGE
 
-ARCHS: Parts[ArchSpec, Any] = Parts(specs.ARCHS, {"gcn": GCN, "sage": SAGE, "gin": GIN, "gat": GAT})
+ARCHS: Parts[ArchSpec, Any] = Parts.of(specs.ARCHS, (specs.GCN, GCN), (specs.SAGE, SAGE), (specs.GIN, GIN),
+                                       (specs.GAT, GAT))
 
 __all__ = ["ARCHS", "build"]
 

@@ -1,8 +1,8 @@
 """What every architecture shares: the :class:`Model` interface, weight
-initialization, the dropout mask's definition, and :class:`SingleHead` (the
-widths, one head per layer, the backend and W-first for the layers that
-aggregate by a product). float32 throughout. The layers: gcn.py, sage.py,
-gin.py, gat.py (their specs: :data:`shgcn.core.archs.ARCHS`)."""
+initialization, the dropout mask's definition, :class:`Layers` (the widths,
+heads per layer, backend and W-first) and :class:`Stack`, one generic loop over
+:class:`Layer` s (named parameters, one layer's forward and backward). float32
+throughout. The layers: gcn.py, sage.py, gin.py, gat.py (specs: :data:`shgcn.core.archs.ARCHS`)."""
 
 from __future__ import annotations
 
@@ -89,3 +89,63 @@ class Layers:
     def placeholders(self) -> list[Any]:
         """One empty gradient per parameter (filled by backward)."""
         return [np.empty(0, np.float32)] * len(self.params)  # type: ignore[attr-defined]
+
+
+class Layer:
+    """One layer of a :class:`Stack`, built with the stack's generator (its draws in layer order): its parameters
+    are attributes named by ``names`` (their order in the model's ``params``); ``decay``: those of the first layer
+    under weight decay. ``forward`` takes the layer's dropped input and returns its output and what ``backward``
+    needs; ``backward`` returns the gradients of ``names`` and that of the input (None on the first layer)."""
+
+    names: tuple[str, ...] = ()
+    decay: tuple[str, ...] = ()
+
+    def __init__(self, model: Stack, k: int, rng: np.random.Generator):
+        self.be, self.k, self.first, self.last = model.be, k, k == 0, k == len(model.dims) - 2
+        self.w_first = model.w_first(k)
+
+    def forward(self, h: Any, graph: Graph, noise: Noise | None) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def backward(self, saved: Any, g: Any, graph: Graph) -> tuple[list[Any], Any]:
+        raise NotImplementedError
+
+
+class Stack(Layers):
+    """A model of ``layer`` s, one a width step, with ``act`` and dropout on every layer's input but the first's
+    activation (fused: :meth:`~.Backend.act_dropout`); ``keeps``: the activation's gradient needs the keep mask.
+    The weights are drawn from the generator seeded ``[seed, stream]``."""
+
+    layer: type[Layer]
+    stream: int
+    act, keeps = "relu", False
+
+    def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
+        rng = np.random.default_rng([seed, self.stream])
+        super().__init__(dims, backend, options)
+        self.layers = [self.layer(self, k, rng) for k in range(len(self.dims) - 1)]
+        self.params = [getattr(layer, name) for layer in self.layers for name in layer.names]
+        self.decay = [self.layer.names.index(name) for name in self.layer.decay]
+
+    def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[Any, tuple]:
+        """Logits (n_own, classes) and what backward needs: the noise and, per layer, (dropped input, keep mask,
+        the layer's own)."""
+        cache: list[tuple[Any, Any, Any]] = []
+        z: Any = x  # dense, or CSR for sparse features (first layer only)
+        for k, layer in enumerate(self.layers):
+            hd, keep = self.be.act_dropout(z, self.act if k else "none", noise, k, graph.gids, keep=self.keeps and k > 0)
+            z, saved = layer.forward(hd, graph, noise)
+            cache.append((hd, keep if self.keeps else None, saved))
+        return z, (noise, cache)
+
+    def backward(self, saved: tuple, g: Any, graph: Graph) -> list[Any]:
+        """Local parameter gradients (before the allreduce) from G = dL/dlogits."""
+        noise, cache = saved
+        grads, end = self.placeholders(), len(self.params)
+        for layer, (hd, keep, own) in zip(reversed(self.layers), reversed(cache)):
+            grads[end - len(layer.names):end], dh = layer.backward(own, g, graph)
+            end -= len(layer.names)
+            if dh is None:
+                break
+            g = self.be.act_dropout_grad(dh, hd, self.act, noise, keep)
+        return grads

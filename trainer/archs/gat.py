@@ -22,14 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.core.archs import ARCHS
+from shgcn.core import archs as specs
 
 from ..backends import Attention, Backend, Noise
 from ..graph import Graph
-from .base import Layers, glorot
+from .base import Layer, Stack, glorot
 
 SLOPE = 0.2  # LeakyReLU's negative slope (GATConv's default)
-PER_LAYER = 4  # w, a_src, a_dst, b
 
 
 def _block_diag(be: Backend, a: Any) -> Any:
@@ -41,47 +40,41 @@ def _block_diag(be: Backend, a: Any) -> Any:
     return out
 
 
-class GAT(Layers):
+class GAT(Stack):
     """Per layer: ``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
 
-    spec = ARCHS["gat"]
+    spec = specs.GAT
 
-    def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
-        rng = np.random.default_rng([seed, 0x6A7])
-        super().__init__(dims, backend, options)
-        self.params = []
-        d_in = dims[0]
-        for k, (h, d) in enumerate(zip(self.heads, dims[1:])):
-            last = k == len(self.heads) - 1
-            self.params += [backend.asarray(x) for x in (glorot(rng, d_in, h * d), glorot(rng, h, d), glorot(rng, h, d))]
-            self.params.append(backend.zeros((d if last else h * d,)))
-            d_in = h * d
-        self.decay = [0]
+    stream, act, keeps = 0x6A7, "elu", True  # its layer: GATLayer, below
 
     def attn_rate(self, dropout: float) -> float:
         """``--attn-dropout``, by default the input dropout (PyG's examples use one rate for both)."""
         own = self.options["attn_dropout"]
         return dropout if own is None else float(own)
 
-    def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
-        cache = []
-        z: Any = x
-        for k in range(len(self.heads)):
-            hd, keep = self.be.act_dropout(z, "elu" if k else "none", noise, k, graph.gids, keep=k > 0)
-            z, att = self._attend(k, hd, graph, noise)
-            cache.append((hd, keep, att))
-        return z, (noise, cache)
 
-    def _attend(self, k: int, hd: Any, graph: Graph, noise: Noise | None) -> tuple[Any, Attention]:
+class GATLayer(Layer):
+    """``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
+
+    names, decay = ("w", "a_src", "a_dst", "b"), ("w",)
+
+    def __init__(self, model: Stack, k: int, rng: np.random.Generator):
+        super().__init__(model, k, rng)
+        h, d = model.heads[k], model.dims[k + 1]
+        d_in = model.heads[k - 1] * model.dims[k] if k else model.dims[0]
+        self.w, self.a_src, self.a_dst = (model.be.asarray(x) for x in (glorot(rng, d_in, h * d), glorot(rng, h, d),
+                                                                         glorot(rng, h, d)))
+        self.b = model.be.zeros((d if self.last else h * d,))
+
+    def forward(self, hd: Any, graph: Graph, noise: Noise | None) -> tuple[Any, tuple]:
         """One layer's aggregation: interior rows while Z's rows travel, then the boundary rows."""
-        w, a_src, a_dst, b = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
-        heads, d = a_src.shape
+        heads, d = self.a_src.shape
         be, n, csr = self.be, graph.n_own, graph.csr
         cp = graph.ex.cp
         att = Attention(csr, be.empty((csr.shape[1], heads * d)), be.empty((csr.shape[1], heads)), None, SLOPE,
-                        graph.gids, graph.col_gids, noise, k)
-        att.z[:n] = be.gemm(hd, w)  # own rows, then received ones
-        both = be.gemm(att.z[:n], be.concat([_block_diag(be, a_src), _block_diag(be, a_dst)], 1))  # every head's two scores
+                        graph.gids, graph.col_gids, noise, self.k)
+        att.z[:n] = be.gemm(hd, self.w)  # own rows, then received ones
+        both = be.gemm(att.z[:n], be.concat([_block_diag(be, self.a_src), _block_diag(be, self.a_dst)], 1))  # 2 scores
         att.s_src[:n] = both[:, :heads]
         att.s_dst = be.concat([both[:, heads:]], 1)
         att.alpha, att.alpha_d = be.empty((csr.nnz, heads)), be.empty((csr.nnz, heads))
@@ -97,38 +90,22 @@ class GAT(Layers):
 
         graph.ex.expand(be.host_rows(att.z[:n]), local, on_block)
         if att.z.shape[0] > n:
-            att.s_src[n:] = be.gemm(att.z[n:], _block_diag(be, a_src))
+            att.s_src[n:] = be.gemm(att.z[n:], _block_diag(be, self.a_src))
         be.gat_forward(boundary, att)
-        out = att.out.reshape(n, heads, d).mean(1) if k == len(self.heads) - 1 else att.out
-        return be.add(out, bias=b), att
+        out = att.out.reshape(n, heads, d).mean(1) if self.last else att.out
+        return be.add(out, bias=self.b), (hd, att)
 
-    def backward(self, saved: tuple, g: np.ndarray, graph: Graph) -> list[np.ndarray]:
-        be = self.be
-        noise, cache = saved
-        grads = self.placeholders()
-        for k in range(len(self.heads) - 1, -1, -1):
-            hd, keep, att = cache[k]
-            dz = self._attend_grad(k, g, graph, att, grads)
-            i = PER_LAYER * k
-            grads[i] = be.gemm_tn(hd, dz)
-            if k == 0:
-                break
-            g = be.act_dropout_grad(be.gemm(dz, self.params[i].T), hd, "elu", noise, keep)
-        return grads
-
-    def _attend_grad(self, k: int, g: Any, graph: Graph, att: Attention, grads: list) -> Any:
-        """dL/dZ of the own rows (the received rows' partial sums folded back in),
-        and the gradients of a_src, a_dst and b into ``grads``."""
-        z = att.z
-        w, a_src, a_dst, _ = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
-        heads, d = a_src.shape
+    def backward(self, saved: tuple, g: Any, graph: Graph) -> tuple[list[Any], Any]:
+        """dL/dZ of the own rows (the received rows' partial sums folded back in) gives those of ``w`` and the
+        input; those of a_src, a_dst and b on the way."""
+        (hd, att), z = saved, saved[1].z
+        heads, d = self.a_src.shape
         be, n, cp = self.be, graph.n_own, graph.ex.cp
-        i = PER_LAYER * k
-        grads[i + 3] = be.colsum(g)
-        if k == len(self.heads) - 1:  # the mean over heads
+        db, da = be.colsum(g), []
+        if self.last:  # the mean over heads
             g = be.concat([g / np.float32(heads)] * heads, 1)
         dz, ds_src, ds_dst = be.gat_backward(att, g)
-        bd = be.concat([_block_diag(be, a_src).T, _block_diag(be, a_dst).T], 0)  # (2H, H d)
+        bd = be.concat([_block_diag(be, self.a_src).T, _block_diag(be, self.a_dst).T], 0)  # (2H, H d)
         both = be.concat([ds_src[:n], ds_dst], 1)
         be.add(dz[:n], be.gemm(both, bd), out=dz[:n])
         if dz.shape[0] > n:
@@ -139,14 +116,16 @@ class GAT(Layers):
         def local():  # the attention vectors' gradients while the partial sums travel
             g_both = be.gemm_tn(z[:n], both)
             halo = be.gemm_tn(z[n:], ds_src[n:]) if z.shape[0] > n else 0
-            grads[i + 1] = _diag_blocks(g_both[:, :heads] + halo, heads, d)
-            grads[i + 2] = _diag_blocks(g_both[:, heads:], heads, d)
+            da.extend([_diag_blocks(g_both[:, :heads] + halo, heads, d), _diag_blocks(g_both[:, heads:], heads, d)])
 
         def on_block(rows, buf):
             own[rows] += be.from_host(buf)
 
         graph.ex.fold(parts, heads * d, local, on_block)
-        return own
+        return [be.gemm_tn(hd, own), *da, db], (None if self.first else be.gemm(own, self.w.T))
+
+
+GAT.layer = GATLayer
 
 
 def _diag_blocks(m: Any, heads: int, d: int) -> Any:

@@ -15,13 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.core.archs import ARCHS
+from shgcn.core import archs as specs
 
-from ..backends import Backend, Noise
+from ..backends import Noise
 from ..graph import Graph
-from .base import Layers
-
-PER_LAYER = 5  # w1, b1, w2, b2, eps
+from .base import Layer, Stack
 
 
 def _linear(rng: np.random.Generator, d_in: int, d_out: int) -> tuple[np.ndarray, np.ndarray]:
@@ -31,70 +29,57 @@ def _linear(rng: np.random.Generator, d_in: int, d_out: int) -> tuple[np.ndarray
             rng.uniform(-bound, bound, d_out).astype(np.float32))
 
 
-class GIN(Layers):
+class GINLayer(Layer):
+    """``w1`` (d_in, d_out), ``b1``, ``w2`` (d_out, d_out), ``b2``, ``eps`` (1,)."""
+
+    names, decay = ("w1", "b1", "w2", "b2", "eps"), ("w1", "w2")
+
+    def __init__(self, model: Stack, k: int, rng: np.random.Generator):
+        super().__init__(model, k, rng)
+        a, b = model.dims[k:k + 2]
+        self.w1, self.b1, self.w2, self.b2 = (model.be.asarray(x) for x in (*_linear(rng, a, b), *_linear(rng, b, b)))
+        self.eps = model.be.zeros((1,))
+
+    def forward(self, hd: Any, graph: Graph, noise: Noise | None) -> tuple[Any, tuple]:
+        be, eps = self.be, self.eps
+        # the sums below go into their first operand, a new array of a product (the graph's products return
+        # new arrays too): no new array, nor its first touch of fresh pages, per sum
+        if self.w_first:
+            u = be.gemm(hd, self.w1)  # aggregate H W_1: the narrower rows travel
+            agg = None  # backward needs only u: (1 + eps) u + the sum, + b1 and ReLU in one pass
+            a1 = graph.sum.forward(u)
+            be.add(a1, u, alpha=1 + eps[0], bias=self.b1, relu=True, out=a1)
+        else:
+            u = be.dense(hd)
+            agg = graph.sum.forward(u)
+            be.add(agg, u, alpha=1 + eps[0], out=agg)
+            a1 = be.gemm(agg, self.w1)
+            be.add(a1, bias=self.b1, relu=True, out=a1)
+        z = be.gemm(a1, self.w2)
+        be.add(z, bias=self.b2, out=z)
+        return z, (hd, u, agg, a1)
+
+    def backward(self, saved: tuple, g: Any, graph: Graph) -> tuple[list[Any], Any]:
+        be, eps, (hd, u, agg, a1) = self.be, self.eps, saved
+        db2, dw2 = be.colsum(g), be.gemm_tn(a1, g)
+        dz1 = be.relu_grad(be.gemm(g, self.w2.T), a1)
+        db1, dagg = be.colsum(dz1), (dz1 if self.w_first else be.gemm(dz1, self.w1.T))
+        deps = be.vdot(dagg, u)  # d/d eps of (1 + eps) u
+        if self.w_first:
+            du = graph.sum.transpose(dagg)
+            be.add(du, dagg, alpha=1 + eps[0], out=du)
+            dw1, dh = be.gemm_tn(hd, du), (None if self.first else be.gemm(du, self.w1.T))
+        else:
+            dw1, dh = be.gemm_tn(agg, dz1), None
+            if not self.first:
+                dh = graph.sum.transpose(dagg)
+                be.add(dh, dagg, alpha=1 + eps[0], out=dh)
+        return [dw1, db1, dw2, db2, deps], dh
+
+
+class GIN(Stack):
     """Per layer: ``w1`` (d_in, d_out), ``b1``, ``w2`` (d_out, d_out), ``b2``, ``eps`` (1,)."""
 
-    spec = ARCHS["gin"]
+    spec = specs.GIN
 
-    def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
-        rng = np.random.default_rng([seed, 0x61E])
-        super().__init__(dims, backend, options)
-        self.params = []
-        for a, b in zip(dims[:-1], dims[1:]):
-            self.params += [backend.asarray(x) for x in (*_linear(rng, a, b), *_linear(rng, b, b))]
-            self.params.append(backend.zeros((1,)))
-        self.decay = [0, 2]
-
-    def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
-        be, cache = self.be, []
-        z: Any = x
-        for k in range(len(self.dims) - 1):
-            w1, b1, w2, b2, eps = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
-            hd, _ = be.act_dropout(z, "relu" if k else "none", noise, k, graph.gids)
-            # the sums below go into their first operand, a new array of a product (the graph's products return
-            # new arrays too): no new array, nor its first touch of fresh pages, per sum
-            if self.w_first(k):
-                u = be.gemm(hd, w1)  # aggregate H W_1: the narrower rows travel
-                agg = None  # backward needs only u: (1 + eps) u + the sum, + b1 and ReLU in one pass
-                a1 = graph.sum.forward(u)
-                be.add(a1, u, alpha=1 + eps[0], bias=b1, relu=True, out=a1)
-            else:
-                u = be.dense(hd)
-                agg = graph.sum.forward(u)
-                be.add(agg, u, alpha=1 + eps[0], out=agg)
-                a1 = be.gemm(agg, w1)
-                be.add(a1, bias=b1, relu=True, out=a1)
-            z = be.gemm(a1, w2)
-            be.add(z, bias=b2, out=z)
-            cache.append((hd, u, agg, a1))
-        return z, (noise, cache)
-
-    def backward(self, saved: tuple, g: np.ndarray, graph: Graph) -> list[np.ndarray]:
-        be = self.be
-        noise, cache = saved
-        grads = self.placeholders()
-        for k in range(len(self.dims) - 2, -1, -1):
-            w1, _, w2, _, eps = self.params[PER_LAYER * k:PER_LAYER * (k + 1)]
-            hd, u, agg, a1 = cache[k]
-            i = PER_LAYER * k
-            grads[i + 3] = be.colsum(g)
-            grads[i + 2] = be.gemm_tn(a1, g)
-            dz1 = be.relu_grad(be.gemm(g, w2.T), a1)
-            grads[i + 1] = be.colsum(dz1)
-            dagg = dz1 if self.w_first(k) else be.gemm(dz1, w1.T)
-            grads[i + 4] = be.vdot(dagg, u)  # d/d eps of (1 + eps) u
-            if self.w_first(k):
-                du = graph.sum.transpose(dagg)
-                be.add(du, dagg, alpha=1 + eps[0], out=du)
-                grads[i] = be.gemm_tn(hd, du)
-                dh = be.gemm(du, w1.T) if k else None
-            else:
-                grads[i] = be.gemm_tn(agg, dz1)
-                dh = None
-                if k:
-                    dh = graph.sum.transpose(dagg)
-                    be.add(dh, dagg, alpha=1 + eps[0], out=dh)
-            if dh is None:
-                break
-            g = be.act_dropout_grad(dh, hd, "relu", noise, None)
-        return grads
+    layer, stream = GINLayer, 0x61E

@@ -16,65 +16,53 @@ from typing import Any
 
 import numpy as np
 
-from shgcn.core.archs import ARCHS
+from shgcn.core import archs as specs
 
-from ..backends import Backend, Noise
+from ..backends import Noise
 from ..graph import Graph
-from .base import Layers, glorot
+from .base import Layer, Stack, glorot
 
 
-class SAGE(Layers):
+class SAGELayer(Layer):
+    """``w`` (d_in, 2 d_out) = [W_n | W_r] and bias ``b`` (d_out,)."""
+
+    names, decay = ("w", "b"), ("w",)
+
+    def __init__(self, model: Stack, k: int, rng: np.random.Generator):
+        super().__init__(model, k, rng)
+        a, self.d = model.dims[k:k + 2]
+        self.w = model.be.asarray(np.hstack([glorot(rng, a, self.d), glorot(rng, a, self.d)]))
+        self.b = model.be.zeros((self.d,))
+
+    def forward(self, hd: Any, graph: Graph, noise: Noise | None) -> tuple[Any, tuple]:
+        be, w, d = self.be, self.w, self.d
+        if self.w_first:
+            y = be.gemm(hd, w)
+            z = graph.mean.forward(be.concat([y[:, :d]], 1))
+            be.add(z, y[:, d:], bias=self.b, out=z)  # into the mean's new array: no new array (nor its pages)
+            return z, (hd, None)
+        mh = graph.mean.forward(be.dense(hd))
+        z = be.gemm(mh, w[:, :d])
+        be.add(z, be.gemm(hd, w[:, d:]), bias=self.b, out=z)
+        return z, (hd, mh)
+
+    def backward(self, saved: tuple, g: Any, graph: Graph) -> tuple[list[Any], Any]:
+        be, w, d, (hd, mh) = self.be, self.w, self.d, saved
+        db = be.colsum(g)
+        if self.w_first:
+            dy = be.concat([graph.mean.transpose(g), g], 1)
+            return [be.gemm_tn(hd, dy), db], (None if self.first else be.gemm(dy, w.T))
+        dw = be.concat([be.gemm_tn(mh, g), be.gemm_tn(hd, g)], 1)
+        if self.first:
+            return [dw, db], None
+        dh = graph.mean.transpose(be.gemm(g, w[:, :d].T))
+        be.add(dh, be.gemm(g, w[:, d:].T), out=dh)
+        return [dw, db], dh
+
+
+class SAGE(Stack):
     """Per layer: ``w`` (d_in, 2 d_out) = [W_n | W_r] and bias ``b`` (d_out,)."""
 
-    spec = ARCHS["sage"]
+    spec = specs.SAGE
 
-    def __init__(self, dims: list[int], seed: int, backend: Backend, **options: Any):
-        rng = np.random.default_rng([seed, 0x5A6E])
-        super().__init__(dims, backend, options)
-        self.params = []
-        for a, b in zip(dims[:-1], dims[1:]):
-            self.params += [backend.asarray(np.hstack([glorot(rng, a, b), glorot(rng, a, b)])), backend.zeros((b,))]
-        self.decay = [0]
-
-    def forward(self, x: Any, graph: Graph, noise: Noise | None) -> tuple[np.ndarray, tuple]:
-        be = self.be
-        cache: list[tuple[Any, Any]] = []
-        z: Any = x
-        for k in range(len(self.dims) - 1):
-            w, b = self.params[2 * k], self.params[2 * k + 1]
-            d = self.dims[k + 1]
-            hd, _ = be.act_dropout(z, "relu" if k else "none", noise, k, graph.gids)
-            if self.w_first(k):
-                y = be.gemm(hd, w)
-                z = graph.mean.forward(be.concat([y[:, :d]], 1))
-                be.add(z, y[:, d:], bias=b, out=z)  # into the mean's new array: no new array (nor its pages)
-                cache.append((hd, None))
-            else:
-                mh = graph.mean.forward(be.dense(hd))
-                z = be.gemm(mh, w[:, :d])
-                be.add(z, be.gemm(hd, w[:, d:]), bias=b, out=z)
-                cache.append((hd, mh))
-        return z, (noise, cache)
-
-    def backward(self, saved: tuple, g: np.ndarray, graph: Graph) -> list[np.ndarray]:
-        be = self.be
-        noise, cache = saved
-        grads = self.placeholders()
-        for k in range(len(self.dims) - 2, -1, -1):
-            w, (hd, mh) = self.params[2 * k], cache[k]
-            d = self.dims[k + 1]
-            grads[2 * k + 1] = be.colsum(g)
-            if self.w_first(k):
-                dy = be.concat([graph.mean.transpose(g), g], 1)
-                grads[2 * k] = be.gemm_tn(hd, dy)
-                dh = be.gemm(dy, w.T) if k else None
-            else:
-                grads[2 * k] = be.concat([be.gemm_tn(mh, g), be.gemm_tn(hd, g)], 1)
-                dh = None
-                if k:
-                    dh = graph.mean.transpose(be.gemm(g, w[:, :d].T))
-                    be.add(dh, be.gemm(g, w[:, d:].T), out=dh)
-            if dh is None:
-                break
-            g = be.act_dropout_grad(dh, hd, "relu", noise, None)
-        return grads
+    layer, stream = SAGELayer, 0x5A6E

@@ -1,10 +1,12 @@
 """The compute backends of the trainer: the :class:`Backend` protocol and
 its implementations, each one declared part (:data:`BACKENDS`,
 ``--backend``): a :class:`BackendSpec` (its name, the devices it runs on,
-its own options) joined to the function that makes it. A new backend is one
-module here, one line in each of :data:`SPECS` and :data:`BACKENDS`, and a
-test class subclassing :class:`shgcn.testing.backends.BackendTests`; a new
-device is a name in its spec's ``devices`` (``--device`` offers the union).
+its own options) paired with the function that makes it. A new backend is
+one module here, its spec (a constant of ``base.py``, the one place its name
+is written, listed in :data:`SPECS`) paired with its maker in
+:data:`BACKENDS`, and a test class subclassing
+:class:`shgcn.testing.backends.BackendTests`; a new device is a name in its
+spec's ``devices`` (``--device`` offers the union).
 
 A backend whose library is optional (torch) is imported only when it is
 made: importing this package imports none of them."""
@@ -12,40 +14,14 @@ made: importing this package imports none of them."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from shgcn.core.options import Option
 from shgcn.core.registry import Registry
 
 from ..parts import Parts
-from .base import ACTS, AdamState, Attention, Backend, BackendError, Dropped, Noise
+from .base import ACTS, NUMPY, TORCH, AdamState, Attention, Backend, BackendError, BackendSpec, Dropped, Noise
 
-
-@dataclass(frozen=True)
-class BackendSpec:
-    """A backend's declaration: its name and description (``--backend``), the devices it runs on
-    (``--device``, checked with the options before any library loads) and its own options."""
-
-    name: str
-    description: str
-    devices: tuple[str, ...] = ("cpu",)
-    options: tuple[Option, ...] = ()
-
-
-# the torch backend's own options (its constructor's ``compile`` and ``kernels``)
-TORCH_COMPILE = Option("--torch-compile", "auto", "torch: compile the mask kernels with torch.compile (auto: on a GPU, "
-                       "or as SHGCN_TORCH_COMPILE says; a compile takes tens of seconds of a short CPU run)",
-                       choices=("auto", "on", "off"))
-TORCH_KERNELS = Option("--torch-kernels", "auto", "torch: the masks', attention's and losses' kernels: torch "
-                       "operations (what a GPU runs), or numba's on the tensors' memory (auto: numba on the CPU, "
-                       "torch on a GPU); losses are the same", choices=("auto", "torch", "numba"))
-
-SPECS: Registry[BackendSpec] = Registry("--backend", {
-    "numpy": BackendSpec("numpy", "numpy, scipy and numba kernels"),
-    "torch": BackendSpec("torch", "PyTorch tensors on the CPU or a GPU (torch is an optional dependency)",
-                         devices=("cpu", "cuda"), options=(TORCH_COMPILE, TORCH_KERNELS)),
-})
+SPECS: Registry[BackendSpec] = Registry.of("--backend", NUMPY, TORCH)
 
 
 def check_device(name: str, device: str) -> None:
@@ -65,12 +41,12 @@ def devices() -> tuple[str, ...]:
 def _numpy(device: str = "cpu", threads: int = 1) -> Backend:
     from .numpy import NumpyBackend
 
-    check_device("numpy", device)
+    check_device(NUMPY.name, device)
     return NumpyBackend(threads)
 
 
 def _torch(device: str = "cpu", threads: int = 1, torch_compile: str = "auto", torch_kernels: str = "auto") -> Backend:
-    check_device("torch", device)
+    check_device(TORCH.name, device)
     try:
         import torch  # noqa: F401 - the optional dependency, loaded only for this backend
     except ImportError as e:
@@ -82,11 +58,11 @@ def _torch(device: str = "cpu", threads: int = 1, torch_compile: str = "auto", t
     return TorchBackend(device, threads, compile=torch_compile, kernels=torch_kernels)
 
 
-# name -> the maker taking (device, threads, **its options): threads in the rank (``--threads``)
-BACKENDS: Parts[BackendSpec, Callable[..., Backend]] = Parts(SPECS, {"numpy": _numpy, "torch": _torch})
+# each spec paired with its maker, taking (device, threads, **its options): threads in the rank (``--threads``)
+BACKENDS: Parts[BackendSpec, Callable[..., Backend]] = Parts.of(SPECS, (NUMPY, _numpy), (TORCH, _torch))
 
 
-def backend(name: str = "numpy", device: str = "cpu", threads: int = 1, **options: Any) -> Backend:
+def backend(name: str = NUMPY.name, device: str = "cpu", threads: int = 1, **options: Any) -> Backend:
     """A new backend by name, on ``device`` (``cpu``, or ``cuda`` for a GPU backend), computing with
     ``threads`` threads (numba's and torch's; BLAS's are set before numpy loads), given its own options
     (``dest -> value``; defaults where absent; a KeyError for an unknown name)."""
@@ -101,4 +77,4 @@ def backend(name: str = "numpy", device: str = "cpu", threads: int = 1, **option
 
 
 __all__ = ["ACTS", "BACKENDS", "SPECS", "AdamState", "Attention", "Backend", "BackendError", "BackendSpec", "Dropped",
-           "Noise", "backend", "check_device", "devices"]
+           "NUMPY", "Noise", "TORCH", "backend", "check_device", "devices"]

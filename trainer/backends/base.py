@@ -15,6 +15,10 @@ only: ``to_host`` before sending, ``from_host`` on received rows).
 Arrays a backend returns are its own (numpy arrays for :class:`NumpyBackend`);
 the layers use only their operators (``+``, ``*``, slicing, ``.sum``,
 ``.reshape``, ``.T``) and the backend's methods on them.
+
+Each backend's declaration, a :class:`BackendSpec` (its name, devices and
+own options: :data:`NUMPY`, :data:`TORCH`), is here too, where both its
+class and its maker (the package's ``BACKENDS``) refer to it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast
 import numpy as np
 
 from shgcn.core.errors import UserError
+from shgcn.core.options import Option
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -38,6 +43,31 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 class BackendError(UserError):
     """A backend that cannot run here (its optional library is missing, or the device); exit code 2."""
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A backend's declaration: its name and description (``--backend``), the devices it runs on
+    (``--device``, checked with the options before any library loads) and its own options."""
+
+    name: str
+    description: str
+    devices: tuple[str, ...] = ("cpu",)
+    options: tuple[Option, ...] = ()
+
+
+# the torch backend's own options (its constructor's ``compile`` and ``kernels``)
+TORCH_COMPILE = Option("--torch-compile", "auto", "torch: compile the mask kernels with torch.compile (auto: on a GPU, "
+                       "or as SHGCN_TORCH_COMPILE says; a compile takes tens of seconds of a short CPU run)",
+                       choices=("auto", "on", "off"))
+TORCH_KERNELS = Option("--torch-kernels", "auto", "torch: the masks', attention's and losses' kernels: torch "
+                       "operations (what a GPU runs), or numba's on the tensors' memory (auto: numba on the CPU, "
+                       "torch on a GPU); losses are the same", choices=("auto", "torch", "numba"))
+
+# the built-in backends' specs, each name written once (here): their classes and makers refer to these
+NUMPY = BackendSpec("numpy", "numpy, scipy and numba kernels")
+TORCH = BackendSpec("torch", "PyTorch tensors on the CPU or a GPU (torch is an optional dependency)",
+                    devices=("cpu", "cuda"), options=(TORCH_COMPILE, TORCH_KERNELS))
 
 
 def timed_on_host(kernel: str) -> Callable[[_F], _F]:

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from . import blas, kernels
 from .arrays import _PARALLEL_MIN, HostArrays
-from .base import AdamState, Attention, Dropped, Noise, timed_on_host
+from .base import NUMPY, AdamState, Attention, Dropped, Noise, timed_on_host
 
 ACT_CODES = {"none": 0, "relu": 1, "elu": 2}
 _EMPTY_KEEP = np.zeros((0, 0), np.uint8)
@@ -86,7 +86,7 @@ def tn_rows(n: int) -> int:
 class NumpyBackend(HostArrays):
     """The CPU backend: numpy, scipy.sparse and numba kernels (the array functions: :class:`.arrays.HostArrays`)."""
 
-    name = "numpy"
+    name = NUMPY.name
 
     def __init__(self, threads: int = 1):
         self.threads = max(1, int(threads))

@@ -31,7 +31,7 @@ import torch
 
 from . import torchdevice as dv
 from . import torchkernels as tk
-from .base import AdamState, Attention, BackendError, Dropped, Noise
+from .base import TORCH, AdamState, Attention, BackendError, Dropped, Noise
 from .numpy import ACT_CODES, NumpyBackend
 from .torcharrays import TorchArrays
 
@@ -53,7 +53,7 @@ class TorchBackend(TorchArrays):
         GPU, or as ``SHGCN_TORCH_COMPILE`` says)
     """
 
-    name = "torch"
+    name = TORCH.name
 
     def __init__(self, device: str = "cpu", threads: int | None = None, compile: str = "auto",
                  kernels: str = "auto"):

@@ -1,7 +1,8 @@
 """The exchanges ``--exchange`` chooses from (p2p, alltoallv, bcast, node):
-one module each, joined to its spec in :data:`shgcn.core.exchanges.EXCHANGES`
-(whose cost model predicts exactly what it counts) by one line of
-:data:`EXCHANGES`. An exchange class takes ``(comm, cp, wire, peers, local,
+one module each, paired in :data:`EXCHANGES` with its spec, a constant of
+:mod:`shgcn.core.exchanges` (``P2P_COST``; of
+:data:`shgcn.core.exchanges.EXCHANGES`, whose cost model predicts exactly
+what it counts). An exchange class takes ``(comm, cp, wire, peers, local,
 **its_options)``: ``local()`` gives the rank's full-batch local matrix to an
 exchange that reads it at setup (the node-aware one)."""
 
@@ -22,8 +23,9 @@ from .bcast import Bcast
 from .node import NodeExchange
 from .p2p import P2P
 
-EXCHANGES: Parts[ExchangeCost, type[Exchange]] = Parts(
-    specs.EXCHANGES, {"p2p": P2P, "alltoallv": AllToAllV, "bcast": Bcast, "node": NodeExchange})
+EXCHANGES: Parts[ExchangeCost, type[Exchange]] = Parts.of(
+    specs.EXCHANGES, (specs.P2P_COST, P2P), (specs.ALLTOALLV_COST, AllToAllV), (specs.BCAST_COST, Bcast),
+    (specs.NODE_COST, NodeExchange))
 
 __all__ = ["EXCHANGES", "PATHS", "Counters", "Exchange", "Peers", "make"]
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from shgcn.core.exchanges import ALLTOALLV_COST
+
 from .base import Exchange
 
 
 class AllToAllV(Exchange):
     """The same rows through one ``Alltoallv`` (no overlap)."""
 
-    name = "alltoallv"
+    name = ALLTOALLV_COST.name
 
     def _counts(self, pairs, d):
         c = np.zeros(self.cp.size, np.int64)

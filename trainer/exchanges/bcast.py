@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from shgcn.core.exchanges import BCAST_COST
+
 from .base import Exchange
 
 
@@ -14,7 +16,7 @@ class Bcast(Exchange):
     (a Reduce sums on the wire). ``roots``: the ranks that broadcast (all; a
     1.5D grid column broadcasts only the blocks it multiplies)."""
 
-    name = "bcast"
+    name = BCAST_COST.name
 
     def __init__(self, comm, cp, wire=None, peers=None, local=None, roots: list[int] | None = None):
         super().__init__(comm, cp, wire, peers, local)

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from shgcn.core.exchanges import NODE_COST
+
 from ..plan import CommPlan
 from .base import Exchange, Peers
 from .noderoutes import Nodes, Relay, Routes, relay_tables, routes
@@ -41,7 +43,7 @@ class NodeExchange(Exchange):
     ``local()``: the rank's full-batch local matrix (n_own, n_own + R) (its halo columns give each received
     row's pins: the setup is collective)."""
 
-    name = "node"
+    name = NODE_COST.name
 
     def __init__(self, comm, cp: CommPlan, wire=None, peers: Peers | None = None,
                  local: Callable[[], sp.csr_matrix] | None = None):

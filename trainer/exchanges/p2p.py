@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from shgcn.core.exchanges import P2P_COST
+
 from .base import TAG_EXPAND, TAG_FOLD, Exchange
 
 
@@ -11,7 +13,7 @@ class P2P(Exchange):
     (a fixed order of the sums: the same losses run after run, which an
     arrival-order ``Waitany`` did not give at P >= 4)."""
 
-    name = "p2p"
+    name = P2P_COST.name
 
     def _expand(self, x, local, on_block):
         from mpi4py import MPI
