@@ -1,6 +1,6 @@
 """The extension interfaces (parts/__init__.py, ``shgcn.parts``): every name a plugin imports resolves, importing
 the module imports nothing heavy, and the plugin of docs/parts.md (one file per kind, importing only
-``shgcn.parts``) is seen by shgcn-train, pipeline build, pipeline simulate and the run-log reader, and its tests
+``shgcn.parts``) is seen by shgcn-train, pipeline build, pipeline simulate, the run-log reader and pipeline report, and its tests
 pass with shgcn.testing's pytest plugin alone: no conftest.py, no warnings."""
 
 import os
@@ -76,6 +76,9 @@ def test_the_plugin_is_a_part_of_every_command(user):
     job = run(["-c", "from shgcn.core.runlog import read_run_log\nprint(read_run_log('run.jsonl').header.job().arch)"],
               env, path).stdout
     assert job.strip() == "toygcn"
+    pytest.importorskip("papermill")  # the report's extra
+    run([*pipeline, "report", "g.zarr", "--run", "run.jsonl", "--out", "report.html"], env, path, timeout=600)
+    assert "P=2 toy-p2p stripes, full-batch" in (path / "report.html").read_text()  # the run, with its parts
 
 
 @pytest.mark.mpi
