@@ -207,11 +207,11 @@ def _stage_term(stage: str, figures: dict[str, tuple[Figures, str]], c: Counts, 
 
 
 def _partition_rows(m: str, figures: tuple[Figures, str], c: Counts, opts: dict, coef: Coefficients) -> list[Row]:
-    """The build process and the child (if any: a model that partitions in the build's process has none) of model
-    ``m`` in the partition stage."""
+    """The build process and the child (if any) of model ``m`` in the partition stage."""
     fig, base = figures
-    note = "" if base == m else f"not fitted: {base}'s figures"
-    seconds = coef.seconds.get(f"partition:{fig.key}", Term()).at(c)
+    own = f"partition:{m}" in coef.seconds  # its own seconds fitted apart (rp's) where its memory is not
+    note = "" if base == m else f"not fitted: {base}'s {'memory figures' if own else 'figures'}"
+    seconds = coef.seconds.get(f"partition:{m if own else fig.key}", Term()).at(c)
     rows = [coef.memory[f"partition:{fig.key}"].row("partition", BUILD, c, seconds, note)]
     model = get(m)
     if not model.runs_in_child:

@@ -122,6 +122,16 @@ def test_unfitted_models_borrow_and_say_so():
     assert child.memory == 50 * MIB + METIS_BYTES_PER_NNZ * 1e6
 
 
+def test_an_unfitted_model_with_its_own_seconds_takes_them_and_borrows_only_the_memory():
+    coef = small_coefficients()
+    own = plan.Coefficients(coef.memory, coef.child, coef.disk, {**coef.seconds, "partition:rp": T(0, 0, 1e-3)})
+    borrowed, timed = (plan.make_plan(C, ("rp",), coef=k) for k in (coef, own))
+    part = [[r for r in p.rows if r.stage == "partition"][0] for p in (borrowed, timed)]
+    assert (part[0].seconds, part[1].seconds) == (pytest.approx(10 + 1e-5 * 1e6), pytest.approx(1e-3 * 1000))
+    assert part[1].memory == part[0].memory and part[1].note == "model rp; not fitted: gp's memory figures"
+    assert timed.seconds == pytest.approx(borrowed.seconds - part[0].seconds + 1.0)
+
+
 def test_a_model_like_an_unfitted_one_takes_the_general_figures_and_a_documented_child_is_its_models_own():
     """shp-vb resembles shp, which is not fitted either: gp's figures; gp-vb takes gp's fitted KaMinPar child even
     under --gp-backend metis (METIS's documented figure is gp's own partition's), and the 2^31 flag names METIS
