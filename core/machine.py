@@ -19,8 +19,9 @@ blocks: ranks ``k i .. k i + k - 1`` share node ``i``), with
   ``core/machines/this.json``; another CPU's is scaled by a documented factor).
 
 Machines are data: the presets are the JSON files in ``core/machines/``
-(each field with the source of its number), and :func:`machine_of` also
-takes a file path or a spec string such as
+(each field with the source of its number) in the registry :data:`MACHINES`,
+where a plugin registers its own (``MACHINES.register(machine)``), and
+:func:`machine_of` also takes a file path or a spec string such as
 ``ranks=48,intra=0.4us:10GB/s,inter=1.5us:12GB/s,link=12.5GB/s,cores=48,compute=this*1.0``
 (its values parsed by :mod:`.machine_spec`).
 """
@@ -36,6 +37,7 @@ import numpy as np
 from . import machine_spec as spec
 from .errors import UserError
 from .machine_check import check_factor, check_machine, number, whole
+from .registry import Registry
 from .thread_scaling import ThreadScaling, amdahl_slowdown, scaling_from_json
 
 
@@ -277,14 +279,19 @@ def _message_rate(link: dict) -> float | None:
     return number(r["messages_per_s"] if isinstance(r, dict) else r)
 
 
+def _shipped() -> list[Machine]:
+    """The presets of the package (``core/machines/<name>.json``; ``compute-*.json`` are compute models)."""
+    return [machine_from_json(json.loads(f.read_text())) for f in sorted(_DIR.glob("*.json"))
+            if not f.name.startswith("compute-")]
+
+
+# the preset machines by name (``--machine NAME``): the package's, then those the plugins register
+MACHINES: Registry[Machine] = Registry.of("--machine", *_shipped())
+
+
 def presets() -> dict[str, Machine]:
-    """Every preset machine by name (``core/machines/<name>.json``)."""
-    out = {}
-    for f in sorted(_DIR.glob("*.json")):
-        if not f.name.startswith("compute-"):
-            m = machine_from_json(json.loads(f.read_text()))
-            out[m.name] = m
-    return out
+    """Every preset machine by name (:data:`MACHINES`, the plugins' included)."""
+    return dict(MACHINES)
 
 
 def _spec_compute(value: str, item: str) -> ComputeModel:

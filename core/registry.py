@@ -13,7 +13,7 @@ its own name. A new part is its module(s) plus its spec in its registry's
 tree), and nothing outside them compares its name.
 
 Every registry of parts (partition models, readers, samplers, architectures,
-exchanges, algorithms, backends) is a :class:`Registry`; each loads the plugins
+exchanges, algorithms, backends, machines) is a :class:`Registry`; each loads the plugins
 (:mod:`shgcn.core.plugins`) on its first lookup, in whatever process looks.
 """
 

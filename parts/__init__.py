@@ -15,6 +15,7 @@ architecture              :class:`ArchSpec` + a :class:`Layer` and its    ``ARCH
                           :class:`Stack` (or a whole :class:`Layers`)
 exchange                  :class:`ExchangeCost` + :class:`Exchange`       ``EXCHANGES.register(cost, cls)``
 algorithm, backend        :class:`AlgorithmCost`, :class:`BackendSpec`    ``ALGORITHMS``/``BACKENDS.register``
+machine (``--machine``)   a :class:`Machine` (``replace`` of a preset)    ``MACHINES.register(machine)``
 ========================  ==============================================  =================================
 
 A part's options are :class:`Option` s on its spec (``--my-flag``, with its default, bounds and help);
@@ -74,12 +75,16 @@ _WHERE: dict[str, tuple[str, str]] = {
     "BACKENDS": ("shgcn.trainer.backends", "BACKENDS"),
     "BackendSpec": ("shgcn.trainer.backends", "BackendSpec"),
     "Backend": ("shgcn.trainer.backends.base", "Backend"),
+    # machines (pipeline simulate --machine): the epoch model's presets
+    "MACHINES": ("shgcn.core.machine", "MACHINES"),
+    "Machine": ("shgcn.core.machine", "Machine"),
 }
 
-__all__ = ["ALGORITHMS", "ARCHS", "AlgorithmCost", "ArchSpec", "Assignment", "BACKENDS", "Backend", "BackendSpec", "EXCHANGES",
-           "Exchange", "ExchangeCost", "GCN", "GRAPH", "GRAPH_FILE", "Inputs", "Layer", "Layers", "MATRIX", "MODELS", "Model",
-           "Option", "P2P", "P2PCost", "PartitionConfig", "Partitioner", "PluginError", "READERS", "Reader", "Recognizes",
-           "Registry", "SAMPLERS", "SamplerSpec", "Stack", "TextReader", "UserError"]  # the names of _WHERE
+__all__ = ["ALGORITHMS", "ARCHS", "AlgorithmCost", "ArchSpec", "Assignment", "BACKENDS", "Backend", "BackendSpec",
+           "EXCHANGES", "Exchange", "ExchangeCost", "GCN", "GRAPH", "GRAPH_FILE", "Inputs", "Layer", "Layers",
+           "MACHINES", "MATRIX", "MODELS", "Machine", "Model", "Option", "P2P", "P2PCost", "PartitionConfig",
+           "Partitioner", "PluginError", "READERS", "Reader", "Recognizes", "Registry", "SAMPLERS", "SamplerSpec",
+           "Stack", "TextReader", "UserError"]  # the names of _WHERE
 
 if TYPE_CHECKING:  # what a type checker and an IDE see: the same names, imported
     from shgcn.core.algorithms.base import AlgorithmCost
@@ -87,6 +92,7 @@ if TYPE_CHECKING:  # what a type checker and an IDE see: the same names, importe
     from shgcn.core.errors import UserError
     from shgcn.core.exchanges.base import ExchangeCost
     from shgcn.core.exchanges.flat import P2P as P2PCost
+    from shgcn.core.machine import MACHINES, Machine
     from shgcn.core.options import Option
     from shgcn.core.plugins import PluginError
     from shgcn.core.registry import Registry

@@ -9,6 +9,7 @@ from helpers.costs import machine
 
 from shgcn.core.errors import UserError
 from shgcn.core.machine import (
+    MACHINES,
     Channel,
     ComputeModel,
     Machine,
@@ -31,6 +32,19 @@ def test_every_preset_loads_with_its_sources():
         assert m.name == name and m.description and m.source
         assert m.intra.source and m.inter.source and m.compute.source, name
         assert m.ranks_per_node >= 1 and m.cores_per_node >= 1 and m.inter.alpha > 0 and m.inter.beta > 0
+
+
+def test_a_registered_machine_is_a_preset_and_its_name_is_one_machines():
+    mine = replace(presets()["this"], name="test-cluster", ranks_per_node=4)
+    MACHINES.register(mine)
+    try:
+        assert machine_of("test-cluster") is mine and list(presets()) == [*PRESETS, "test-cluster"]
+        with pytest.raises(ValueError, match="--machine 'test-cluster' is registered already"):
+            MACHINES.register(mine)
+    finally:
+        MACHINES.unregister("test-cluster")
+    with pytest.raises(UserError, match="unknown machine 'test-cluster'"):
+        machine_of("test-cluster")
 
 
 def test_the_presets_numbers():

@@ -13,7 +13,7 @@ from helpers import REPO
 
 import shgcn.parts as parts
 
-FILES = ("my_model", "my_reader", "my_sampler", "my_arch", "my_exchange")
+FILES = ("my_model", "my_reader", "my_sampler", "my_arch", "my_exchange", "my_machine")
 PLUGINS = ",".join(f"{f}:register" for f in FILES)
 
 
@@ -73,6 +73,8 @@ def test_the_plugin_is_a_part_of_every_command(user):
     sim = run([*pipeline, "simulate", "g.zarr", "--exchange", "p2p,toy-p2p", "--arch", "toygcn", "--ranks", "2"],
               env, path).stdout
     assert "toy-p2p" in sim
+    cluster = run([*pipeline, "simulate", "g.zarr", "--machine", "my-cluster", "--ranks", "8"], env, path).stdout
+    assert "machine my-cluster: 4 ranks a node" in cluster and "at 4 ranks per node" in cluster, cluster[-2000:]
     job = run(["-c", "from shgcn.core.runlog import read_run_log\nprint(read_run_log('run.jsonl').header.job().arch)"],
               env, path).stdout
     assert job.strip() == "toygcn"
