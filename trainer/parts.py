@@ -93,10 +93,10 @@ class Parts(Mapping[str, Part[S, I]], Generic[S, I]):
                 raise ImportError(f"{specs.option} {spec.name}: a spec not of its registry")
             if spec.name in impls:
                 raise ImportError(f"{specs.option} {spec.name}: implemented twice")
-            declared = getattr(impl, "spec", spec)
-            named = getattr(declared, "name", None) if declared is not spec else getattr(impl, "name", spec.name)
-            if declared is not spec or (isinstance(named, str) and named != spec.name):
-                raise ImportError(f"{specs.option} {spec.name}: its implementation declares another part ({named!r})")
+            declared, named = getattr(impl, "spec", spec), getattr(impl, "name", spec.name)
+            if declared is not spec or (isinstance(named, str) and named != spec.name):  # a property is no name
+                other = getattr(declared, "name", None) if declared is not spec else named
+                raise ImportError(f"{specs.option} {spec.name}: its implementation declares another part ({other!r})")
             impls[spec.name] = impl
         return cls(specs, impls)
 

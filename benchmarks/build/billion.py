@@ -194,9 +194,7 @@ def main() -> None:
             f"`--dir`):\n\n{table([gp, *extra, rp], bcols)}\n**Training**, `mpirun -n {args.ranks}`, `--sampler node`, "
             f"`--batch-size {args.batch_size}`, out of core:\n\n{table(big + small + epoch, tcols)}\n"
             f"**The issue's numbers**:\n\n{goals}\n{notes(gp, rp, big)}\n")
-    # RESULTS names no machine path: --dir's value is written DIR, in the command line as in the verdicts
-    sys.argv = [("DIR" if a == str(args.dir) else a) for a in sys.argv]
-    write_section(TITLE, body.replace(str(args.dir), "DIR"))
+    write_section(TITLE, body, {str(args.dir): "DIR"})  # RESULTS names no machine path
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import platform
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,17 +191,19 @@ def running_module() -> str | None:
     return getattr(spec, "name", None) or None
 
 
-def command() -> str:
-    """This process's command line, as run from the repository root."""
+def command(places: Mapping[str, str] | None = None) -> str:
+    """This process's command line, as run from the repository root; ``places``: machine paths among its
+    arguments (``/tmp/stores``) -> what RESULTS writes instead (``DIR``)."""
     module = running_module()
     prog = ["-m", module] if module else [os.path.relpath(sys.argv[0], REPO)]
     ranks = os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE")  # started by mpirun
     launcher = f"mpirun -n {ranks} " if ranks else ""
-    return launcher + "python " + shlex.join([*prog, *sys.argv[1:]])
+    args = [(places or {}).get(a, a) for a in sys.argv[1:]]
+    return launcher + "python " + shlex.join([*prog, *args])
 
 
-def header(title: str) -> str:
-    return (f"## {title}\n\n- command: `{command()}`\n- date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC\n"
+def header(title: str, places: Mapping[str, str] | None = None) -> str:
+    return (f"## {title}\n\n- command: `{command(places)}`\n- date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC\n"
             f"- machine: {machine()}\n- versions: {versions()}\n")
 
 
@@ -220,11 +223,14 @@ def question_of(title: str, module: str | None = None) -> Question:
     return OTHER
 
 
-def write_section(title: str, body: str) -> None:
+def write_section(title: str, body: str, places: Mapping[str, str] | None = None) -> None:
     """Write the section ``## title`` into the part of its question in RESULTS.md, in place of the section of
-    that title (which moves, verbatim, to the appendix), or after the question's other sections."""
+    that title (which moves, verbatim, to the appendix), or after the question's other sections. ``places``:
+    machine paths (``/tmp/stores``) -> what the section writes instead, in its command and its body (``DIR``)."""
     doc = Document.parse(RESULTS.read_text()) if RESULTS.exists() else Document.new()
-    section = header(title) + "\n" + body.rstrip() + "\n"
+    for path, place in (places or {}).items():
+        body = body.replace(path, place)
+    section = header(title, places) + "\n" + body.rstrip() + "\n"
     doc.put(title, section, question_of(title, running_module()))
     RESULTS.write_text(doc.render())
     print(section)

@@ -81,3 +81,17 @@ def test_placeholders_system_paths_and_recorded_flat_names_pass():
           "`pipeline/refine.py volume_balance`"]  # a file named in prose, not a command
     for text in ok:
         assert cm.check(text) == [], text
+
+
+def test_a_section_writes_its_machine_paths_as_their_placeholders(tmp_path, monkeypatch):
+    from benchmarks.common import results
+
+    where = str(tmp_path / "stores")
+    monkeypatch.setattr(sys, "argv", ["billion.py", "--dir", where, "--steps", "2"])
+    monkeypatch.setattr(results, "running_module", lambda: "benchmarks.build.billion")
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "RESULTS.md")
+    monkeypatch.setattr(results, "versions", lambda: "v")
+    results.write_section("A title", f"the plan's disk fits on {where}.\n", {where: "DIR"})
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "- command: `python -m benchmarks.build.billion --dir DIR --steps 2`" in text
+    assert "fits on DIR." in text and where not in text and [str(p) for p in cm.check(text)] == []

@@ -40,19 +40,6 @@ def _block_diag(be: Backend, a: Any) -> Any:
     return out
 
 
-class GAT(Stack):
-    """Per layer: ``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
-
-    spec = specs.GAT
-
-    stream, act, keeps = 0x6A7, "elu", True  # its layer: GATLayer, below
-
-    def attn_rate(self, dropout: float) -> float:
-        """``--attn-dropout``, by default the input dropout (PyG's examples use one rate for both)."""
-        own = self.options["attn_dropout"]
-        return dropout if own is None else float(own)
-
-
 class GATLayer(Layer):
     """``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
 
@@ -98,7 +85,8 @@ class GATLayer(Layer):
     def backward(self, saved: tuple, g: Any, graph: Graph) -> tuple[list[Any], Any]:
         """dL/dZ of the own rows (the received rows' partial sums folded back in) gives those of ``w`` and the
         input; those of a_src, a_dst and b on the way."""
-        (hd, att), z = saved, saved[1].z
+        hd, att = saved
+        z = att.z
         heads, d = self.a_src.shape
         be, n, cp = self.be, graph.n_own, graph.ex.cp
         db, da = be.colsum(g), []
@@ -125,7 +113,17 @@ class GATLayer(Layer):
         return [be.gemm_tn(hd, own), *da, db], (None if self.first else be.gemm(own, self.w.T))
 
 
-GAT.layer = GATLayer
+class GAT(Stack):
+    """Per layer: ``w`` (d_in, H d), ``a_src`` and ``a_dst`` (H, d), ``b`` (H d, or d on the last layer)."""
+
+    spec = specs.GAT
+
+    layer, stream, act, keeps = GATLayer, 0x6A7, "elu", True
+
+    def attn_rate(self, dropout: float) -> float:
+        """``--attn-dropout``, by default the input dropout (PyG's examples use one rate for both)."""
+        own = self.options["attn_dropout"]
+        return dropout if own is None else float(own)
 
 
 def _diag_blocks(m: Any, heads: int, d: int) -> Any:
