@@ -36,7 +36,7 @@ from .stages.normalize import normalize_stage
 from .stages.partition import graph_file_first, partition_stage
 from .stages.place import place_stage
 from .stages.quality import quality_stage
-from .stages.spill import spill_patterns
+from .stages.spill import forget_transpose, spill_patterns
 from .stages.write import Built, write_stage
 
 
@@ -71,7 +71,8 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
                     ing, nrm = spill_patterns(tasks, ing, nrm, writer.work_dir)
                     tasks.settle(held)  # the blocks in memory gone before the child starts, not beside it
                 parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir, prepared=prepared)
-                if prepared[1] is not None:  # read by the partitioners only: its disk is the spilled patterns'
+                spilled = prepared[1] is not None
+                if spilled:  # read by the partitioners only: its disk is the spilled patterns'
                     os.remove(prepared[1])
             ing = replace(ing, at=())  # A^T's pattern: nrm holds it for the quality and the layout (not the write)
             with mon.stage("place"):
@@ -80,7 +81,9 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
             with mon.stage("quality"):
                 meas = quality_stage(tasks, cfg, ing, nrm, placed, mon)
             with mon.stage("layout"):
-                laid = layout_stage(tasks, cfg, ing, nrm, parts, mon, work_dir=writer.work_dir)
+                laid = layout_stage(tasks, cfg, ing, nrm, parts, mon, root=str(writer.root))
+                if spilled and ing.directed:
+                    forget_transpose(writer.work_dir)
             # what the write no longer needs is freed on the workers as soon as the layout has used it
             built = Built(ing, nrm.nnz, parts, meas, laid, placed.placements)
             del nrm, ing

@@ -113,7 +113,7 @@ def coefficients_path() -> Path:
 @dataclass(frozen=True)
 class Plan:
     """The rows, the disk (``store``: the finished store; ``scratch``: what the temporary area holds beyond it at its
-    peak: the layout's pieces, and the graph file's patterns where a model reads the file) and the flags."""
+    peak: the graph file's patterns where a model reads the file; the layout writes into the store) and the flags."""
 
     counts: Counts
     rows: list[Row]
@@ -173,18 +173,21 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
             rows.extend(_partition_rows(m, figures[m], counts, opts, coef))
     # the fit's feature values were float32: float16 halves what they take in the store
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
-    scratch = coef.disk["scratch"].at(counts) if reads_graph_file(models, PartitionConfig(parts=2, options=opts)) else 0.0
-    return Plan(counts, rows, store, scratch + pieces_bytes(counts, feature_bytes), _flags(counts, models, figures))
+    scratch = scratch_bytes(counts, store) if reads_graph_file(models, PartitionConfig(parts=2, options=opts)) else 0.0
+    return Plan(counts, rows, store, scratch, _flags(counts, models, figures))
 
 
-def pieces_bytes(counts: Counts, feature_bytes: int = 4) -> float:
-    """The layout's pieces in the temporary area until the store is
-    committed (:mod:`.stages.pieces`), counted, not fitted: Â's column ids
-    (int32) and values (float32) and each row's count (int64), Â^T's too for
-    a directed graph, and the node data (features, an int32 label, three
-    masks, the int64 original index)."""
-    matrices = 2 if counts.directed else 1
-    return float(matrices * (8 * counts.nnz + 8 * counts.n) + counts.n * (feature_bytes * counts.features + 4 + 3 + 8))
+def scratch_bytes(counts: Counts, store: float) -> float:
+    """What the temporary area holds beyond the ``store`` bytes at the disk's peak when a model reads the graph
+    file, counted, not fitted: the larger of the partition's (the ParHIP file: 8 bytes an adjacency entry, a row
+    pointer and a vertex weight; and A's and A^T's patterns spilled beside it, 4 bytes an entry below 2^31
+    vertices and 8 a row each, one pattern for an undirected graph; no store yet) and the end's (A's pattern beside
+    the finished store: A^T's is let go after the layout). The layout writes its pieces into the store."""
+    ids = 4 if counts.n < 2**31 else 8
+    pattern = ids * (counts.nnz - counts.n) + 8 * (counts.n + 1)
+    graph_file = 8 * (3 + counts.n + 1 + counts.graph_entries + counts.n)
+    partition = graph_file + pattern * (2 if counts.directed else 1)
+    return float(max(partition - store, pattern))
 
 
 def _figures(m: str, c: Counts, opts: dict, coef: Coefficients) -> tuple[Figures, str]:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ._atomic import enclosing_store, is_store_dir
     from ._reader import Store, memmap_array, open_rank, open_store
     from ._schema import SCHEMA_VERSION, Plan, RankBlock, block_arrays
-    from ._stream import RankStreams
+    from ._stream import RankFiles
     from ._writer import StoreWriter, abort_all
     from .errors import StoreError, UserError
     from .interop import GraphArrays, graph_arrays, to_dgl, to_pyg
@@ -51,13 +51,13 @@ _WHERE = {
     **dict.fromkeys(("array_checksum", "block_checksum", "write_array", "write_graph_block", "write_node_rows",
                      "write_rank", "release_pages"), "._arrays"),
     **dict.fromkeys(("enclosing_store", "is_store_dir"), "._atomic"),
-    "RankStreams": "._stream",
+    "RankFiles": "._stream",
     **dict.fromkeys(("StoreWriter", "abort_all"), "._writer"),
     **dict.fromkeys(("StoreError", "UserError"), ".errors"),
     **dict.fromkeys(("GraphArrays", "graph_arrays", "to_dgl", "to_pyg"), ".interop"),
 }
 __all__ = [
-    "SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "RankStreams", "Store", "StoreError", "StoreWriter", "UserError",
+    "SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "RankFiles", "Store", "StoreError", "StoreWriter", "UserError",
     "abort_all", "array_checksum", "block_arrays", "block_checksum", "enclosing_store", "graph_arrays", "is_store_dir",
     "memmap_array",
     "open_rank", "open_store", "release_pages", "to_dgl", "to_pyg", "write_array", "write_graph_block", "write_node_rows",

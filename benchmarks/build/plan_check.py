@@ -98,7 +98,7 @@ def measure(tag: str, source: str, model: str, out: Path, extra: tuple[str, ...]
         raise SystemExit(f"{tag}: the build failed (exit {proc.returncode}):\n{log[-3000:]}")
     rec = {"tag": tag, "source": source, "model": model, "parts": parts, "extra": list(extra),
            "wall": time.perf_counter() - t0, "tree_peak_bytes": state["tree"], "partial_peak_bytes": state["disk"],
-           "store_bytes": _du(path), "info": store_info(path), "pieces_spilled": True,
+           "store_bytes": _du(path), "info": store_info(path), "pieces_in_place": True,
            **({"plan_checked": True} if plan_checked else {})}
     (out / f"{tag}.json").write_text(json.dumps(rec, indent=1, default=float))
     return rec
@@ -246,7 +246,7 @@ def fit(recs: dict[str, dict]) -> dict:
                                               if "--features" not in r["extra"]])
     stored = _feature_cost(recs, "", lambda r: r["store_bytes"])  # float32 features, each block's and the node array's
     disk = {"store": fit_term([(r, r["store_bytes"]) for r in recs.values()], stored),
-            # the layout's pieces are counted by the plan (plan.pieces_bytes), not fitted
+            # the layout's pieces, where a build spilled them, counted (_pieces), not fitted
             "scratch": fit_term([(r, max(0.0, r["partial_peak_bytes"] - r["store_bytes"] - _pieces(r))) for r in gp])}
     return {"memory": memory, "child": child, "beside": beside, "disk": disk, "seconds": seconds,
             "source": f"{command()} on {len(recs)} builds ({', '.join(sorted(recs))}), "
@@ -266,10 +266,15 @@ def _counts(rec: dict):
 
 
 def _pieces(rec: dict) -> float:
-    """The layout's pieces in the temporary area of the build ``rec`` (0: a record of a build before they were)."""
-    from shgcn.pipeline.plan import pieces_bytes
-
-    return pieces_bytes(_counts(rec)) if rec.get("pieces_spilled") else 0.0
+    """The layout's pieces in the temporary area of the build ``rec``: a record of a build that spilled them
+    there (``pieces_spilled``, from 2026-11 until the layout wrote them in place, ``pieces_in_place``), else 0.
+    Counted, not fitted: Â's column ids (int32) and values (float32) and each row's count (int64), Â^T's too for
+    a directed graph, and the node data (float32 features, an int32 label, three masks, the int64 original index)."""
+    if not rec.get("pieces_spilled"):
+        return 0.0
+    c = _counts(rec)
+    matrices = 2 if c.directed else 1
+    return float(matrices * (8 * c.nnz + 8 * c.n) + c.n * (4 * c.features + 4 + 3 + 8))
 
 
 def predicted(rec: dict, coef=None):

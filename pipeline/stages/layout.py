@@ -18,7 +18,6 @@ graphs): the same blocks.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +28,11 @@ from dask.sizeof import sizeof
 from shgcn.core.csr import segments
 from shgcn.store import Plan, RankBlock, release_pages
 
-from ..arrays import index_dtype, lookup, sorted_unique
+from ..arrays import index_dtype, sorted_unique
 from ..blocks import RowBlock, normalize
 from ..nodes import NodeBlock, NodeData, node_block
-from .pieces import RankPiece, Rows, SpilledBlock, open_piece, save_pieces
+from . import rankwrite
+from .pieces import RankPiece, Rows, exchange_lists, local_rows
 
 if TYPE_CHECKING:
     from ..config import BuildConfig
@@ -105,15 +105,17 @@ def rank_pieces(ab: RowBlock, tb: RowBlock | None, nb: NodeBlock, lay: Layout) -
 
 
 def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarray, np.ndarray],
-              node_rows: tuple[int, int, tuple], lay: Layout, spill: str) -> SpilledBlock:
+              node_rows: tuple[int, int, tuple], lay: Layout, where: tuple[str, int], slots: tuple,
+              halos: tuple, t_halos: tuple | None) -> int:
     """The ``layout-cut`` task from A's pattern (and A^T's, directed) and
     the recipe of the node data (``node_rows``: lo, hi and
     :attr:`Ingested.node_recipe <.ingest.Ingested>`): the block's rows of Â
-    (and Â^T, :func:`..blocks.normalize`) and its node data made here and
-    cut by rank (:func:`rank_pieces`): only the blocks being cut are in memory whole.
-    ``spill``: a path prefix in the temporary area; the pieces are saved
-    there (:func:`.pieces.save_pieces`) and only their offsets returned: they
-    wait there, not in memory, for the ranks' writes."""
+    (and Â^T, :func:`..blocks.normalize`) and its node data made here, cut
+    by rank (:func:`rank_pieces`) and written where they belong in each
+    rank's arrays (:func:`.rankwrite.write_pieces`; ``where``: the partial
+    store and the block's index; ``slots``, ``halos`` and ``t_halos``: every
+    rank's, :mod:`.rankwrite`): only the block being cut is in memory whole,
+    and nothing waits on disk. Returns the rows written."""
     a, t = pattern
     row_deg, col_deg = degrees
     lo, hi, recipe = node_rows
@@ -123,12 +125,8 @@ def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarr
     del ab, tb
     # the spilled patterns' pages this task read: their mapping lives on with the block's future
     release_pages(a.indptr, a.indices, *(() if t is None else (t.indptr, t.indices)))
-    return save_pieces(pieces, spill)
-
-
-def piece(block: SpilledBlock, r: int) -> tuple[SpilledBlock, int]:
-    """Rank r's piece of a cut block, ``(block, r)``, opened where it is used (:func:`.pieces.open_piece`)."""
-    return block, r
+    root, b = where
+    return rankwrite.write_pieces(root, b, pieces, lay, slots, halos, t_halos)
 
 
 @dataclass
@@ -201,18 +199,6 @@ def nth(items: list, i: int):
     return items[i]
 
 
-def local_rows(rows: Rows, lo: int, hi: int, halo: np.ndarray) -> sp.csr_matrix:
-    """``rows`` (some of rank ``lo..hi-1``'s) with local column ids: own
-    columns ``0..hi-lo-1``, then the halo's, each row's sorted."""
-    n_own = hi - lo
-    own = (rows.cols >= lo) & (rows.cols < hi)
-    local = np.where(own, rows.cols - lo, n_own + lookup(halo, np.where(own, halo[0] if halo.size else 0, rows.cols)))
-    m = sp.csr_matrix((rows.data.astype(np.float32), local.astype(index_dtype(n_own + halo.size)), rows.indptr),
-                      shape=(rows.indptr.size - 1, n_own + halo.size))
-    m.sort_indices()
-    return m
-
-
 def local_plan(lo: int, hi: int, rows: Rows, halo: np.ndarray, sends: tuple[np.ndarray, np.ndarray],
                offsets: np.ndarray) -> Plan:
     """A rank's local CSR (own columns, then halo columns grouped by sender)
@@ -220,12 +206,6 @@ def local_plan(lo: int, hi: int, rows: Rows, halo: np.ndarray, sends: tuple[np.n
     m = local_rows(rows, lo, hi, halo)
     return Plan(indptr=m.indptr.astype(np.int64), indices=m.indices.astype(np.int32), data=m.data.astype(np.float32),
                 **exchange_lists(halo, sends, offsets))
-
-
-def exchange_lists(halo: np.ndarray, sends: tuple[np.ndarray, np.ndarray], offsets: np.ndarray) -> dict:
-    """A plan's send and receive lists (:class:`shgcn.store.Plan`'s send_ptr, send_rows, recv_ptr, recv_ids)."""
-    return {"send_ptr": sends[0].astype(np.int64), "send_rows": sends[1].astype(np.int32),
-            "recv_ptr": np.searchsorted(halo, offsets).astype(np.int64), "recv_ids": halo.astype(np.int64)}
 
 
 def rank_block(x: RankRows, offsets: np.ndarray, sends: tuple[np.ndarray, np.ndarray],
@@ -273,14 +253,14 @@ def in_memory(a: sp.csr_matrix, part: np.ndarray, parts: int, nodes: NodeData | 
 @dataclass(frozen=True)
 class Laid:
     """The layout on the workers: the permutation and offsets (also on the
-    client), every rank's pieces (its rows of every block, written piece by
-    piece by the task that writes the rank: :mod:`.rankwrite`), its halo and
-    its send lists (of Â, and of Â^T for a directed graph)."""
+    client), every row block's cut (written into the ranks' arrays:
+    :mod:`.rankwrite`), every rank's halo and its send lists (of Â, and of
+    Â^T for a directed graph)."""
 
     layout: Any  # future: Layout
     offsets: np.ndarray
     perm: np.ndarray
-    ranks: tuple  # per rank: a tuple of futures, its (SpilledBlock, r) of every block
+    cuts: tuple  # futures: each row block's rows written (int)
     sends: tuple  # futures: (send_ptr, send_rows) per rank
     t_sends: tuple | None
     halos: tuple = ()  # futures: the new ids each rank receives for Â (sorted)
@@ -288,45 +268,30 @@ class Laid:
 
 
 def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized, parts: Partitioned,
-                 mon: Monitor, *, work_dir: str) -> Laid:
-    """Permutation by the layout model; every block cut by rank, every
-    rank's halo from its pieces, halos turned into send lists; nothing goes
-    through the client. ``work_dir``: the temporary area, where the cut
-    blocks wait for the write (:mod:`.pieces`)."""
+                 mon: Monitor, *, root: str) -> Laid:
+    """Permutation by the layout model; every rank's arrays made in the
+    partial store ``root`` at their final shapes and its halo found from
+    the pattern; every block cut by rank and written into them; halos turned
+    into send lists; nothing goes through the client (:mod:`.rankwrite`)."""
     lay = tasks.submit("layout", _make_layout, parts.futures[cfg.layout], cfg.parts)
     offsets = tasks.submit("layout", offsets_of, lay).result()
     perm = tasks.submit("layout", perm_of, lay).result()
     degrees = nrm.degrees()
     bounds = ing.bounds.tolist()
-    cut = [tasks.submit("layout-cut", cut_block, (ab, tb if ing.directed else None), degrees,
-                        (bounds[b], bounds[b + 1], ing.node_recipe), lay, os.path.join(work_dir, "pieces", f"b{b}"))
-           for b, (ab, tb) in enumerate(zip(*nrm.patterns()))]
-    ranks, halos, t_halos = [], [], []
-    for r in range(cfg.parts):  # a loop over ranks: each takes its piece of every block
-        pieces = tuple(tasks.submit("layout-piece", piece, c, r) for c in cut)
-        lo, hi = int(offsets[r]), int(offsets[r + 1])
-        ranks.append(pieces)
-        halos.append(tasks.submit("layout-halo", pieces_halo, lo, hi, False, *pieces))
-        if ing.directed:
-            t_halos.append(tasks.submit("layout-halo", pieces_halo, lo, hi, True, *pieces))
-    mon.bar(halos + t_halos, "layout")
-    sends = _sends(tasks, offsets, halos)
-    t_sends = _sends(tasks, offsets, t_halos) if ing.directed else None
-    return Laid(lay, offsets, perm, tuple(ranks), sends, t_sends, tuple(halos), tuple(t_halos) if ing.directed else None)
-
-
-def pieces_halo(lo: int, hi: int, transpose: bool, *pieces: RankPiece | tuple[SpilledBlock, int]) -> np.ndarray:
-    """The new ids rank ``lo..hi-1`` receives (for Â, or Â^T with
-    ``transpose``), from its pieces, opened one at a time
-    (:func:`.pieces.open_piece`): :func:`rank_rows`'s halo without joining them."""
-    cols = []
-    for x in pieces:
-        p = open_piece(x)
-        rows = p.t if transpose else p.a
-        if rows is not None:
-            cols.append(np.asarray(rows.cols[(rows.cols < lo) | (rows.cols >= hi)]))
-        del p, rows  # a spilled piece's pages go with it
-    return sorted_unique(np.concatenate(cols)) if cols else np.zeros(0, np.int64)
+    a_blocks, t_blocks = nrm.patterns()
+    first = tasks.submit("layout-alloc", node_block, 0, 1, *ing.node_recipe)
+    slots = tuple(tasks.submit("layout-alloc", rankwrite.allocate, root, r, lay, degrees, ing.bounds, first,
+                               ing.directed) for r in range(cfg.parts))
+    halos = tuple(tasks.submit("layout-halo", rankwrite.rank_halo, r, lay, *a_blocks) for r in range(cfg.parts))
+    t_halos = tuple(tasks.submit("layout-halo", rankwrite.rank_halo, r, lay, *t_blocks)
+                    for r in range(cfg.parts)) if ing.directed else None
+    cuts = tuple(tasks.submit("layout-cut", cut_block, (ab, tb if ing.directed else None), degrees,
+                              (bounds[b], bounds[b + 1], ing.node_recipe), lay, (root, b), slots, halos, t_halos)
+                 for b, (ab, tb) in enumerate(zip(a_blocks, t_blocks)))
+    mon.bar(list(cuts), "layout")
+    sends = _sends(tasks, offsets, list(halos))
+    t_sends = _sends(tasks, offsets, list(t_halos)) if t_halos is not None else None
+    return Laid(lay, offsets, perm, cuts, sends, t_sends, halos, t_halos)
 
 
 def _make_layout(res, parts: int) -> Layout:

@@ -1,26 +1,25 @@
-"""The layout's pieces on disk until the rank that owns them is written.
+"""A rank's rows of one row block (:class:`RankPiece`), and the ``.npy``
+files the build's spilled patterns are saved in (:func:`save_npy`,
+:func:`map_npy`).
 
 Each ``layout-cut`` task cuts one row block of Â (and Â^T) and its node data
-by rank (:func:`.layout.rank_pieces`). Held in memory, every block's pieces
-wait for the last ``write-rank`` task: all of Â, Â^T and the node data at
-once (R-MAT scale 21, ``--parts 64``: 44 bytes a nonzero in the write
-stage). Here the cut task saves its block's pieces in the partial store's
-temporary area, one ``.npy`` file per array with the ranks' rows one after
-another, and returns a :class:`SpilledBlock`: offsets only. A task that
-needs rank r's piece opens it (:meth:`SpilledBlock.piece`): memory-mapped
-slices of those files, whose pages are read when used and let go when the
-piece is (an unmapped file's pages leave the process's resident memory).
-The arrays are the same, byte for byte.
+by rank (:func:`.layout.rank_pieces`) and writes each rank's piece where it
+belongs in that rank's arrays (:mod:`.rankwrite`). The pieces once waited
+for the write, first in memory (R-MAT scale 21, ``--parts 64``: 44 bytes a
+nonzero in the write stage), then in ``.npy`` files in the temporary area
+(R-MAT scale 26, ``--parts 2``: 25 GiB of disk beside the store at its
+peak); now they wait nowhere.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from dask.sizeof import sizeof
 
+from ..arrays import index_dtype, lookup
 from ..nodes import NodeBlock
 
 NODE_ARRAYS = ("features", "labels", "train", "val", "test")
@@ -53,54 +52,6 @@ def _sizeof_piece(p: RankPiece) -> int:
                + sizeof(p.nodes))
 
 
-@dataclass(frozen=True)
-class SpilledBlock:
-    """One row block's rank pieces on disk.
-
-    Attributes: prefix (the files are ``prefix.NAME.npy``); rows (P+1,)
-    int64, rank r's rows at ``rows[r]:rows[r+1]`` of the row-wise arrays;
-    a_nnz (P+1,) int64, its nonzeros of Â at ``a_nnz[r]:a_nnz[r+1]``;
-    t_nnz (P+1,) int64 or None (undirected), of Â^T.
-    """
-
-    prefix: str
-    rows: np.ndarray
-    a_nnz: np.ndarray
-    t_nnz: np.ndarray | None
-    files: dict[str, tuple[str, tuple[int, ...], int]]  # name: dtype, shape, offset (save_npy's)
-
-    def _open(self, name: str, span: np.ndarray, r: int) -> np.ndarray:
-        """Rank r's slice of array ``name``, memory-mapped (nothing read yet)."""
-        lo, hi = int(span[r]), int(span[r + 1])
-        return map_npy(f"{self.prefix}.{name}.npy", self.files[name])[lo:hi]
-
-    def _matrix(self, m: str, nnz: np.ndarray, r: int) -> Rows:
-        counts = self._open(f"{m}.counts", self.rows, r)
-        indptr = np.zeros(counts.size + 1, np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        return Rows(indptr, self._open(f"{m}.cols", nnz, r), self._open(f"{m}.data", nnz, r))
-
-    def piece(self, r: int) -> RankPiece:
-        """Rank r's piece, as :func:`.layout.rank_pieces` made it (its arrays
-        read-only memory maps)."""
-        f, y, tr, va, te = (self._open(f"nodes.{k}", self.rows, r) for k in NODE_ARRAYS)
-        k = int(self.rows[r + 1] - self.rows[r])
-        return RankPiece(self._matrix("a", self.a_nnz, r),
-                         None if self.t_nnz is None else self._matrix("t", self.t_nnz, r),
-                         NodeBlock(0, k, f, y, tr, va, te), self._open("node_index", self.rows, r))
-
-
-@sizeof.register(SpilledBlock)
-def _sizeof_spilled(x: SpilledBlock) -> int:
-    return int(x.rows.nbytes + x.a_nnz.nbytes + (x.t_nnz.nbytes if x.t_nnz is not None else 0))
-
-
-def _spans(sizes: list[int]) -> np.ndarray:
-    out = np.zeros(len(sizes) + 1, np.int64)
-    np.cumsum(sizes, out=out[1:])
-    return out
-
-
 def map_npy(path: str, meta: tuple[str, tuple[int, ...], int]) -> np.ndarray:
     """The array of a ``.npy`` file :func:`save_npy` wrote (``meta``: what it
     returned), memory-mapped read-only; an empty array is made, not mapped.
@@ -127,28 +78,19 @@ def save_npy(path: str, parts: list[np.ndarray]) -> tuple[str, tuple[int, ...], 
     return dtype.str, shape, offset
 
 
-def save_pieces(pieces: list[RankPiece], prefix: str) -> SpilledBlock:
-    """``pieces`` (rank r's at index r) saved at ``prefix.*.npy``; the
-    :class:`SpilledBlock` that opens them again."""
-    os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
-    spans = {"rows": _spans([p.node_index.size for p in pieces])}
-    matrices = {"a": [p.a for p in pieces]}
-    if pieces and pieces[0].t is not None:
-        matrices["t"] = [p.t for p in pieces if p.t is not None]
-    arrays: dict[str, list[np.ndarray]] = {}
-    for m, rows in matrices.items():
-        arrays |= {f"{m}.counts": [np.diff(x.indptr) for x in rows], f"{m}.cols": [x.cols for x in rows],
-                   f"{m}.data": [x.data for x in rows]}
-        spans[m] = _spans([x.cols.size for x in rows])
-    arrays |= {f"nodes.{k}": [getattr(p.nodes, k) for p in pieces] for k in NODE_ARRAYS}
-    arrays["node_index"] = [p.node_index for p in pieces]
-    files = {name: save_npy(f"{prefix}.{name}.npy", parts) for name, parts in arrays.items()}
-    return SpilledBlock(prefix, spans["rows"], spans["a"], spans.get("t"), files)
+def local_rows(rows: Rows, lo: int, hi: int, halo: np.ndarray) -> sp.csr_matrix:
+    """``rows`` (some of rank ``lo..hi-1``'s) with local column ids: own
+    columns ``0..hi-lo-1``, then the halo's, each row's sorted."""
+    n_own = hi - lo
+    own = (rows.cols >= lo) & (rows.cols < hi)
+    local = np.where(own, rows.cols - lo, n_own + lookup(halo, np.where(own, halo[0] if halo.size else 0, rows.cols)))
+    m = sp.csr_matrix((rows.data.astype(np.float32), local.astype(index_dtype(n_own + halo.size)), rows.indptr),
+                      shape=(rows.indptr.size - 1, n_own + halo.size))
+    m.sort_indices()
+    return m
 
 
-def open_piece(x: RankPiece | tuple[SpilledBlock, int]) -> RankPiece:
-    """A piece held in memory as is; a spilled one, ``(block, r)``, opened."""
-    if isinstance(x, RankPiece):
-        return x
-    block, r = x
-    return block.piece(r)
+def exchange_lists(halo: np.ndarray, sends: tuple[np.ndarray, np.ndarray], offsets: np.ndarray) -> dict:
+    """A plan's send and receive lists (:class:`shgcn.store.Plan`'s send_ptr, send_rows, recv_ptr, recv_ids)."""
+    return {"send_ptr": sends[0].astype(np.int64), "send_rows": sends[1].astype(np.int32),
+            "recv_ptr": np.searchsorted(halo, offsets).astype(np.int64), "recv_ids": halo.astype(np.int64)}

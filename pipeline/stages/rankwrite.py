@@ -1,33 +1,160 @@
-"""The ``write-rank`` task: one rank's block written piece by piece, one
-row block's piece at a time, never the rank's rows joined.
+"""Every rank's block written where it belongs, one row block at a time,
+with no piece waiting in between.
 
-A rank of a 2-part store holds half the graph: joining its pieces, making
+A rank of a 2-part store holds half the graph. Joining its pieces, making
 its local CSR and writing it whole held several copies of half of Â and Â^T
-at once, two ranks at a time (R-MAT scale 22, ``--parts 2``: 6.1 GiB in the
-write stage, 91 bytes a nonzero, against 1.5 GiB for KaMinPar). Here each
-array of the block is opened with its final shape (:class:`shgcn.store.RankStreams`)
-and each piece's rows are made local (:func:`.layout.local_rows`: the same
-function the joined path runs, so each row comes out the same) and appended.
-The halo and the send lists are the layout's (computed from the pieces).
-The block is byte for byte the one :func:`.layout.rank_block` makes (tested).
+at once (R-MAT scale 22, ``--parts 2``: 91 bytes a nonzero in the write
+stage); writing each row block's piece as the rank's write reached it made
+every piece wait in the temporary area until then (R-MAT scale 26, ``--parts
+2``: 25 GiB of disk beside the store). Here nothing waits:
+
+1. ``layout-alloc`` (:func:`allocate`): each rank's arrays are made at their
+   final shapes (:class:`shgcn.store.RankFiles`). Every shape is known
+   before any row is cut: a row of Â has the degree of A + I entries (of
+   Â^T, the in-degree), and a rank's rows are its vertices in original
+   order, so where each row block's piece starts in each array is known too
+   (:class:`Slots`).
+2. ``layout-halo`` (:func:`rank_halo`): the new ids each rank receives, from
+   the input's pattern (its rows' columns owned by another rank).
+3. ``layout-cut`` (:func:`write_pieces`, in :func:`.layout.cut_block`): each
+   row block of Â cut by rank, each piece made local
+   (:func:`.pieces.local_rows`, with every rank's halo) and written at its
+   slot in its rank's arrays.
+4. ``write-rank`` (:func:`write_rank`): the send and receive lists, and the
+   block's checksum over its arrays once complete.
+
+Every task writes final bytes only, so a task run again (a worker lost)
+writes the same bytes. The block is byte for byte the one
+:func:`.layout.rank_block` makes (tested).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from dask.sizeof import sizeof
 
 from shgcn import store
+from shgcn.core.csr import segments
 
-from .layout import exchange_lists, local_rows
-from .pieces import RankPiece, Rows, SpilledBlock, open_piece
+from ..arrays import index_dtype, sorted_unique
+from ..blocks import RowBlock
+from ..nodes import NodeBlock
+from .pieces import RankPiece, exchange_lists, local_rows
 
-PieceRef = RankPiece | tuple[SpilledBlock, int]
+if TYPE_CHECKING:
+    from .layout import Layout
+
+NODES = {"features": "features", "labels": "labels", "train_mask": "train", "val_mask": "val", "test_mask": "test"}
+MERGE_ENTRIES = 1 << 24  # the halo's pending ids merged into it once they pass this many (its memory: the halo's)
 
 
-def write_rank(root: str, rank: tuple[int, np.ndarray], halos: tuple, sends: tuple, *pieces: PieceRef) -> str:
-    """Write rank r's block from its pieces; returns the block's checksum.
+@dataclass(frozen=True)
+class Slots:
+    """Where each row block's piece of rank r goes in r's arrays.
+
+    Attributes: rows (B+1,) int64, the piece of block b at rows
+    ``rows[b]:rows[b+1]`` of the row-wise arrays; a (B+1,) int64, its
+    entries of Â at ``a[b]:a[b+1]``; t (B+1,) int64 or None (undirected), of Â^T.
+    """
+
+    rows: np.ndarray
+    a: np.ndarray
+    t: np.ndarray | None
+
+
+@sizeof.register(Slots)
+def _sizeof_slots(x: Slots) -> int:
+    return int(x.rows.nbytes + x.a.nbytes + (x.t.nbytes if x.t is not None else 0))
+
+
+def allocate(root: str, r: int, lay: Layout, degrees: tuple[np.ndarray, np.ndarray], bounds: np.ndarray,
+             first: NodeBlock, directed: bool) -> Slots:
+    """The ``layout-alloc`` task of rank r: its arrays made at their final shapes, its row pointers written.
+
+    Parameters
+    ----------
+    root : the partial store
+    lay : the layout; r's vertices are ``lay.perm[offsets[r]:offsets[r+1]]``, in original order
+    degrees : (n,) int64 each, the degrees of A + I (out, in): the entries of each row of Â and of Â^T
+    bounds : (B+1,) int64, the row blocks' bounds (original ids)
+    first : the node data of one row, for the node arrays' trailing shapes and dtypes
+    """
+    lo, hi = int(lay.offsets[r]), int(lay.offsets[r + 1])
+    ids = lay.perm[lo:hi]
+    rows = np.searchsorted(ids, bounds).astype(np.int64)
+    files = store.RankFiles(root, r)
+    at = []
+    for prefix, deg in (("", degrees[0]), *((("transpose/", degrees[1]),) if directed else ())):
+        indptr = np.zeros(hi - lo + 1, np.int64)
+        np.cumsum(deg[ids], out=indptr[1:])
+        files.put(prefix + "indptr", indptr)
+        files.create(prefix + "indices", (int(indptr[-1]),), np.int32)
+        files.create(prefix + "data", (int(indptr[-1]),), np.float32)
+        at.append(indptr[rows])
+    for name, attr in NODES.items():
+        x = getattr(first, attr)
+        files.create(name, (hi - lo, *x.shape[1:]), x.dtype)
+    files.create("node_index", (hi - lo,), np.int64)
+    return Slots(rows, at[0], at[1] if directed else None)
+
+
+def rank_halo(r: int, lay: Layout, *blocks: RowBlock) -> np.ndarray:
+    """The ``layout-halo`` task: the sorted new ids rank r receives, from the
+    input's pattern by row blocks (A's for Â, A^T's for Â^T): the columns of
+    r's rows that another rank owns (Â's diagonal is r's own). The same ids
+    as the cut rows' columns outside r's range (tested); the pending ids are
+    merged into the halo as they pass :data:`MERGE_ENTRIES`."""
+    lo, hi = int(lay.offsets[r]), int(lay.offsets[r + 1])
+    ids = index_dtype(lay.perm.size)  # the cut rows' column ids' type: int32 below 2^31 vertices
+    halo, pending, size = np.zeros(0, ids), [], 0
+    for b in blocks:
+        keep = np.flatnonzero(lay.part[b.lo:b.hi] == r)
+        pos, _ = segments(b.indptr, keep)
+        new = lay.inverse[b.indices[pos]]
+        del pos
+        pending.append(sorted_unique(new[(new < lo) | (new >= hi)].astype(ids)))
+        size += pending[-1].size
+        del new
+        store.release_pages(b.indptr, b.indices)  # a spilled pattern's pages, read for this rank
+        if size > max(halo.size, MERGE_ENTRIES):
+            halo, pending, size = sorted_unique(np.concatenate([halo, *pending])), [], 0
+    return sorted_unique(np.concatenate([halo, *pending])) if pending else halo
+
+
+def write_pieces(root: str, b: int, pieces: list[RankPiece], lay: Layout, slots: tuple[Slots, ...],
+                 halos: tuple[np.ndarray, ...], t_halos: tuple[np.ndarray, ...] | None) -> int:
+    """Row block b's pieces (rank r's at index r) written at their slots in
+    their ranks' arrays, each made local with its rank's halo (and Â^T's
+    with ``t_halos``); returns the rows written."""
+    written = 0
+    for r, p in enumerate(pieces):  # a loop over ranks
+        lo, hi = int(lay.offsets[r]), int(lay.offsets[r + 1])
+        s = slots[r]
+        k = int(s.rows[b + 1] - s.rows[b])
+        if p.node_index.size != k:
+            raise ValueError(f"rank {r}: block {b} cut {p.node_index.size} rows where the layout gives it {k}")
+        files = store.RankFiles(root, r)
+        for prefix, rows, halo, at in (("", p.a, halos[r], s.a),
+                                       *((("transpose/", p.t, t_halos[r], s.t),) if t_halos is not None else ())):
+            if rows is None or at is None:
+                raise ValueError("a piece without Â^T's rows in a directed store")
+            m = local_rows(rows, lo, hi, halo)
+            files.write_at(prefix + "indices", int(at[b]), m.indices.astype(np.int32, copy=False))
+            files.write_at(prefix + "data", int(at[b]), m.data.astype(np.float32, copy=False))
+        for name, attr in NODES.items():
+            files.write_at(name, int(s.rows[b]), getattr(p.nodes, attr))
+        files.write_at("node_index", int(s.rows[b]), p.node_index)
+        written += k
+    return written
+
+
+def write_rank(root: str, rank: tuple[int, np.ndarray], halos: tuple, sends: tuple, *written: int) -> str:
+    """The ``write-rank`` task: rank r's send and receive lists, then its
+    block's checksum (every row block's pieces written: ``written``, the
+    cut tasks' results, which this task waits for).
 
     Parameters
     ----------
@@ -35,70 +162,11 @@ def write_rank(root: str, rank: tuple[int, np.ndarray], halos: tuple, sends: tup
     rank : (r, offsets) with offsets (P+1,) int64, rank r's new ids ``offsets[r]:offsets[r+1]``
     halos : (halo, t_halo): the sorted new ids r receives for Â, and for Â^T (None: undirected)
     sends : (sends, t_sends): (send_ptr (P+1,), send_rows) of Â, and of Â^T (None: undirected)
-    pieces : r's RankPiece of every row block, in block order, or ``(SpilledBlock, r)``
-        for a block on disk: each opened (:func:`.pieces.open_piece`) when used and let go after
     """
     r, offsets = rank
-    lo, hi = int(offsets[r]), int(offsets[r + 1])
-    rows = sum(_rows(x) for x in pieces)
-    if rows != hi - lo:
-        raise ValueError(f"rank {r}: pieces hold {rows} rows, the layout gives it {hi - lo}")
-    with store.RankStreams(root, r) as w:
-        _plan(w, "", [_getter(x, False) for x in pieces], (lo, hi, offsets), halos[0], sends[0])
-        _nodes(w, pieces, rows)
-        if halos[1] is not None:
-            _plan(w, "transpose/", [_getter(x, True) for x in pieces], (lo, hi, offsets), halos[1], sends[1])
-        return w.finish()
-
-
-def _rows(x: PieceRef) -> int:
-    if isinstance(x, RankPiece):
-        return int(x.node_index.size)
-    block, r = x
-    return int(block.rows[r + 1] - block.rows[r])
-
-
-def _getter(x: PieceRef, transpose: bool) -> Callable[[], Rows]:
-    """A function that opens the piece's rows of Â (or Â^T) when called."""
-    def get() -> Rows:
-        p = open_piece(x)
-        rows = p.t if transpose else p.a
-        if rows is None:
-            raise ValueError("a piece without Â^T's rows in a directed store")
-        return rows
-    return get
-
-
-def _plan(w: store.RankStreams, prefix: str, rows: list[Callable[[], Rows]], span: tuple, halo: np.ndarray,
-          sends: tuple) -> None:
-    """One matrix's plan (:class:`shgcn.store.Plan`): the local CSR piece by
-    piece (each piece's rows opened by ``rows[i]()`` and let go), then the send and receive lists."""
-    lo, hi, offsets = span
-    counts = [np.diff(get().indptr) for get in rows]
-    indptr = np.zeros(hi - lo + 1, np.int64)
-    if counts:
-        np.cumsum(np.concatenate(counts), out=indptr[1:])
-    nnz = int(indptr[-1])
-    w.put(prefix + "indptr", indptr)
-    indices = w.open(prefix + "indices", (nnz,), np.int32)
-    data = w.open(prefix + "data", (nnz,), np.float32)
-    for get in rows:
-        m = local_rows(get(), lo, hi, halo)
-        indices.write(m.indices.astype(np.int32, copy=False))
-        data.write(m.data.astype(np.float32, copy=False))
-    for name, arr in exchange_lists(halo, sends, offsets).items():
-        w.put(prefix + name, arr)
-
-
-NODE_PARTS: dict[str, Callable[[RankPiece], np.ndarray]] = {
-    "features": lambda p: p.nodes.features, "labels": lambda p: p.nodes.labels, "train_mask": lambda p: p.nodes.train,
-    "val_mask": lambda p: p.nodes.val, "test_mask": lambda p: p.nodes.test, "node_index": lambda p: p.node_index}
-
-
-def _nodes(w: store.RankStreams, pieces: tuple[PieceRef, ...], rows: int) -> None:
-    """The rank's node arrays, piece by piece (each opened and let go)."""
-    for name, get in NODE_PARTS.items():
-        first = np.asarray(get(open_piece(pieces[0])))
-        s = w.open(name, (rows, *first.shape[1:]), first.dtype)
-        for x in pieces:
-            s.write(get(open_piece(x)))
+    files = store.RankFiles(root, r)
+    directed = halos[1] is not None
+    for prefix, halo, send in (("", halos[0], sends[0]), *((("transpose/", halos[1], sends[1]),) if directed else ())):
+        for name, arr in exchange_lists(halo, send, offsets).items():
+            files.put(prefix + name, arr)
+    return files.checksum(directed)

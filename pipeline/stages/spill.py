@@ -47,3 +47,16 @@ def spill_patterns(tasks: Tasks, ing: Ingested, nrm: Normalized, work_dir: str) 
         if f.status == "error":
             f.result()
     return replace(ing, a=a, at=at), replace(nrm, pattern_blocks=a, t_pattern_blocks=at if ing.directed else ())
+
+
+def forget_transpose(work_dir: str) -> None:
+    """A^T's spilled pattern files unlinked once the layout's tasks hold
+    them (memory-mapped since :func:`spill_patterns`): the layout is their
+    last reader, and their disk is freed when those tasks let them go, not at
+    the commit. A^T's pattern is as large as the store's graph blocks, so the
+    disk's peak is the finished store and A's pattern, not the layout's
+    (:func:`shgcn.pipeline.plan.make_plan`)."""
+    where = os.path.join(work_dir, "patterns")
+    for name in sorted(os.listdir(where)) if os.path.isdir(where) else ():
+        if name.startswith("at."):
+            os.remove(os.path.join(where, name))

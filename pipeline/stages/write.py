@@ -20,7 +20,7 @@ from ..models import get
 from ..placement import Placement
 from ..runtime.client import Tasks
 from ..runtime.monitor import Monitor
-from . import layout, rankwrite
+from . import rankwrite
 from .ingest import Ingested
 from .layout import Laid
 from .partition import Partitioned
@@ -54,10 +54,9 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.Stor
     multi = ing.node_plan.classes if ing.node_plan.label_kind == "multi" else None
     writer.create_nodes(ing.n, ing.node_plan.dim, rows, file_ids, layout_part, feature_dtype=cfg.feature_dtype,
                         multi_label_classes=multi)
-    none = [None] * len(laid.ranks)
-    rank_f = [tasks.submit("write-rank", _write_rank, root, (r, laid.offsets), (h, th), (s, t), *pieces)
-              for r, (pieces, h, th, s, t) in enumerate(zip(laid.ranks, laid.halos, laid.t_halos or none, laid.sends,
-                                                            laid.t_sends or none))]
+    none = [None] * len(laid.halos)
+    rank_f = [tasks.submit("write-rank", rankwrite.write_rank, root, (r, laid.offsets), (h, th), (s, t), *laid.cuts)
+              for r, (h, th, s, t) in enumerate(zip(laid.halos, laid.t_halos or none, laid.sends, laid.t_sends or none))]
     store_bounds = np.append(np.arange(0, ing.n, rows, dtype=np.int64), ing.n)
     graph_f, node_f = [], []
     for k, (lo, hi) in enumerate(zip(store_bounds[:-1].tolist(), store_bounds[1:].tolist())):
@@ -83,11 +82,6 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.Stor
     attrs = _attrs(cfg, built, sums, mon)
     writer.commit(attrs)
     return attrs
-
-
-def _write_rank(root: str, rank: tuple[int, np.ndarray], halos: tuple, sends: tuple, *pieces: layout.RankPiece) -> str:
-    """Rank r's block written piece by piece (:func:`rankwrite.write_rank`)."""
-    return rankwrite.write_rank(root, rank, halos, sends, *pieces)
 
 
 def _write_graph(root: str, k: int, *parts: blocks.RowBlock) -> str:

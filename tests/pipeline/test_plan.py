@@ -37,14 +37,20 @@ def test_a_small_case_by_hand():
     assert rows[("partition", "child gp (KaMinPar)")].memory == 50 * MIB + 300e6
     total, stage, held = p.at_once()
     assert (total, stage, len(held)) == (250 * MIB + 320e6, "partition", 2)
-    # scratch: the fitted term, and the layout's pieces (Â and Â^T: 8 B a nonzero and 8 a row each; nodes 4*10+15 B)
-    pieces = 2 * (8 * 1_000_000 + 8 * 1000) + 1000 * (4 * 10 + 4 + 3 + 8)
-    assert p.store == 8e6 + 16 * 1000 + 8 * 1000 * 10 and p.scratch == 16e6 + pieces and p.disk == p.store + p.scratch
+    # scratch, counted: during the partition the graph file (8 B an entry of A + A^T, 2 * 999,000, a row pointer and
+    # a vertex weight) and A's and A^T's patterns (4 B an entry, 8 a row pointer) with no store yet; at the end A's
+    # pattern beside the store; the layout's pieces go straight into the store
+    pattern = 4 * (1_000_000 - 1000) + 8 * 1001
+    graph_file = 8 * (3 + 1001 + 2 * 999_000 + 1000)
+    assert p.store == 8e6 + 16 * 1000 + 8 * 1000 * 10 and p.disk == p.store + p.scratch
+    assert p.scratch == graph_file + 2 * pattern - p.store and p.disk == graph_file + 2 * pattern
     assert p.seconds == pytest.approx(6 * (1 + 1) + 10 + 10)
     half = plan.make_plan(C, ("gp",), feature_bytes=2, coef=small_coefficients())
-    assert half.store == p.store - 4 * 1000 * 10 and half.scratch == p.scratch - 2 * 1000 * 10
+    assert half.store == p.store - 4 * 1000 * 10 and half.disk == p.disk  # the peak is the partition's
     undirected = plan.make_plan(replace(C, directed=False), ("gp",), coef=small_coefficients())
-    assert undirected.scratch == 16e6 + pieces - (8 * 1_000_000 + 8 * 1000)
+    assert undirected.disk == undirected.store + pattern  # one pattern, and a smaller graph file: the end's peak
+    featured = replace(C, features=3000)  # directed, the store outgrows the partition's files: the end's peak too
+    assert plan.make_plan(featured, ("gp",), coef=small_coefficients()).scratch == pattern
     lean = plan.make_plan(C, ("gp",), {"kaminpar_eps": 0.05}, coef=small_coefficients())  # KaMinPar coarsens further
     kid = [r for r in lean.rows if r.process == "child gp (KaMinPar)"][0]
     assert kid.memory == pytest.approx(50 * MIB + KAMINPAR_EPS_SHARE * 300e6) and "--kaminpar-eps" in kid.note
@@ -55,11 +61,11 @@ def test_a_small_case_by_hand():
 
 
 def test_the_graph_files_scratch_only_when_a_model_reads_it():
-    """rp, and gp with METIS, write no graph file and spill no pattern: the temporary area is the layout's pieces."""
-    pieces = 2 * (8 * 1_000_000 + 8 * 1000) + 1000 * (4 * 10 + 4 + 3 + 8)
-    assert plan.make_plan(C, ("rp",), coef=small_coefficients()).scratch == pieces
-    assert plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients()).scratch == pieces
-    assert plan.make_plan(C, ("rp", "gp"), coef=small_coefficients()).scratch == 16e6 + pieces
+    """rp, and gp with METIS, write no graph file and spill no pattern: nothing beyond the store (the layout writes
+    each rank's rows into it)."""
+    assert plan.make_plan(C, ("rp",), coef=small_coefficients()).scratch == 0
+    assert plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients()).scratch == 0
+    assert plan.make_plan(C, ("rp", "gp"), coef=small_coefficients()).scratch == plan.scratch_bytes(C, 8_096_000) > 0
 
 
 def test_models_run_one_after_another_so_the_largest_child_counts():
@@ -212,19 +218,19 @@ def test_plan_prints_and_writes_nothing(tmp_path):
 
 
 def test_the_verdict_by_hand():
-    """Memory held at once (250 MiB + 320 MB) against the limit, disk (the store 8.1 MB and the temporary area
-    32.1 MB) against the free disk: fits, does not fit on either, not checked on an external cluster, estimated counts."""
+    """Memory held at once (250 MiB + 320 MB) against the limit, disk (its peak in the partition: the graph file
+    and both patterns, 24.0 MB) against the free disk: fits, does not fit on either, not checked on an external cluster, estimated counts."""
     p = plan.make_plan(C, ("gp",), coef=small_coefficients())
-    assert (plan.gib(p.at_once()[0]), plan.gib(p.disk)) == ("555.2 MiB", "38.3 MiB")
+    assert (plan.gib(p.at_once()[0]), plan.gib(p.disk)) == ("555.2 MiB", "22.9 MiB")
     assert plan.verdict(p, GIB, "--memory-limit", GIB, "/x") == (
         "verdict    fits: memory 555.2 MiB at once within the limit of 1.0 GiB (--memory-limit); "
-        "disk 38.3 MiB within the 1.0 GiB free on /x", True)
-    assert plan.verdict(p, 500 * MIB, "this machine's memory", 30 * MIB, "/x") == (
+        "disk 22.9 MiB within the 1.0 GiB free on /x", True)
+    assert plan.verdict(p, 500 * MIB, "this machine's memory", 20 * MIB, "/x") == (
         "verdict    does not fit: memory 555.2 MiB at once over the limit of 500.0 MiB (this machine's memory); "
-        "disk 38.3 MiB over the 30.0 MiB free on /x", False)
-    assert plan.verdict(p, GIB, "--memory-limit", 30 * MIB, "/x")[1] is False  # the disk alone
+        "disk 22.9 MiB over the 20.0 MiB free on /x", False)
+    assert plan.verdict(p, GIB, "--memory-limit", 20 * MIB, "/x")[1] is False  # the disk alone
     assert plan.verdict(p, MIB, "--memory-limit", GIB, "/x", remote=True) == (
-        "verdict    fits: memory not checked (an external Dask cluster's workers); disk 38.3 MiB within the 1.0 GiB "
+        "verdict    fits: memory not checked (an external Dask cluster's workers); disk 22.9 MiB within the 1.0 GiB "
         "free on /x", True)
     guess = plan.make_plan(replace(C, how="estimated from the file's size", estimated=True), ("gp",),
                            coef=small_coefficients())

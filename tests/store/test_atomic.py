@@ -84,9 +84,9 @@ def test_ctrl_c_leaves_nothing_and_ends_within_seconds(tmp_path, stage):
     src = f"sbm:n={30000 if stage == 'partition' else 3000},classes=8,degree=12,features=4,seed=1"
     # write: a rank's write that takes a minute (so that Ctrl-C lands in it); partition: Mt-KaHyPar's
     # deterministic preset, which runs for seconds in its child
-    script = ("import sys, time\nfrom shgcn import store\nreal = store.RankStreams.finish\n"
-              "def slow(self):\n    print('WRITING', file=sys.stderr, flush=True)\n    time.sleep(60)\n"
-              "    return real(self)\nstore.RankStreams.finish = slow\n" if stage == "write" else "import sys\n")
+    script = ("import sys, time\nfrom shgcn import store\nreal = store.RankFiles.checksum\n"
+              "def slow(self, transpose):\n    print('WRITING', file=sys.stderr, flush=True)\n    time.sleep(60)\n"
+              "    return real(self, transpose)\nstore.RankFiles.checksum = slow\n" if stage == "write" else "import sys\n")
     # the write case needs no partitioner that takes long: rp reaches the write at once
     model = "'rp'" if stage == "write" else "'hp', '--hp-preset', 'mtkahypar-deterministic'"
     script += ("from shgcn.pipeline.cli import main\n"

@@ -9,7 +9,7 @@ import pytest
 import shgcn.store as store
 from shgcn.core.errors import UserError
 
-PUBLIC = ["SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "RankStreams", "Store", "StoreError", "StoreWriter", "UserError",
+PUBLIC = ["SCHEMA_VERSION", "GraphArrays", "Plan", "RankBlock", "RankFiles", "Store", "StoreError", "StoreWriter", "UserError",
           "abort_all", "array_checksum", "block_arrays", "block_checksum", "enclosing_store", "graph_arrays",
           "is_store_dir",
           "memmap_array", "open_rank", "open_store", "release_pages", "to_dgl", "to_pyg", "write_array", "write_graph_block",

@@ -41,11 +41,11 @@ def test_different_seed_changes_the_partition(built, tmp_path, client):
 
 
 def test_failure_mid_write_leaves_nothing(tmp_path, client, monkeypatch):
-    import shgcn.pipeline.stages.write as pb
+    import shgcn.pipeline.stages.rankwrite as pb
 
     calls = []
 
-    real = pb._write_rank
+    real = pb.write_rank
 
     def failing(root, rank, *args):
         calls.append(rank[0])
@@ -53,7 +53,7 @@ def test_failure_mid_write_leaves_nothing(tmp_path, client, monkeypatch):
             raise RuntimeError("disk full")
         return real(root, rank, *args)
 
-    monkeypatch.setattr(pb, "_write_rank", failing)
+    monkeypatch.setattr(pb, "write_rank", failing)
     with pytest.raises(RuntimeError, match="disk full"):
         make(tmp_path, client, name="fail.zarr", models=("rp",))
     assert list(tmp_path.iterdir()) == []
@@ -63,14 +63,14 @@ def test_killed_build_leaves_no_valid_store(tmp_path):
     script = f"""
 import sys, time
 from shgcn import store
-real = store.RankStreams.finish
-def slow(self):
-    out = real(self)
+real = store.RankFiles.checksum
+def slow(self, transpose):
+    out = real(self, transpose)
     if self.r == 1:
         print("WRITING", flush=True)
         time.sleep(60)
     return out
-store.RankStreams.finish = slow
+store.RankFiles.checksum = slow
 from shgcn.pipeline.cli import main
 main(["--quiet", "build", {SBM!r}, "--parts", "3", "--model", "rp", "--out", {str(tmp_path / 'k.zarr')!r}])
 """

@@ -81,28 +81,3 @@ def test_spmm_through_the_plan_equals_global_spmm():
         local = np.vstack([own] + received)
         m = sp.csr_matrix((b.plan.data, b.plan.indices, b.plan.indptr), shape=(b.n_own, local.shape[0]))
         np.testing.assert_allclose(m @ local, (a_new @ h_new)[b.offset:b.offset + b.n_own], rtol=1e-5, atol=1e-6)
-
-
-def test_the_halo_from_pieces_is_the_joined_rows_halo():
-    from shgcn.pipeline.blocks import RowBlock
-    from shgcn.pipeline.nodes import NodeBlock
-
-    rng = np.random.default_rng(3)
-    n, p = 60, 4
-    a = a_hat(n, [tuple(e) for e in rng.integers(0, n, (250, 2))], directed=True).tocsr()
-    t = a.T.tocsr()
-    a.sort_indices()
-    t.sort_indices()
-    lay = layout.make_layout(rng.integers(0, p, n).astype(np.int32), p)
-    nd = nodes(n)
-    cuts = []
-    for lo, hi in ((0, 25), (25, 60)):  # two row blocks
-        ab, tb = (RowBlock(lo, hi, n, m[lo:hi].indptr.astype(np.int64), m[lo:hi].indices, m[lo:hi].data) for m in (a, t))
-        nb = NodeBlock(lo, hi, nd.features[lo:hi], nd.labels[lo:hi], nd.train[lo:hi], nd.val[lo:hi], nd.test[lo:hi])
-        cuts.append(layout.rank_pieces(ab, tb, nb, lay))
-    for r in range(p):
-        lo, hi = int(lay.offsets[r]), int(lay.offsets[r + 1])
-        x = layout.rank_rows(r, lo, hi, *[c[r] for c in cuts])
-        for transpose in (False, True):
-            h = layout.pieces_halo(lo, hi, transpose, *[c[r] for c in cuts])
-            assert h.tobytes() == layout.halo_of(x, transpose).tobytes() and h.dtype == layout.halo_of(x, transpose).dtype

@@ -2,7 +2,9 @@
 only when the writer commits; the partitions record of each model."""
 
 from dataclasses import FrozenInstanceError, replace
+from pathlib import Path
 
+import distributed
 import numpy as np
 import pytest
 from helpers.graphs import FIG2_EDGES
@@ -31,11 +33,14 @@ def test_the_stage_writes_a_store_of_the_earlier_stages(fig2, tmp_path):
     cfg = replace(fig2.cfg, models=("rp",), out=str(tmp_path / "s.zarr"), command="pipeline build fig2.txt")
     parts = partition_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, fig2.mon, fig2.work)
     meas = quality_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, Placed(parts, {}), fig2.mon)
-    laid = layout_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, parts, fig2.mon, work_dir=str(tmp_path / "work"))
-    built = write.Built(replace(fig2.ing, at=()), fig2.nrm.nnz, parts, meas, laid)
-    with pytest.raises(FrozenInstanceError):
-        built.nnz = 0  # the stages' results do not change under the write
     with store.StoreWriter(cfg.out) as writer:
+        # the layout writes the ranks' rows into the partial store: no piece waits elsewhere
+        laid = layout_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, parts, fig2.mon, root=str(writer.root))
+        distributed.wait(list(laid.cuts))
+        assert sorted(p.name for p in (Path(writer.root) / "ranks").iterdir() if p.is_dir()) == ["0", "1", "2"]
+        built = write.Built(replace(fig2.ing, at=()), fig2.nrm.nnz, parts, meas, laid)
+        with pytest.raises(FrozenInstanceError):
+            built.nnz = 0  # the stages' results do not change under the write
         assert not (tmp_path / "s.zarr").exists()  # the writer works in a partial sibling
         with fig2.mon.stage("write"):
             attrs = write.write_stage(fig2.tasks, cfg, built, writer, fig2.mon)
