@@ -72,7 +72,7 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
                     tasks.settle(held)  # the blocks in memory gone before the child starts, not beside it
                 parts = partition_stage(tasks, cfg, ing, nrm, mon, writer.work_dir, prepared=prepared)
                 spilled = prepared[1] is not None
-                if spilled:  # read by the partitioners only: its disk is the spilled patterns'
+                if prepared[1] is not None:  # read by the partitioners only: its disk is the spilled patterns'
                     os.remove(prepared[1])
             ing = replace(ing, at=())  # A^T's pattern: nrm holds it for the quality and the layout (not the write)
             with mon.stage("place"):

@@ -178,15 +178,11 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
 
 
 def scratch_bytes(counts: Counts, store: float) -> float:
-    """What the temporary area holds beyond the ``store`` bytes at the disk's peak when a model reads the graph
-    file, counted, not fitted: the larger of the partition's (the ParHIP file: 8 bytes an adjacency entry, a row
-    pointer and a vertex weight; and A's and A^T's patterns spilled beside it, 4 bytes an entry below 2^31
-    vertices and 8 a row each, one pattern for an undirected graph; no store yet) and the end's (A's pattern beside
-    the finished store: A^T's is let go after the layout). The layout writes its pieces into the store."""
-    ids = 4 if counts.n < 2**31 else 8
-    pattern = ids * (counts.nnz - counts.n) + 8 * (counts.n + 1)
-    graph_file = 8 * (3 + counts.n + 1 + counts.graph_entries + counts.n)
-    partition = graph_file + pattern * (2 if counts.directed else 1)
+    """The temporary area's bytes beyond ``store`` at the disk's peak when a model reads the graph file, counted:
+    the larger of the partition's (the ParHIP file, 8 B an entry, row and vertex weight, and A's and A^T's patterns
+    beside it, 4 B an entry and 8 a row each, no store yet) and the end's (A's pattern beside the store)."""
+    pattern = (4 if counts.n < 2**31 else 8) * (counts.nnz - counts.n) + 8 * (counts.n + 1)
+    partition = 8 * (3 + counts.n + 1 + counts.graph_entries + counts.n) + pattern * (2 if counts.directed else 1)
     return float(max(partition - store, pattern))
 
 

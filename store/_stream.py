@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
 import numpy as np
 
 from . import _layout
 from ._arrays import _check_abort, array_dims, block_checksum, create_one_chunk, os_error
 from ._reader import _meta as zarr_meta
 from ._reader import memmap_array
-from ._schema import StoreError, block_array_names
+from ._schema import block_array_names
 
 
 class RankFiles:

@@ -105,7 +105,7 @@ def rank_pieces(ab: RowBlock, tb: RowBlock | None, nb: NodeBlock, lay: Layout) -
 
 
 def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarray, np.ndarray],
-              node_rows: tuple[int, int, tuple], lay: Layout, where: tuple[str, int], slots: tuple,
+              node_rows: tuple[int, int, tuple], lay: Layout, *, where: tuple[str, int], slots: tuple,
               halos: tuple, t_halos: tuple | None) -> int:
     """The ``layout-cut`` task from A's pattern (and A^T's, directed) and
     the recipe of the node data (``node_rows``: lo, hi and
@@ -126,7 +126,7 @@ def cut_block(pattern: tuple[RowBlock, RowBlock | None], degrees: tuple[np.ndarr
     # the spilled patterns' pages this task read: their mapping lives on with the block's future
     release_pages(a.indptr, a.indices, *(() if t is None else (t.indptr, t.indices)))
     root, b = where
-    return rankwrite.write_pieces(root, b, pieces, lay, slots, halos, t_halos)
+    return rankwrite.write_pieces(root, b, pieces, lay, slots=slots, halos=halos, t_halos=t_halos)
 
 
 @dataclass
@@ -281,12 +281,13 @@ def layout_stage(tasks: Tasks, cfg: BuildConfig, ing: Ingested, nrm: Normalized,
     a_blocks, t_blocks = nrm.patterns()
     first = tasks.submit("layout-alloc", node_block, 0, 1, *ing.node_recipe)
     slots = tuple(tasks.submit("layout-alloc", rankwrite.allocate, root, r, lay, degrees, ing.bounds, first,
-                               ing.directed) for r in range(cfg.parts))
+                               directed=ing.directed) for r in range(cfg.parts))
     halos = tuple(tasks.submit("layout-halo", rankwrite.rank_halo, r, lay, *a_blocks) for r in range(cfg.parts))
     t_halos = tuple(tasks.submit("layout-halo", rankwrite.rank_halo, r, lay, *t_blocks)
                     for r in range(cfg.parts)) if ing.directed else None
     cuts = tuple(tasks.submit("layout-cut", cut_block, (ab, tb if ing.directed else None), degrees,
-                              (bounds[b], bounds[b + 1], ing.node_recipe), lay, (root, b), slots, halos, t_halos)
+                              (bounds[b], bounds[b + 1], ing.node_recipe), lay, where=(root, b), slots=slots,
+                              halos=halos, t_halos=t_halos)
                  for b, (ab, tb) in enumerate(zip(a_blocks, t_blocks)))
     mon.bar(list(cuts), "layout")
     sends = _sends(tasks, offsets, list(halos))

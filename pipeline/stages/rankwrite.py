@@ -31,7 +31,7 @@ writes the same bytes. The block is byte for byte the one
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from dask.sizeof import sizeof
@@ -44,11 +44,17 @@ from ..blocks import RowBlock
 from ..nodes import NodeBlock
 from .pieces import RankPiece, exchange_lists, local_rows
 
-if TYPE_CHECKING:
-    from .layout import Layout
-
 NODES = {"features": "features", "labels": "labels", "train_mask": "train", "val_mask": "val", "test_mask": "test"}
 MERGE_ENTRIES = 1 << 24  # the halo's pending ids merged into it once they pass this many (its memory: the halo's)
+
+
+class Layout(Protocol):
+    """What the rank writes read of :class:`.layout.Layout` (not imported: the layout's stage imports this module)."""
+
+    perm: np.ndarray  # (n,) int64 new id -> original index
+    inverse: np.ndarray  # (n,) int64 original index -> new id
+    offsets: np.ndarray  # (P+1,) int64
+    part: np.ndarray  # (n,) int32
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,7 @@ def _sizeof_slots(x: Slots) -> int:
 
 
 def allocate(root: str, r: int, lay: Layout, degrees: tuple[np.ndarray, np.ndarray], bounds: np.ndarray,
-             first: NodeBlock, directed: bool) -> Slots:
+             first: NodeBlock, *, directed: bool) -> Slots:
     """The ``layout-alloc`` task of rank r: its arrays made at their final shapes, its row pointers written.
 
     Parameters
@@ -109,7 +115,9 @@ def rank_halo(r: int, lay: Layout, *blocks: RowBlock) -> np.ndarray:
     merged into the halo as they pass :data:`MERGE_ENTRIES`."""
     lo, hi = int(lay.offsets[r]), int(lay.offsets[r + 1])
     ids = index_dtype(lay.perm.size)  # the cut rows' column ids' type: int32 below 2^31 vertices
-    halo, pending, size = np.zeros(0, ids), [], 0
+    halo: np.ndarray = np.zeros(0, ids)
+    pending: list[np.ndarray] = []
+    size = 0
     for b in blocks:
         keep = np.flatnonzero(lay.part[b.lo:b.hi] == r)
         pos, _ = segments(b.indptr, keep)
@@ -124,7 +132,7 @@ def rank_halo(r: int, lay: Layout, *blocks: RowBlock) -> np.ndarray:
     return sorted_unique(np.concatenate([halo, *pending])) if pending else halo
 
 
-def write_pieces(root: str, b: int, pieces: list[RankPiece], lay: Layout, slots: tuple[Slots, ...],
+def write_pieces(root: str, b: int, pieces: list[RankPiece], lay: Layout, *, slots: tuple[Slots, ...],
                  halos: tuple[np.ndarray, ...], t_halos: tuple[np.ndarray, ...] | None) -> int:
     """Row block b's pieces (rank r's at index r) written at their slots in
     their ranks' arrays, each made local with its rank's halo (and Â^T's

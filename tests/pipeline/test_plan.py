@@ -219,7 +219,8 @@ def test_plan_prints_and_writes_nothing(tmp_path):
 
 def test_the_verdict_by_hand():
     """Memory held at once (250 MiB + 320 MB) against the limit, disk (its peak in the partition: the graph file
-    and both patterns, 24.0 MB) against the free disk: fits, does not fit on either, not checked on an external cluster, estimated counts."""
+    and both patterns, 24.0 MB) against the free disk: fits, does not fit on either, not checked on an external
+    cluster, estimated counts."""
     p = plan.make_plan(C, ("gp",), coef=small_coefficients())
     assert (plan.gib(p.at_once()[0]), plan.gib(p.disk)) == ("555.2 MiB", "22.9 MiB")
     assert plan.verdict(p, GIB, "--memory-limit", GIB, "/x") == (

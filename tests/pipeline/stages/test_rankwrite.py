@@ -19,11 +19,12 @@ def files(root, r):
 
 def in_place(root, c, bounds, directed, order):
     p = c.lay.parts
-    slots = tuple(rankwrite.allocate(str(root), r, c.lay, c.degrees, np.asarray(bounds, np.int64), c.first, directed)
+    slots = tuple(rankwrite.allocate(str(root), r, c.lay, c.degrees, np.asarray(bounds, np.int64), c.first,
+                                        directed=directed)
                   for r in range(p))
     halos = tuple(rankwrite.rank_halo(r, c.lay, *c.a) for r in range(p))
     t_halos = tuple(rankwrite.rank_halo(r, c.lay, *c.t) for r in range(p)) if directed else None
-    written = [rankwrite.write_pieces(str(root), b, c.cuts[b], c.lay, slots, halos, t_halos) for b in order]
+    written = [rankwrite.write_pieces(str(root), b, c.cuts[b], c.lay, slots=slots, halos=halos, t_halos=t_halos) for b in order]
     return halos, t_halos, written
 
 
@@ -56,7 +57,7 @@ def test_blocks_written_in_place_are_the_joined_blocks(tmp_path, directed, bound
 def test_a_rank_without_rows_gets_empty_arrays(tmp_path):
     c = blocks(12, 3, False, [0, 5, 12], seed=1)
     c.lay = layout.make_layout(np.array([0] * 6 + [2] * 6, np.int32), 3)  # rank 1 owns nothing
-    slots = rankwrite.allocate(str(tmp_path), 1, c.lay, c.degrees, np.array([0, 5, 12]), c.first, False)
+    slots = rankwrite.allocate(str(tmp_path), 1, c.lay, c.degrees, np.array([0, 5, 12]), c.first, directed=False)
     assert slots.rows.tolist() == [0, 0, 0] and slots.a.tolist() == [0, 0, 0]
     assert store.RankFiles(tmp_path, 1).shape("features") == (0, 3)
     assert rankwrite.rank_halo(1, c.lay, *c.a).size == 0
@@ -64,8 +65,8 @@ def test_a_rank_without_rows_gets_empty_arrays(tmp_path):
 
 def test_a_cut_that_does_not_match_the_layout_is_refused(tmp_path):
     c = blocks(20, 2, False, [0, 10, 20], seed=1)
-    slots = tuple(rankwrite.allocate(str(tmp_path), r, c.lay, c.degrees, np.array([0, 10, 20]), c.first, False)
+    slots = tuple(rankwrite.allocate(str(tmp_path), r, c.lay, c.degrees, np.array([0, 10, 20]), c.first, directed=False)
                   for r in range(2))
     halos = tuple(rankwrite.rank_halo(r, c.lay, *c.a) for r in range(2))
     with pytest.raises(ValueError, match="block 0 cut .* rows where the layout gives it"):
-        rankwrite.write_pieces(str(tmp_path), 0, c.cuts[1], c.lay, slots, halos, None)
+        rankwrite.write_pieces(str(tmp_path), 0, c.cuts[1], c.lay, slots=slots, halos=halos, t_halos=None)
