@@ -15,14 +15,11 @@ process alone. In the partition stage the build's process peaks writing
 the graph file, before a child starts, and holds less while it runs: the
 stage's most at once is the larger of the two (``beside``: the build's
 process while a child runs, fitted apart). What the plan counts for a model
-is the model's to say (:meth:`~.models.base.Model.figures`: which of the
-fit's figures, what its child runs, what it measured apart); a model that
+is the model's to say (:meth:`~.models.base.Model.figures`); a model that
 was not fitted takes the figures of the one it ``resembles``, and the plan
-says so.
-
-The plan also flags the sizes where formats change: the partitioner's
-input beyond 2^31 adjacency entries (64-bit edge ids) and Â beyond 2^31
-nonzeros or vertices (int64 indices).
+says so. The plan also flags the sizes where formats change: the
+partitioner's input beyond 2^31 adjacency entries (64-bit edge ids) and Â
+beyond 2^31 nonzeros or vertices (int64 indices).
 """
 
 from __future__ import annotations
@@ -112,14 +109,17 @@ def coefficients_path() -> Path:
 
 @dataclass(frozen=True)
 class Plan:
-    """The rows, the disk (``store``: the finished store; ``scratch``: what the temporary area holds beyond it at its
-    peak: the graph file's patterns where a model reads the file; the layout writes into the store) and the flags."""
+    """The rows, the disk (``store``: the finished store; ``scratch``: what the temporary area holds beyond it at the
+    disk's peak; ``partition_disk``: the temporary area during the partition and ``pattern``: A's spilled pattern
+    beside the finished store, both 0 unless a model reads the graph file: :func:`file_disk`) and the flags."""
 
     counts: Counts
     rows: list[Row]
     store: float
     scratch: float
     flags: list[str] = field(default_factory=list)
+    partition_disk: float = 0.0
+    pattern: float = 0.0
 
     def held(self, stage: str) -> list[Row]:
         """The rows of ``stage`` held at once at its peak: the build's process
@@ -173,17 +173,18 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
             rows.extend(_partition_rows(m, figures[m], counts, opts, coef))
     # the fit's feature values were float32: float16 halves what they take in the store
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
-    scratch = scratch_bytes(counts, store) if reads_graph_file(models, PartitionConfig(parts=2, options=opts)) else 0.0
-    return Plan(counts, rows, store, scratch, _flags(counts, models, figures))
+    part_disk, pattern = file_disk(counts) if reads_graph_file(models, PartitionConfig(parts=2, options=opts)) else (0, 0)
+    return Plan(counts, rows, store, max(part_disk - store, pattern), _flags(counts, models, figures), part_disk, pattern)
 
 
-def scratch_bytes(counts: Counts, store: float) -> float:
-    """The temporary area's bytes beyond ``store`` at the disk's peak when a model reads the graph file, counted:
-    the larger of the partition's (the ParHIP file, 8 B an entry, row and vertex weight, and A's and A^T's patterns
-    beside it, 4 B an entry and 8 a row each, no store yet) and the end's (A's pattern beside the store)."""
+def file_disk(counts: Counts) -> tuple[float, float]:
+    """The temporary area when a model reads the graph file, counted, not fitted: during the partition (the ParHIP
+    file, 8 B an entry, a row pointer and a vertex weight, and A's and A^T's patterns spilled beside it, 4 B an entry
+    below 2^31 vertices and 8 a row each, one for an undirected graph) and at the end (A's pattern beside the store:
+    A^T's is let go after the layout). The layout writes each rank's rows into the store: nothing else waits."""
     pattern = (4 if counts.n < 2**31 else 8) * (counts.nnz - counts.n) + 8 * (counts.n + 1)
-    partition = 8 * (3 + counts.n + 1 + counts.graph_entries + counts.n) + pattern * (2 if counts.directed else 1)
-    return float(max(partition - store, pattern))
+    graph_file = 8 * (3 + counts.n + 1 + counts.graph_entries + counts.n)
+    return float(graph_file + pattern * (2 if counts.directed else 1)), float(pattern)
 
 
 def _figures(m: str, c: Counts, opts: dict, coef: Coefficients) -> tuple[Figures, str]:
@@ -262,9 +263,9 @@ def format_plan(plan: Plan, limit: int, limit_from: str, free: int, where: str, 
     lines = [f"plan       {c.n:,} vertices, {c.nnz:,} nonzeros of Â ({kind}), {c.features} features, {c.classes} "
              f"classes ({c.how})", _fmt_row("stage", "process", "peak memory", "disk", "time")]
     for r in plan.rows:
-        # the partitioners' scratch stays in the partial store until it is committed: the disk's peak is at the end
-        disk = "" if r.process != BUILD else gib(plan.scratch) if r.stage == "partition" else \
-            gib(plan.disk) if r.stage == "write" else ""
+        # the temporary area during the partition, and the store with A's pattern beside it at the end
+        disk = "" if r.process != BUILD else (gib(plan.partition_disk) if plan.partition_disk else "") \
+            if r.stage == "partition" else gib(plan.store + plan.pattern) if r.stage == "write" else ""
         seconds = f"{r.seconds:,.0f} s" if r.process == BUILD else ""
         lines.append(_fmt_row(r.stage, r.process, gib(r.memory), disk, seconds) + (f"  ({r.note})" if r.note else ""))
     total, stage, held = plan.at_once()

@@ -44,6 +44,7 @@ def test_a_small_case_by_hand():
     graph_file = 8 * (3 + 1001 + 2 * 999_000 + 1000)
     assert p.store == 8e6 + 16 * 1000 + 8 * 1000 * 10 and p.disk == p.store + p.scratch
     assert p.scratch == graph_file + 2 * pattern - p.store and p.disk == graph_file + 2 * pattern
+    assert (p.partition_disk, p.pattern) == (graph_file + 2 * pattern, pattern)
     assert p.seconds == pytest.approx(6 * (1 + 1) + 10 + 10)
     half = plan.make_plan(C, ("gp",), feature_bytes=2, coef=small_coefficients())
     assert half.store == p.store - 4 * 1000 * 10 and half.disk == p.disk  # the peak is the partition's
@@ -65,7 +66,8 @@ def test_the_graph_files_scratch_only_when_a_model_reads_it():
     each rank's rows into it)."""
     assert plan.make_plan(C, ("rp",), coef=small_coefficients()).scratch == 0
     assert plan.make_plan(C, ("gp",), {"gp_backend": "metis"}, coef=small_coefficients()).scratch == 0
-    assert plan.make_plan(C, ("rp", "gp"), coef=small_coefficients()).scratch == plan.scratch_bytes(C, 8_096_000) > 0
+    both = plan.make_plan(C, ("rp", "gp"), coef=small_coefficients())
+    assert both.scratch == plan.file_disk(C)[0] - both.store > 0 and both.partition_disk == plan.file_disk(C)[0]
 
 
 def test_models_run_one_after_another_so_the_largest_child_counts():
