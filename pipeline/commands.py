@@ -32,11 +32,12 @@ def _plan_checks(args, cfg, address: str | None) -> None:
 
 
 def cmd_build(args) -> int:
+    from shgcn.core.malloc import return_freed_memory
+
     from .builder import build
     from .runtime.child import kill_children
     from .runtime.client import ClusterConfig, dask_client, scheduler_lost
     from .runtime.jobqueue import batch_config
-    from .runtime.malloc import return_freed_memory
     from .sources.resolve import preflight
 
     return_freed_memory()  # this process is the build's: its freed arrays go back to the system at once
@@ -63,6 +64,7 @@ def cmd_build(args) -> int:
             print(text)
             return 0
         cfg = dataclasses.replace(cfg, planned=checked)
+        ccfg = dataclasses.replace(ccfg, planned=checked)
     # before the cluster starts or anything is created: the dataset is there, the files can be read
     preflight(cfg.source, cfg.data_dir, _input_files(cfg), local=ccfg.address() is None)
     quiet = args.quiet or args.json

@@ -262,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         from .slurm import layout_ranks_per_node
 
         args.ranks_per_node = layout_ranks_per_node(os.environ)
+    from shgcn.core.malloc import return_freed_memory
+
+    return_freed_memory()  # this process is the rank's: its freed arrays go back to the system at once
     if args.memory_limit is None:
         from .config import default_memory_limit
 

@@ -86,8 +86,9 @@ def run_in_child(model: str, inputs: Inputs, cfg: PartitionConfig, tmp_root: str
 
 
 def _child_main(tmp: str, parent: int) -> None:
+    from shgcn.core.malloc import return_freed_memory
+
     from ..runtime.child import die_with_parent, user_error
-    from ..runtime.malloc import return_freed_memory
     from ..runtime.monitor import peak_rss_mib
 
     die_with_parent(parent)

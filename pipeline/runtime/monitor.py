@@ -40,8 +40,8 @@ def reset_peak() -> bool:
 
 
 def trim_and_reset() -> bool:
-    """:func:`.malloc.trim`, then :func:`reset_peak`."""
-    from .malloc import trim
+    """:func:`shgcn.core.malloc.trim`, then :func:`reset_peak`."""
+    from shgcn.core.malloc import trim
 
     trim()
     return reset_peak()
@@ -77,7 +77,7 @@ class Monitor:
 
     # --- memory of every process
     def _reset_all(self) -> None:
-        """Every process's high-water mark reset, after the heap's free pages are given back (:func:`.malloc.trim`:
+        """Every process's high-water mark reset, after the heap's free pages are given back (:func:`shgcn.core.malloc.trim`:
         what the stage before let go of, not what it still holds, leaves the next stage's peak)."""
         trim_and_reset()
         if self.embedded:

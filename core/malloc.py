@@ -9,8 +9,10 @@ its resident memory between stages was twice what it held (measured, R-MAT
 scale 20: 888 MiB against 444 MiB with a fixed threshold). A fixed
 threshold (``M_MMAP_THRESHOLD``, which also stops the raising) gives every
 array of :data:`THRESHOLD` bytes or more back when it is freed. Only the
-processes the build starts call it (``pipeline build``, the partitioner's
-child): a library call does not change its caller's allocator.
+processes shgcn starts call it (``pipeline build``, the partitioner's child,
+``shgcn-train``: an out-of-core rank's anonymous memory is then what it
+holds, not what its allocator kept): a library call does not change its
+caller's allocator.
 
 Arrays below the threshold (a row block's piece of an edge chunk: tens of
 KiB) still come from the heap and its arenas; :func:`trim` hands their free

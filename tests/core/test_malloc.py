@@ -1,4 +1,4 @@
-"""glibc's mmap threshold fixed (pipeline/runtime/malloc.py): freed arrays back to the system at once."""
+"""glibc's mmap threshold fixed (core/malloc.py): freed arrays back to the system at once."""
 
 import ctypes
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from shgcn.pipeline.runtime import malloc
+from shgcn.core import malloc
 
 
 def test_without_glibc_nothing_changes(monkeypatch):
@@ -20,7 +20,7 @@ def test_without_glibc_nothing_changes(monkeypatch):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_a_fresh_process_sets_the_threshold():
     # in a child: the setting is per process and lasts, and the test's own process keeps its allocator as it was
-    code = ("from shgcn.pipeline.runtime import malloc; import numpy as np; ok = malloc.return_freed_memory(); "
+    code = ("from shgcn.core import malloc; import numpy as np; ok = malloc.return_freed_memory(); "
             "x = np.ones(1 << 22); del x; print(ok)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "True"
@@ -38,7 +38,7 @@ def test_trim_without_glibc_does_nothing(monkeypatch):
 def test_trim_gives_the_free_pages_of_small_arrays_back():
     # in a child: 20,000 arrays of 64 KiB (below the threshold: from the heap), every other one freed; the
     # holes stay resident until trimmed
-    code = ("from shgcn.pipeline.runtime import malloc; import numpy as np\n"
+    code = ("from shgcn.core import malloc; import numpy as np\n"
             "malloc.return_freed_memory()\n"
             "def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096\n"
             "xs = [np.ones(8192) for _ in range(20000)]\n"
