@@ -64,7 +64,6 @@ def cmd_build(args) -> int:
             print(text)
             return 0
         cfg = dataclasses.replace(cfg, planned=checked)
-        ccfg = dataclasses.replace(ccfg, planned=checked)
     # before the cluster starts or anything is created: the dataset is there, the files can be read
     preflight(cfg.source, cfg.data_dir, _input_files(cfg), local=ccfg.address() is None)
     quiet = args.quiet or args.json

@@ -35,9 +35,7 @@ class ClusterConfig:
     instead of threads in this process); memory_limit (bytes, ``--memory-limit``:
     the embedded cluster's workers share it and spill their results to disk
     as they near it; None: Dask's default, this machine's memory. An existing
-    scheduler's workers keep their own limits); planned (the build's plan
-    checked its memory at once against this machine's: the embedded workers
-    then neither spill nor pause, :func:`worker_memory`)."""
+    scheduler's workers keep their own limits)."""
 
     scheduler: str | None = None
     workers: int = 0
@@ -45,7 +43,6 @@ class ClusterConfig:
     processes: bool = False
     memory_limit: int | None = None
     batch: BatchConfig | None = None  # workers as batch jobs (--cluster: shgcn.pipeline.runtime.jobqueue)
-    planned: bool = False
 
     def address(self) -> str | None:
         return self.scheduler or os.environ.get(ENV_SCHEDULER) or None
@@ -139,16 +136,10 @@ def worker_memory(cfg: ClusterConfig, workers: int) -> tuple[int | str, dict[str
     pause threshold, and in the in-process cluster that memory is the whole
     build's (the client's arrays too, which no spilling frees), so a pause
     could wait forever. Spilling (results to disk from 60% of the limit, by
-    Dask's defaults) is what keeps a worker under it. Without a limit, when
-    the build's plan checked its memory at once against this machine's
-    (``planned``): no spilling and no pause, the plan being the guard (Dask's
-    defaults spill from 60% of this machine's memory: R-MAT 26's ingest, planned
-    at 19.0 GiB, wrote its blocks to disk and read them back, benchmarks/RESULTS.md).
-    Otherwise (an estimated or unchecked plan) Dask's defaults (``"auto"``: this
-    machine's memory)."""
+    Dask's defaults) is what keeps a worker under it. Without a limit:
+    Dask's defaults (``"auto"``: this machine's memory)."""
     if cfg.memory_limit is None:
-        off = {f"distributed.worker.memory.{k}": False for k in ("target", "spill", "pause")}
-        return "auto", off if cfg.planned else {}
+        return "auto", {}
     return max(1, cfg.memory_limit // workers), {"distributed.worker.memory.pause": False}
 
 

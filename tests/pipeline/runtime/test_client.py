@@ -134,9 +134,6 @@ def test_the_memory_limit_is_shared_by_the_embedded_workers_and_none_pauses():
     from shgcn.pipeline.runtime.client import ClusterConfig, worker_memory
 
     assert worker_memory(ClusterConfig(), 4) == ("auto", {})  # Dask's default: this machine's memory
-    # the plan checked the build against this machine: neither spilling nor a pause (the plan is the guard)
-    off = {f"distributed.worker.memory.{k}": False for k in ("target", "spill", "pause")}
-    assert worker_memory(ClusterConfig(planned=True), 4) == ("auto", off)
     limit, config = worker_memory(ClusterConfig(memory_limit=8 * 2**30, processes=True), 4)
     assert limit == 2 * 2**30 and config == {"distributed.worker.memory.pause": False}
 
@@ -144,8 +141,7 @@ def test_the_memory_limit_is_shared_by_the_embedded_workers_and_none_pauses():
 @pytest.mark.timeout(120)
 def test_the_embedded_worker_takes_the_memory_limit():
     """The in-process worker spills against ``--memory-limit`` and never pauses (its process holds the
-    client's arrays too); without a limit it keeps Dask's pause, unless the plan checked the build (then
-    neither spill nor pause)."""
+    client's arrays too); without a limit it keeps Dask's pause."""
     from shgcn.pipeline.runtime.client import ClusterConfig, dask_client
 
     def memory(dask_worker):
@@ -158,29 +154,3 @@ def test_the_embedded_worker_takes_the_memory_limit():
     with dask_client(ClusterConfig(workers=1), announce=lambda _: None) as c:
         [(limit, pause, _)] = c.run(memory).values()
     assert pause and limit != 3 * 2**30
-    with dask_client(ClusterConfig(workers=1, planned=True), announce=lambda _: None) as c:
-        [(limit, pause, spill)] = c.run(memory).values()
-    assert (pause, spill) == (False, False) and limit != 3 * 2**30
-
-
-def test_a_build_whose_plan_was_checked_runs_workers_that_neither_spill_nor_pause(tmp_path, monkeypatch):
-    """The plan checked the build's memory at once against this machine: the embedded cluster is made with
-    ``planned`` (no spilling, no pause); with ``--no-plan-check`` it is not."""
-    import shgcn.pipeline.runtime.client as client
-    from shgcn.pipeline.cli import main
-
-    class Stop(BaseException):
-        pass
-
-    seen = []
-
-    def fake(ccfg, announce=None):
-        seen.append(ccfg)
-        raise Stop
-
-    monkeypatch.setattr(client, "dask_client", fake)
-    src = "sbm:n=200,classes=2,degree=4,features=4,seed=1"
-    for i, extra in enumerate(([], ["--no-plan-check"])):
-        with pytest.raises(Stop):
-            main(["build", src, "--parts", "2", "--model", "rp", "--out", str(tmp_path / f"s{i}.zarr"), *extra])
-    assert [c.planned for c in seen] == [True, False]
