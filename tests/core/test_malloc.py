@@ -9,12 +9,13 @@ import pytest
 from shgcn.core import malloc
 
 
-def test_without_glibc_nothing_changes(monkeypatch):
+@pytest.mark.parametrize("call", ["return_freed_memory", "trim"])
+def test_without_glibc_nothing_changes(monkeypatch, call):
     def no_libc(*args, **kwargs):
         raise OSError("no such library")
 
     monkeypatch.setattr(ctypes, "CDLL", no_libc)
-    assert malloc.return_freed_memory() is False
+    assert getattr(malloc, call)() is False
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
@@ -24,14 +25,6 @@ def test_a_fresh_process_sets_the_threshold():
             "x = np.ones(1 << 22); del x; print(ok)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "True"
-
-
-def test_trim_without_glibc_does_nothing(monkeypatch):
-    def no_libc(*args, **kwargs):
-        raise OSError("no such library")
-
-    monkeypatch.setattr(ctypes, "CDLL", no_libc)
-    assert malloc.trim() is False
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
