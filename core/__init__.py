@@ -15,7 +15,8 @@ report share, none of which knows the store's layout.
   records), :mod:`.tables` (the quality tables as text), :mod:`.csr`,
   :mod:`.registry` and :mod:`.options` (a part's declared options),
   :mod:`.plugins` (the one loader of parts from outside),
-  :mod:`.errors` (``UserError``: exit code 2).
+  :mod:`.errors` (``UserError``: exit code 2), :mod:`.malloc` (freed arrays
+  back to the system at once, in the processes shgcn starts).
 
 Submodules load on first use (``shgcn.core.epoch``); ``dir(shgcn.core)``
 lists them.
@@ -27,8 +28,8 @@ import importlib
 from typing import Any
 
 __all__ = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges",
-           "fluid", "machine", "machine_check", "machine_spec", "memory", "options", "partition", "plugins", "profile",
-           "registry", "runlog", "sample", "tables", "thread_scaling", "work"]
+           "fluid", "machine", "machine_check", "machine_spec", "malloc", "memory", "options", "partition", "plugins",
+           "profile", "registry", "runlog", "sample", "tables", "thread_scaling", "work"]
 
 
 def __dir__() -> list[str]:

@@ -32,15 +32,14 @@ def _plan_checks(args, cfg, address: str | None) -> None:
 
 
 def cmd_build(args) -> int:
-    from shgcn.core.malloc import return_freed_memory
-
+    from ..core import malloc
     from .builder import build
     from .runtime.child import kill_children
     from .runtime.client import ClusterConfig, dask_client, scheduler_lost
     from .runtime.jobqueue import batch_config
     from .sources.resolve import preflight
 
-    return_freed_memory()  # this process is the build's: its freed arrays go back to the system at once
+    malloc.return_freed_memory()  # this process is the build's: its freed arrays go back to the system at once
     show = getattr(args, "plan", False)
     args.out = plan_out(args.out, show)
     cfg = config_from_args(args).resolved()

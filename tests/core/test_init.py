@@ -10,8 +10,8 @@ from helpers import REPO
 import shgcn.core
 
 SUBMODULES = ["algorithms", "archs", "collectives", "contention", "costs", "csr", "epoch", "errors", "exchanges",
-              "fluid", "machine", "machine_check", "machine_spec", "memory", "options", "partition", "plugins", "profile",
-              "registry", "runlog", "sample", "tables", "thread_scaling", "work"]
+              "fluid", "machine", "machine_check", "machine_spec", "malloc", "memory", "options", "partition", "plugins",
+              "profile", "registry", "runlog", "sample", "tables", "thread_scaling", "work"]
 
 
 def test_all_names_every_submodule_and_only_those():
