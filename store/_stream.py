@@ -91,19 +91,6 @@ class RankFiles:
         except OSError as e:
             raise os_error(self.root, e) from None
 
-    def read(self, name: str, lo: int, hi: int) -> np.ndarray:
-        """Rows ``lo..hi-1`` of array ``name``, read (a copy, not a memory map: no page of it stays in this
-        process)."""
-        path, dt, shape = self._file(name)
-        count = (hi - lo) * int(np.prod(shape[1:], dtype=np.int64))
-        if count <= 0:
-            return np.zeros((max(0, hi - lo), *shape[1:]), dt)
-        row = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize
-        return np.fromfile(path, dt, count, offset=lo * row).reshape(hi - lo, *shape[1:])
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return self._file(name)[2]
-
     def checksum(self, transpose: bool) -> str:
         """The block's checksum, every array complete (``transpose``: a directed store's block)."""
         order = block_array_names(transpose)

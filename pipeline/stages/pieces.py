@@ -17,12 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from dask.sizeof import sizeof
 
 from ..arrays import index_dtype, lookup
 from ..nodes import NodeBlock
-
-NODE_ARRAYS = ("features", "labels", "train", "val", "test")
 
 
 @dataclass
@@ -43,13 +40,6 @@ class RankPiece:
     t: Rows | None
     nodes: NodeBlock  # lo/hi unused: rows are the rank's
     node_index: np.ndarray  # (k,) int64 original index
-
-
-@sizeof.register(RankPiece)
-def _sizeof_piece(p: RankPiece) -> int:
-    rows = [p.a] + ([p.t] if p.t is not None else [])
-    return int(sum(r.indptr.nbytes + r.cols.nbytes + r.data.nbytes for r in rows) + p.node_index.nbytes
-               + sizeof(p.nodes))
 
 
 def map_npy(path: str, meta: tuple[str, tuple[int, ...], int]) -> np.ndarray:

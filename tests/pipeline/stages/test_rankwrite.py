@@ -59,7 +59,7 @@ def test_a_rank_without_rows_gets_empty_arrays(tmp_path):
     c.lay = layout.make_layout(np.array([0] * 6 + [2] * 6, np.int32), 3)  # rank 1 owns nothing
     slots = rankwrite.allocate(str(tmp_path), 1, c.lay, c.degrees, np.array([0, 5, 12]), c.first, directed=False)
     assert slots.rows.tolist() == [0, 0, 0] and slots.a.tolist() == [0, 0, 0]
-    assert store.RankFiles(tmp_path, 1).shape("features") == (0, 3)
+    assert store.memmap_array(tmp_path, "ranks/1/features").shape == (0, 3)
     assert rankwrite.rank_halo(1, c.lay, *c.a).size == 0
 
 
