@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         args.ranks_per_node = layout_ranks_per_node(os.environ)
     from shgcn.core.malloc import return_freed_memory
 
-    return_freed_memory()  # this process is the rank's: its freed arrays go back to the system at once
+    return_freed_memory()  # this process is the rank's: its setup's freed arrays go back to the system at once
     if args.memory_limit is None:
         from .config import default_memory_limit
 
@@ -299,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(cfg, comm) -> int:
     from shgcn.core.errors import UserError
+    from shgcn.core.malloc import reuse_freed_memory
 
     from .algorithms import connect
     from .context import Context, Local, prepare
@@ -346,6 +347,7 @@ def _run(cfg, comm) -> int:
         from .summary import start_lines
 
         print("\n".join(start_lines(ctx, (gib(max(ctx.memory_all)), gib(sum(ctx.memory_all))))), flush=True)
+    reuse_freed_memory()  # setup's freed arrays went back to the system (main); the steps reuse their pages
     try:
         train(ctx, comm)
     except Diverged as e:  # the same on every rank: no abort needed

@@ -74,10 +74,12 @@ def batch_entries(indptr, indices, rows, gcol, in_batch):
 
 
 def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
-    """CSR from entries already in row order."""
-    indptr = np.zeros(shape[0] + 1, np.int64)
+    """CSR from entries already in row order; int32 indices where they fit (scipy's own choice: given int64
+    ones, it scans them and copies them to int32 on every batch)."""
+    idx = np.int32 if max(shape[1], rows.size) < 2**31 else np.int64
+    indptr = np.zeros(shape[0] + 1, idx)
     np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
-    return sp.csr_matrix((vals, cols, indptr), shape=shape)
+    return sp.csr_matrix((vals, cols.astype(idx, copy=False), indptr), shape=shape)
 
 
 @dataclass(frozen=True)

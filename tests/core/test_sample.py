@@ -22,6 +22,24 @@ def test_batches_are_redrawn_from_their_number(kind):
     if kind == "node":
         assert b.size == 30
 
+@pytest.mark.parametrize("n, size", [(200, 30), (100_000, 40)])  # the mask (n <= 32 B), the sort
+def test_a_node_batch_is_the_sorted_draw(n, size):
+    # the batch each side re-draws is numpy's draw sorted, whichever way it is sorted (stores keep its bytes)
+    s = sample.Sampler(graph(n, [(0, 1)]).adj, sample.SamplerConfig(kind="node", size=size, seed=4))
+    for k in range(5):
+        drawn = np.random.default_rng([4, sample.TRAIN, k]).choice(n, size=size, replace=False)
+        b = s.batch(k, sample.TRAIN)
+        assert b.dtype == np.int64 and np.array_equal(b, np.sort(drawn))
+
+
+def test_sorted_distinct_both_ways():
+    ids = np.array([7, 0, 5, 9, 2])
+    for n in (10, 10**6):  # a mask over n, a sort
+        out = sample.sorted_distinct(ids, n)
+        assert out.dtype == np.int64 and out.tolist() == [0, 2, 5, 7, 9]
+    assert sample.sorted_distinct(np.zeros(0, np.int64), 5).size == 0
+
+
 def _draw(args):
     from shgcn.core import sample as smp
     adj, cfg, k = args
