@@ -73,6 +73,23 @@ def batch_entries(indptr, indices, rows, gcol, in_batch):
     return pos, seg
 
 
+@numba.njit(cache=True, nogil=True)
+def live_entries(row_ptr, row_ent, pin_ptr, pins, rows, in_batch, n_entries):
+    """(n_entries,) bool: the send entries of own rows ``rows`` (entries of row j:
+    ``row_ent[row_ptr[j]:row_ptr[j + 1]]``) with a pin in the batch (pins of entry e:
+    ``pins[pin_ptr[e]:pin_ptr[e + 1]]``, global new ids), in one pass over the batch rows' entries and their
+    pins, stopping at an entry's first pin in the batch (what two ``segments`` and their (pins,) temporaries did)."""
+    live = np.zeros(n_entries, np.bool_)
+    for i in range(rows.size):
+        for k in range(row_ptr[rows[i]], row_ptr[rows[i] + 1]):
+            e = row_ent[k]
+            for p in range(pin_ptr[e], pin_ptr[e + 1]):
+                if in_batch[pins[p]]:
+                    live[e] = True
+                    break
+    return live
+
+
 def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
     """CSR from entries already in row order; int32 indices where they fit (scipy's own choice: given int64
     ones, it scans them and copies them to int32 on every batch)."""
@@ -139,7 +156,7 @@ class MiniBatches:
         self.lo = int(cp.offsets[cp.rank])
         self.n_own = full.shape[0]
         self._indptr = full.indptr.astype(np.int64)
-        self._indices = full.indices.astype(np.int64)
+        self._indices = full.indices  # as stored (int32 below 2^31 columns): batch_entries reads it every step
         self._row_of_nnz = np.repeat(np.arange(self.n_own), np.diff(full.indptr))
         self._sender = np.repeat(np.arange(cp.size), np.diff(cp.recv_start))  # of each received row
         # local column -> global new id (own rows first, then the halo)
@@ -246,12 +263,8 @@ class MiniBatches:
         batch (``rows``, local ids) and one of its rows in q is too; the
         stored order of each list is kept. Returns positions among ``rows``
         (``own_pos``: local row -> position)."""
-        pos, _ = segments(self._row_ptr, rows)
-        ents = self._row_ent[pos]  # entries of the batch's own rows
-        ppos, which = segments(self._pin_ptr, ents)
-        live = np.zeros(ents.size, bool)
-        live[which[in_batch[self._pins[ppos]]]] = True
-        live_ents = np.sort(ents[live])
+        live_ents = np.flatnonzero(live_entries(self._row_ptr, self._row_ent, self._pin_ptr, self._pins, rows,
+                                                in_batch, self._ent_row.size))  # ascending
         cuts = np.searchsorted(live_ents, self._ent_start)
         out = []
         for i, (q, _) in enumerate(self.cp.send_to):  # a loop over neighbour ranks

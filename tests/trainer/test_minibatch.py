@@ -172,3 +172,27 @@ def test_batch_entries_equal_segments_filtered_by_the_batch():
             got = batch_entries(indptr, indices, rows, gcol, in_batch)
             assert np.array_equal(got[0], pos[keep]) and np.array_equal(got[1], seg[keep])
             assert got[0].dtype == np.int64 and got[1].dtype == np.int64
+    # the stored column ids as they are (int32), not an int64 copy: the same entries
+    got32 = batch_entries(indptr, m.indices.astype(np.int32), np.arange(300), gcol, in_batch)
+    pos, seg = segments(indptr, np.arange(300))
+    keep = in_batch[gcol[indices[pos]]]
+    assert np.array_equal(got32[0], pos[keep]) and np.array_equal(got32[1], seg[keep])
+
+
+def test_live_entries_are_the_send_entries_with_a_pin_in_the_batch():
+    """An entry is live when its row is one of the batch's and one of its pins is in the batch; by hand: rows
+    0..3 with entries [0, 1], [], [2], [3, 4]; pins of entries 0..4: {5}, {6, 7}, {}, {8}, {5, 9}."""
+    from shgcn.trainer.minibatch import live_entries
+
+    row_ptr = np.array([0, 2, 2, 3, 5], np.int64)
+    row_ent = np.array([0, 1, 2, 3, 4], np.int64)
+    pin_ptr = np.array([0, 1, 3, 3, 4, 6], np.int64)
+    pins = np.array([5, 6, 7, 8, 5, 9], np.int64)
+    in_batch = np.zeros(10, bool)
+    in_batch[[7, 9]] = True
+    assert np.flatnonzero(live_entries(row_ptr, row_ent, pin_ptr, pins, np.array([0, 1, 2, 3]), in_batch, 5)).tolist() \
+        == [1, 4]
+    assert np.flatnonzero(live_entries(row_ptr, row_ent, pin_ptr, pins, np.array([3]), in_batch, 5)).tolist() == [4]
+    in_batch[5] = True  # entry 0 too; row 2's entry has no pin
+    assert np.flatnonzero(live_entries(row_ptr, row_ent, pin_ptr, pins, np.array([0, 2]), in_batch, 5)).tolist() \
+        == [0, 1]
