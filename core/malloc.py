@@ -26,7 +26,8 @@ fresh ``mmap`` is zeroed page by page by the kernel each time it is touched
 1,061 nonzeros into a 2 MiB result, 0.06 ms with the heap's pages against
 0.84 ms with fresh ones; the step 25.8 against 18.3 ms at P = 1).
 :func:`reuse_freed_memory` hands back what is free, then keeps freed arrays
-up to glibc's largest threshold in the heap for the next step's.
+up to glibc's largest threshold in the heap for the next step's (``shgcn-train`` in
+memory; out of core a rank's anonymous memory is the point, and it keeps the 1 MiB threshold).
 """
 
 from __future__ import annotations

@@ -347,7 +347,8 @@ def _run(cfg, comm) -> int:
         from .summary import start_lines
 
         print("\n".join(start_lines(ctx, (gib(max(ctx.memory_all)), gib(sum(ctx.memory_all))))), flush=True)
-    reuse_freed_memory()  # setup's freed arrays went back to the system (main); the steps reuse their pages
+    if not cfg.out_of_core:  # out of core, a rank's anonymous memory is the point: freed arrays go back at once
+        reuse_freed_memory()  # setup's freed arrays went back to the system (main); the steps reuse their pages
     try:
         train(ctx, comm)
     except Diverged as e:  # the same on every rank: no abort needed
