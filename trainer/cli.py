@@ -305,6 +305,7 @@ def _run(cfg, comm) -> int:
     from .context import Context, Local, prepare
     from .loop import Diverged, train
     from .outputs import check_outputs
+    from .summary import print_start
     from .values import check_block, train_count
     from .watchdog import say
 
@@ -341,12 +342,7 @@ def _run(cfg, comm) -> int:
         return 2
     except BaseException as e:  # noqa: BLE001
         return _abort(comm, e)
-    if comm.rank == 0 and not cfg.quiet and ctx.memory_all:
-        from shgcn.core.memory import gib
-
-        from .summary import start_lines
-
-        print("\n".join(start_lines(ctx, (gib(max(ctx.memory_all)), gib(sum(ctx.memory_all))))), flush=True)
+    print_start(ctx, comm.rank, cfg.quiet)
     if not cfg.out_of_core:  # out of core, a rank's anonymous memory is the point: freed arrays go back at once
         reuse_freed_memory()  # setup's freed arrays went back to the system (main); the steps reuse their pages
     try:

@@ -67,6 +67,12 @@ def decayed_text(decay: list[int], params: int) -> str:
     return f"{len(decay)} of the {params} parameter arrays (indices {', '.join(map(str, decay))})"
 
 
+def print_start(ctx: Any, rank: int, quiet: bool) -> None:
+    """Rank 0's banner and settings line (:func:`start_lines`, with every rank's modelled memory), unless quiet."""
+    if rank == 0 and not quiet and ctx.memory_all:
+        print("\n".join(start_lines(ctx, (gib(max(ctx.memory_all)), gib(sum(ctx.memory_all))))), flush=True)
+
+
 def start_lines(ctx: Any, memory: tuple[str, str]) -> list[str]:
     """The banner and the settings line of a run's context (:class:`~shgcn.trainer.context.Context`)."""
     cfg = ctx.cfg
