@@ -19,13 +19,19 @@ def test_without_glibc_nothing_changes(monkeypatch, call):
     assert getattr(malloc, call)() is False
 
 
+def _in_a_child(code: str) -> list[str]:
+    """What ``code`` prints, run in a fresh interpreter (the allocator's settings are per process: the test's own
+    keeps its allocator as it was), split into words."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    return out.stdout.split()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_a_fresh_process_sets_the_threshold():
     # in a child: the setting is per process and lasts, and the test's own process keeps its allocator as it was
     code = ("from shgcn.core import malloc; import numpy as np; ok = malloc.return_freed_memory(); "
             "x = np.ones(1 << 22); del x; print(ok)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert out.stdout.strip() == "True"
+    assert _in_a_child(code) == ["True"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
@@ -37,8 +43,7 @@ def test_trim_gives_the_free_pages_of_small_arrays_back():
             "def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096\n"
             "xs = [np.ones(8192) for _ in range(20000)]\n"
             "del xs[::2]\nbefore = rss()\nok = malloc.trim()\nprint(ok, before - rss())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    ok, freed = out.stdout.split()
+    ok, freed = _in_a_child(code)
     assert ok == "True" and int(freed) > 400 * 2**20  # most of the 625 MiB freed
 
 
@@ -56,6 +61,5 @@ def test_a_loop_reuses_its_temporaries_pages():
             "malloc.return_freed_memory(); fresh = loop()\n"
             "ok = malloc.reuse_freed_memory(); reused = loop()\n"
             "print(ok, fresh, reused)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    ok, fresh, reused = out.stdout.split()
+    ok, fresh, reused = _in_a_child(code)
     assert ok == "True" and int(fresh) >= 50 * 256 and int(reused) < int(fresh) / 10
