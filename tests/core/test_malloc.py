@@ -4,6 +4,7 @@ next step's."""
 import ctypes
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -52,14 +53,14 @@ def test_a_loop_reuses_its_temporaries_pages():
     # in a child, like the trainer: the setup's threshold (1 MiB), then the steps'. A 4 MiB temporary made and
     # freed 50 times faults its pages in each time with the first (a fault maps 4-16 KiB, by the kernel), once
     # with the second
-    code = ("from shgcn.core import malloc; import numpy as np, resource\n"
-            "def faults(): return resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-            "def loop():\n"
-            "    before = faults()\n"
-            "    for _ in range(50): x = np.ones(1 << 19); del x\n"
-            "    return faults() - before\n"
-            "malloc.return_freed_memory(); fresh = loop()\n"
-            "ok = malloc.reuse_freed_memory(); reused = loop()\n"
-            "print(ok, fresh, reused)")
+    code = textwrap.dedent("""
+        from shgcn.core import malloc; import numpy as np, resource
+        def loop():  # the page faults of 50 rounds
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            for _ in range(50): x = np.ones(1 << 19); del x
+            return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+        malloc.return_freed_memory(); fresh = loop()
+        ok = malloc.reuse_freed_memory(); print(ok, fresh, loop())
+    """)
     ok, fresh, reused = _in_a_child(code)
     assert ok == "True" and int(fresh) >= 50 * 256 and int(reused) < int(fresh) / 10
