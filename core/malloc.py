@@ -22,9 +22,9 @@ before a partitioner's child starts).
 
 A loop that makes the same temporaries every step wants the opposite: a
 fresh ``mmap`` is zeroed page by page by the kernel each time it is touched
-(a trainer rank's step on soc-slashdot0902, measured: a halo product of
-1,061 nonzeros into a 2 MiB result, 0.06 ms with the heap's pages against
-0.84 ms with fresh ones; the step 25.8 against 18.3 ms at P = 1).
+(a soc-slashdot0902 mini-batch step, P = 1: 25.8 ms with the 1 MiB threshold,
+17.4 with the steps' pages reused; RESULTS, "Mini-batch training: where a
+step's time goes").
 :func:`reuse_freed_memory` hands back what is free, then keeps freed arrays
 up to glibc's largest threshold in the heap for the next step's (``shgcn-train`` in
 memory; out of core a rank's anonymous memory is the point, and it keeps the 1 MiB threshold).

@@ -173,6 +173,7 @@ def test_batch_entries_equal_segments_filtered_by_the_batch():
             assert np.array_equal(got[0], pos[keep]) and np.array_equal(got[1], seg[keep])
             assert got[0].dtype == np.int64 and got[1].dtype == np.int64
     # the stored column ids as they are (int32), not an int64 copy: the same entries
+    in_batch = rng.random(1000) < 0.5
     got32 = batch_entries(indptr, m.indices.astype(np.int32), np.arange(300), gcol, in_batch)
     pos, seg = segments(indptr, np.arange(300))
     keep = in_batch[gcol[indices[pos]]]
