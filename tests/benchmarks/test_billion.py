@@ -55,3 +55,26 @@ def test_targets_use_the_measured_figure_and_fall_back_on_the_plan():
     assert rows["R-MAT 26 gp p64 memory at once (measured)"]["gap"] == "met"
     assert rows["R-MAT 26 gp p64 disk at its peak (measured)"]["gap"] == f"{50 / 48:.2f}x the target"
     assert rows["RssAnon a rank, R-MAT 26 2-part store"]["value"] == "not measured"
+
+
+def test_the_kernels_are_compiled_once_into_the_benchmarks_own_cache(mpi_stores, tmp_path):
+    """The first run compiles the trainer's numba kernels into an emptied cache and reports its ranks' RssAnon;
+    the cache then holds them for the measured runs (numba's index files), whatever the install had."""
+    from argparse import Namespace
+
+    from benchmarks.training.outofcore_minibatch import compile_kernels, kernel_cache
+
+    where = tmp_path / "numba-cache"
+    where.mkdir()
+    (where / "stale.nbi").write_bytes(b"x")
+    env = kernel_cache(where)
+    assert env["NUMBA_CACHE_DIR"] == str(where) and not where.exists()
+    run = Namespace(ranks=2, batch_size=40, sampler="node", timeout=600.0)
+    anon = compile_kernels(mpi_stores["undirected", 2], run, tmp_path / "compile.jsonl", env)
+    assert len(anon) == 2 and min(anon) > 0
+    assert list(where.rglob("*.nbi")) and not (where / "stale.nbi").exists()
+
+
+def test_the_notes_say_what_the_compiling_run_held():
+    text = bb.notes({"_rec": {}}, {"_rec": {}}, [], [120 * 2**20, 119 * 2**20], 22)
+    assert "one step on R-MAT 22's store" in text and "120.0 MiB / 119.0 MiB" in text
