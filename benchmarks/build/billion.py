@@ -82,14 +82,15 @@ def build_row(scale: int, model: str, parts: int, args, keep: bool) -> tuple[dic
     p = plan(scale, model, parts, args.dir)
     row = {"build": f"R-MAT {scale}, {model}, p = {parts}", "plan at once": gib(p["memory"]), "stage": p["where"],
            "plan disk": gib(p["disk"]), "plan time": f"{p['seconds']:,.0f} s", "verdict": p["verdict"].split(":")[0]}
-    if not p["fits"] or args.plan_only:
+    saved, store = args.dir / f"{tag}.json", args.dir / f"{tag}.zarr"  # rp's is two_part_store's name
+    reuse = keep and args.reuse and saved.exists() and store.exists()  # its plan's disk counts the store again
+    if not reuse and (not p["fits"] or args.plan_only):
         row["measured at once"] = "not run: " + ("its plan refuses it" if not p["fits"] else "--plan-only")
         return {**row, "_plan": p}, None
-    saved, store = args.dir / f"{tag}.json", args.dir / f"{tag}.zarr"  # rp's is two_part_store's name
-    if keep and args.reuse and saved.exists() and store.exists():  # the kept store's own record, from its build
+    if reuse:  # the kept store's own record, from its build
         rec = json.loads(saved.read_text())
         built = datetime.datetime.fromtimestamp(saved.stat().st_mtime, datetime.UTC)
-        row["build"] += f" (reused: built {built:%Y-%m-%d %H:%M} UTC)"
+        row["build"] += f" (reused: built {built:%Y-%m-%d %H:%M} UTC; its plan's free disk is less the kept store)"
     else:
         rec = measure(tag, RMAT.format(scale), model, args.dir, (), parts, plan_checked=True)
     nnz = int(rec["info"]["nnz"])
