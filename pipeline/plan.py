@@ -10,11 +10,11 @@ what). The processes are the embedded cluster's one process (client,
 scheduler and worker; with ``--processes`` or ``--scheduler`` the same
 memory is spread over several) and each partitioner's child process. The
 models run one after another, so the partition stage holds at once the
-build's process and the largest child; every other stage the build's
-process alone. In the partition stage the build's process peaks writing
-the graph file, before a child starts, and holds less while it runs: the
-stage's most at once is the larger of the two (``beside``: the build's
-process while a child runs, fitted apart). What the plan counts for a model
+build's process and the largest child; every other stage the build's alone.
+In the partition stage the build's process peaks writing the graph file,
+before a child starts, and holds less while it runs: the stage's most at
+once is the larger of the two (``beside``: the build's process while a child
+runs, fitted apart). What the plan counts for a model
 is the model's to say (:meth:`~.models.base.Model.figures`); a model that
 was not fitted takes the figures of the one it ``resembles``, and the plan
 says so. The plan also flags the sizes where formats change: the
@@ -102,8 +102,7 @@ class Coefficients:
         return cls(terms[0], terms[1], terms[2], terms[3], source=str(d.get("source", "")), beside=beside)
 
 
-def coefficients_path() -> Path:
-    """Where the fit writes this machine's coefficients (package data)."""
+def coefficients_path() -> Path:  # where the fit writes this machine's coefficients (package data)
     return Path(__file__).resolve().parent / "plan-this.json"
 
 
@@ -173,17 +172,19 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
             rows.extend(_partition_rows(m, figures[m], counts, opts, coef))
     # the fit's feature values were float32: float16 halves what they take in the store
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
-    part_disk, pattern = file_disk(counts) if reads_graph_file(models, PartitionConfig(parts=2, options=opts)) else (0, 0)
+    levels = max((f.level_files for f, _ in figures.values()), default=0.0)  # gp's levels beside the graph file
+    part_disk, pattern = file_disk(counts, levels) if reads_graph_file(models, PartitionConfig(2, options=opts)) else (0, 0)
     return Plan(counts, rows, store, max(part_disk - store, pattern), _flags(counts, models, figures), part_disk, pattern)
 
 
-def file_disk(counts: Counts) -> tuple[float, float]:
+def file_disk(counts: Counts, levels: float = 0.0) -> tuple[float, float]:
     """The temporary area when a model reads the graph file, counted, not fitted: during the partition (the ParHIP
-    file, 8 B an entry, a row pointer and a vertex weight, and A's and A^T's patterns spilled beside it, 4 B an entry
-    below 2^31 vertices and 8 a row each, one for an undirected graph) and at the end (A's pattern beside the store:
-    A^T's is let go after the layout). The layout writes each rank's rows into the store: nothing else waits."""
+    file, 8 B an entry, a row pointer and a vertex weight, ``levels`` more of it for a child's files beside it (gp's
+    levels: 0.84 + 0.09 of it measured at R-MAT 22, counted as one), and A's and A^T's patterns spilled beside it,
+    4 B an entry below 2^31 vertices and 8 a row each, one for an undirected graph) and at the end (A's pattern
+    beside the store: A^T's is let go after the layout). The layout writes each rank's rows into the store."""
     pattern = (4 if counts.n < 2**31 else 8) * (counts.nnz - counts.n) + 8 * (counts.n + 1)
-    graph_file = 8 * (3 + counts.n + 1 + counts.graph_entries + counts.n)
+    graph_file = 8 * (3 + counts.n + 1 + counts.graph_entries + counts.n) * (1 + levels)
     return float(graph_file + pattern * (2 if counts.directed else 1)), float(pattern)
 
 

@@ -164,6 +164,8 @@ class Figures:
     note : why the child's figure is not the fit's ('': it is)
     documented : the child's memory documented instead of fitted (its own
         partition only), or None
+    level_files : files the child writes beside the graph file, in graph
+        files (gp's coarsening levels of its own: one)
     """
 
     key: str
@@ -172,6 +174,7 @@ class Figures:
     child_share: float = 1.0
     note: str = ""
     documented: Documented | None = None
+    level_files: float = 0.0
 
 
 class Partitioner(Protocol):

@@ -58,6 +58,15 @@ KAMINPAR_EPS = Option("--kaminpar-eps", 0.0, "gp (and hp's start) with KaMinPar:
                       "hp's start always the build's --eps; set it to --eps for gp's partition of earlier releases",
                       type=float, metavar="EPS")
 
+LEVELS = Option("--gp-levels", "auto", "gp with KaMinPar: coarsening levels of our own before KaMinPar (4-byte ids "
+                "where KaMinPar's wheel holds 16 bytes an entry; then k-way refinement on the graph); auto: "
+                "2 from 50M adjacency entries of the graph (KaMinPar's child 0.6x the memory at R-MAT scale 22, the "
+                "edge cut 0.7 percent higher), else 0", choices=("auto", "0", "1", "2", "3"))
+AUTO_LEVELS = 2
+# --gp-levels 2: the child's share of KaMinPar's fitted bytes a nonzero; measured 0.26 and 0.29 at R-MAT scales 21
+# and 22 (benchmarks/RESULTS.md, "KaMinPar's child with coarsening levels of our own"), taken above both, not fitted
+LEVELS_SHARE = 0.3
+
 
 def symmetric_pattern(a) -> tuple[np.ndarray, np.ndarray]:
     """(xadj (n+1,), adjncy) int64 of the pattern of Â + Âᵀ without the
@@ -155,6 +164,11 @@ class GraphPartition(Model):
         compressed = f"{self.name}-compressed"
         child = compressed if big and f"child:{compressed}" in fitted else ""
         chosen = options.get(KAMINPAR_EPS.dest)
+        levels = own_levels(counts.graph_entries, options.get(LEVELS.dest, LEVELS.default))
+        if levels and options.get(BACKEND.dest) != "metis":
+            return Figures(self.name, "KaMinPar", child=child, child_share=LEVELS_SHARE, documented=metis,
+                           level_files=1.0, note=f"{levels} coarsening levels of our own before KaMinPar: {LEVELS_SHARE} of "
+                                "KaMinPar's bytes a nonzero (measured with 2, not fitted)")
         if not (chosen or big):
             return Figures(self.name, "KaMinPar", child=child, documented=metis)
         why = "--kaminpar-eps" if chosen else "KaMinPar at eps 0.05 (the default from 50M entries)"
@@ -178,9 +192,8 @@ class GraphPartition(Model):
             return Assignment(part, {"backend": "metis", "rebalance": info})
         preset = cfg.option(PRESET)
         part, info = kaminpar_balanced(inputs, cfg, preset)
-        keps = info.pop("kaminpar_eps", None)
-        return Assignment(part, {"backend": "kaminpar", "preset": preset,
-                                 **({"kaminpar_eps": keps} if keps is not None else {}), "rebalance": info})
+        own = {k: info.pop(k) for k in ("kaminpar_eps", "levels", "refined") if k in info}
+        return Assignment(part, {"backend": "kaminpar", "preset": preset, **own, "rebalance": info})
 
 
 def kaminpar_eps(entries: int, cfg: PartitionConfig, auto: bool = True) -> float:
@@ -205,6 +218,35 @@ def parhip_entries(path: str) -> int:
     return int(np.fromfile(path, "<u8", count=3)[2])
 
 
+def own_levels(entries: int, chosen: str, auto: bool = True) -> int:
+    """Coarsening levels of our own before KaMinPar on a graph of ``entries`` adjacency entries: ``chosen``
+    (``--gp-levels``) when not ``auto``; else :data:`AUTO_LEVELS` from :data:`COMPRESS_EDGES` entries on,
+    where KaMinPar's coarse graphs are the build's largest process, and none below (``auto`` False: hp's
+    start, none unless chosen)."""
+    if chosen != "auto":
+        return int(chosen)
+    return AUTO_LEVELS if auto and entries >= COMPRESS_EDGES else 0
+
+
+def leveled_partition(path: str, levels: int, cfg: PartitionConfig, keps: float, preset: str
+                      ) -> tuple[np.ndarray, dict]:
+    """(n,) int32 partition of the ParHIP file ``path``: ``levels`` levels of our own
+    (:func:`.coarsen.coarsen`, beside the file), KaMinPar on the last one for ``keps``, projected back and
+    refined on the graph within ``keps`` (:func:`.coarsen.refine`); the info: the levels' (vertices,
+    entries) and the refinement's moves."""
+    from .coarsen import coarsen, refine
+
+    coarse, cid, sizes = coarsen(path, levels, cfg.parts, keps)
+    try:
+        part = kaminpar_partition(coarse, cfg.parts, keps, cfg.seed, cfg.threads, preset)[cid]
+    finally:
+        if coarse != path:
+            os.remove(coarse)
+    del cid
+    moved = refine(path, part, cfg.parts, keps)
+    return part, {"levels": [list(x) for x in sizes], "refined": moved}
+
+
 def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str, auto: bool = True
                       ) -> tuple[np.ndarray, dict]:
     """KaMinPar's partition of the build's ParHIP file (or of one written
@@ -214,12 +256,17 @@ def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str, auto: b
     the rebalance's, with ``kaminpar_eps`` when that differs from the build's eps."""
     def run(path: str) -> tuple[np.ndarray, dict]:
         keps = kaminpar_eps(parhip_entries(path), cfg, auto)
-        part = kaminpar_partition(path, cfg.parts, keps, cfg.seed, cfg.threads, preset)
+        levels = own_levels(parhip_entries(path), cfg.option(LEVELS), auto)
+        extra: dict = {}
+        if levels:
+            part, extra = leveled_partition(path, levels, cfg, keps, preset)
+        else:
+            part = kaminpar_partition(path, cfg.parts, keps, cfg.seed, cfg.threads, preset)
         # imported once KaMinPar's graph is gone: numba (rebalance's kernels) is about 75 MiB of the child's memory
         from .rebalance import rebalance_parhip
 
         part, info = rebalance_parhip(path, part, cfg.parts, cfg.eps, cfg.seed)
-        return part, ({"kaminpar_eps": keps, **info} if keps != cfg.eps else info)
+        return part, {**({"kaminpar_eps": keps} if keps != cfg.eps else {}), **extra, **info}
 
     if inputs.graph_file is not None:
         return run(inputs.graph_file)
@@ -231,5 +278,5 @@ def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str, auto: b
 
 MODEL = GraphPartition("gp", "graph partition of the symmetrized graph, the build's vertex weights balanced "
                              "(as DistDGL): KaMinPar (--gp-backend kaminpar) or METIS",
-                       options=(BACKEND, PRESET, KAMINPAR_EPS), needs=frozenset({MATRIX, GRAPH_FILE}),
+                       options=(BACKEND, PRESET, KAMINPAR_EPS, LEVELS), needs=frozenset({MATRIX, GRAPH_FILE}),
                        runs_in_child=True)

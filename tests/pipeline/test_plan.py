@@ -9,7 +9,7 @@ from helpers import build_cli, one_line
 
 from shgcn.pipeline import plan
 from shgcn.pipeline.errors import UserError
-from shgcn.pipeline.models.gp import COMPRESS_EDGES, KAMINPAR_EPS_SHARE, METIS_BYTES_PER_NNZ
+from shgcn.pipeline.models.gp import COMPRESS_EDGES, KAMINPAR_EPS_SHARE, LEVELS_SHARE, METIS_BYTES_PER_NNZ
 from shgcn.pipeline.sources.counts import Counts, input_counts
 
 MIB, GIB = 2**20, 2**30
@@ -58,7 +58,14 @@ def test_a_small_case_by_hand():
     assert [r.memory for r in lean.rows if r.process != kid.process] == [r.memory for r in p.rows if r.process != kid.process]
     big = replace(C, symmetric=COMPRESS_EDGES)  # KaMinPar's lean eps by default from its compressed size on
     auto = [r for r in plan.make_plan(big, ("gp",), coef=small_coefficients()).rows if r.process == kid.process][0]
-    assert auto.memory == pytest.approx(50 * MIB + KAMINPAR_EPS_SHARE * 300e6) and "default from 50M" in auto.note
+    assert auto.memory == pytest.approx(50 * MIB + LEVELS_SHARE * 300e6) and "levels of our own" in auto.note
+    leveled = plan.make_plan(big, ("gp",), coef=small_coefficients())  # their files beside the graph file: one more
+    big_file = 8 * (3 + 1001 + COMPRESS_EDGES + 1000)
+    assert leveled.partition_disk == 2 * big_file + 2 * pattern
+    unleveled = plan.make_plan(big, ("gp",), {"gp_levels": "0"}, coef=small_coefficients())
+    kid = [r for r in unleveled.rows if r.process == kid.process][0]
+    assert kid.memory == pytest.approx(50 * MIB + KAMINPAR_EPS_SHARE * 300e6) and "default from 50M" in kid.note
+    assert unleveled.partition_disk == big_file + 2 * pattern
 
 
 def test_the_graph_files_scratch_only_when_a_model_reads_it():

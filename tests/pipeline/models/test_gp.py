@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 
 from shgcn.pipeline.metrics.volume import partition_quality
@@ -117,7 +119,7 @@ def test_gp_records_the_eps_kaminpar_partitioned_for_and_keeps_the_bound(tmp_pat
     small = gp.MODEL.run(Inputs(a.shape[0], graph_file=path), cfg)
     assert "kaminpar_eps" not in small.info and "kaminpar_eps" not in small.info["rebalance"]
     monkeypatch.setattr(gp, "COMPRESS_EDGES", gp.parhip_entries(path))
-    lean = gp.MODEL.run(Inputs(a.shape[0], graph_file=path), cfg)
+    lean = gp.MODEL.run(Inputs(a.shape[0], graph_file=path), replace(cfg, options={**cfg.options, "gp_levels": "0"}))
     assert lean.info["kaminpar_eps"] == 0.05 and "kaminpar_eps" not in lean.info["rebalance"]
     assert np.bincount(lean.part, weights=w, minlength=8).max() <= load_bound(w, 8, 0.01)
     hp = get("hp").run(Inputs(a.shape[0], a=a, graph_file=path, weights=w), cfg)  # hp's start keeps the build's eps
@@ -130,7 +132,7 @@ def test_the_plan_figures_of_each_backend():
     from COMPRESS_EDGES entries where fitted apart, and leaner for a larger eps than the build's."""
     from dataclasses import replace
 
-    from shgcn.pipeline.models.gp import COMPRESS_EDGES, KAMINPAR_EPS_SHARE, METIS_BYTES_PER_NNZ
+    from shgcn.pipeline.models.gp import COMPRESS_EDGES, KAMINPAR_EPS_SHARE, LEVELS_SHARE, METIS_BYTES_PER_NNZ
     from shgcn.pipeline.sources.counts import Counts
 
     gp = get("gp")
@@ -144,10 +146,51 @@ def test_the_plan_figures_of_each_backend():
     plain = gp.figures(small, {}, fitted)
     assert (plain.key, plain.libraries, plain.child, plain.child_share, plain.note) == ("gp", "KaMinPar", "", 1.0, "")
     assert plain.documented is None and metis == replace(plain, documented=metis.documented)
-    lean = gp.figures(big, {}, fitted)
+    leveled = gp.figures(big, {}, fitted)  # from 50M entries: our own levels first, by default
+    assert (leveled.child, leveled.child_share, leveled.level_files) == ("gp-compressed", LEVELS_SHARE, 1.0)
+    assert leveled.note.startswith("2 coarsening levels of our own")
+    lean = gp.figures(big, {"gp_levels": "0"}, fitted)
     assert (lean.child, lean.child_share) == ("gp-compressed", KAMINPAR_EPS_SHARE) and "default from 50M" in lean.note
-    assert gp.figures(big, {}, {"partition:gp", "child:gp"}).child == ""  # no compressed fit: the plain one
+    assert lean.level_files == 0.0 and plain.level_files == 0.0
+    assert gp.figures(big, {"gp_levels": "0"}, {"partition:gp", "child:gp"}).child == ""  # no compressed fit
+    assert gp.figures(small, {"gp_levels": "1"}, fitted).child_share == LEVELS_SHARE  # chosen at any size
+    assert gp.figures(big, {"gp_backend": "metis"}, fitted).level_files == 0.0  # METIS has no levels
     chosen = gp.figures(small, {"kaminpar_eps": 0.05}, fitted)
     assert chosen.child_share == KAMINPAR_EPS_SHARE and chosen.note.startswith("--kaminpar-eps")
     assert "--kaminpar-eps 0.05" in gp.advice(small, {}) and "fewer models" in gp.advice(big, {})
     assert get("gp-vb").advice(small, {}) == gp.advice(small, {})  # its child computes gp when the build has none
+
+
+def test_gp_with_levels_of_our_own_is_deterministic_and_keeps_the_bound(tmp_path, monkeypatch):
+    """Past the threshold (lowered here) gp coarsens twice itself before KaMinPar: the info names the levels,
+    the files beside the graph file are gone, the result is under the build's bound and the same twice; the
+    edge cut stays near KaMinPar's own on the graph (a random graph: within 10%)."""
+    from helpers.graphs import random_a_hat
+
+    from shgcn.pipeline.graphfile import read_parhip
+    from shgcn.pipeline.models import coarsen, gp
+    from shgcn.pipeline.models.rebalance import load_bound
+
+    a = random_a_hat(2000, 8.0, 5)
+    w = np.random.default_rng(5).integers(1, 20, a.shape[0])
+    path = str(tmp_path / "g.parhip")
+    gp.write_parhip(a, w, path)
+    cfg = PartitionConfig(8, eps=0.01, seed=2, threads=1, options=default_options())
+    plain = gp.MODEL.run(Inputs(a.shape[0], graph_file=path), cfg)
+    monkeypatch.setattr(gp, "COMPRESS_EDGES", gp.parhip_entries(path))
+    monkeypatch.setattr(coarsen, "CONTRACTION_LIMIT", 10)  # KaMinPar's 2000 a part: no level of 2,000 vertices
+    runs = [gp.MODEL.run(Inputs(a.shape[0], graph_file=path), cfg) for _ in range(2)]
+    assert np.array_equal(runs[0].part, runs[1].part)
+    assert [{**r.info, "rebalance": {**r.info["rebalance"], "seconds": 0}} for r in runs[1:]] == \
+        [{**runs[0].info, "rebalance": {**runs[0].info["rebalance"], "seconds": 0}}]
+    levels = runs[0].info["levels"]
+    assert len(levels) == 3 and levels[0] == [a.shape[0], gp.parhip_entries(path)] and levels[2][0] < levels[1][0]
+    assert runs[0].info["refined"] >= 0 and sorted(p.name for p in tmp_path.iterdir()) == ["g.parhip"]
+    assert np.bincount(runs[0].part, weights=w, minlength=8).max() <= load_bound(w, 8, 0.01)
+    xadj, adjncy, _ = read_parhip(path)
+    src = np.repeat(np.arange(a.shape[0]), np.diff(xadj))
+
+    def cut(part):
+        return int(np.count_nonzero(part[src] != part[np.asarray(adjncy)]))
+
+    assert cut(runs[0].part) <= 1.1 * cut(plain.part)
