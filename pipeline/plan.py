@@ -180,9 +180,8 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
 def file_disk(counts: Counts, levels: float = 0.0) -> tuple[float, float]:
     """The temporary area when a model reads the graph file, counted, not fitted: during the partition (the ParHIP
     file, 8 B an entry, a row pointer and a vertex weight, ``levels`` more of it for a child's files beside it (gp's
-    levels: 0.84 + 0.09 of it measured at R-MAT 22, counted as one), and A's and A^T's patterns spilled beside it,
-    4 B an entry below 2^31 vertices and 8 a row each, one for an undirected graph) and at the end (A's pattern
-    beside the store: A^T's is let go after the layout). The layout writes each rank's rows into the store."""
+    levels: 0.84 + 0.09 of it at R-MAT 22, counted as one), A's and A^T's patterns spilled beside it, 4 B an entry
+    below 2^31 vertices, 8 a row, one when undirected) and at the end (A's pattern beside the store)."""
     pattern = (4 if counts.n < 2**31 else 8) * (counts.nnz - counts.n) + 8 * (counts.n + 1)
     graph_file = 8 * (3 + counts.n + 1 + counts.graph_entries + counts.n) * (1 + levels)
     return float(graph_file + pattern * (2 if counts.directed else 1)), float(pattern)

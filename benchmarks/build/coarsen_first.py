@@ -4,7 +4,7 @@
 
     pipeline export graph rmat:scale=S,edge_factor=16,seed=1 rS.parhip --format parhip   # the build's own file
     python -m benchmarks.build.coarsen_first rS.parhip [--levels 2] [--refine 3] [--kaminpar-eps 0.05]
-        [--parts 64] [--eps 0.01] [--nnz NNZ]
+        [--parts 64] [--eps 0.01] [--contraction-limit 2000] [--nnz NNZ]
 
 What the build's child does with ``--gp-levels L`` (``pipeline/models/gp.py``), one phase at a time:
 ``coarsen`` (L levels of size-constrained label propagation over the neighbours read as int32, each contracted
@@ -54,7 +54,8 @@ def phases(path: str, args) -> tuple[dict, np.ndarray]:
                              np.int32)
     out.update(partition_peak=peak_mib(), partition_s=time.perf_counter() - t0)
     del graph
-    os.remove(coarse)
+    if coarse != path:
+        os.remove(coarse)
     gc.collect()
     from shgcn.pipeline.models.rebalance import rebalance_parhip
 
@@ -76,9 +77,15 @@ def main() -> None:
     ap.add_argument("--eps", type=float, default=0.01, help="the build's eps: the rebalance's bound")
     ap.add_argument("--refine", type=int, default=3, help="rounds of k-way label propagation on the graph before "
                     "the rebalance (0: none)")
+    ap.add_argument("--contraction-limit", type=int, default=None, help="vertices a part below which no level is "
+                    "made (default KaMinPar's, coarsen.CONTRACTION_LIMIT)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--nnz", type=int, default=None, help="Â's nonzeros (pipeline info), for B/nnz of Â")
     args = ap.parse_args()
+    if args.contraction_limit is not None:
+        from shgcn.pipeline.models import coarsen as module
+
+        module.CONTRACTION_LIMIT = args.contraction_limit
     got, part = phases(args.file, args)
     print("levels (n, adjacency entries): " + " -> ".join(f"({n:,}, {m:,})" for n, m in got["sizes"]))
     for ph in ("coarsen", "load", "partition", "rebalance"):  # rebalance: with the refinement, if any

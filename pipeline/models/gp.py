@@ -61,9 +61,9 @@ KAMINPAR_EPS = Option("--kaminpar-eps", 0.0, "gp (and hp's start) with KaMinPar:
 LEVELS = Option("--gp-levels", "auto", "gp with KaMinPar: coarsening levels of our own before KaMinPar (4-byte ids "
                 "where KaMinPar's wheel holds 16 bytes an entry; then k-way refinement on the graph); auto: "
                 "2 from 50M adjacency entries of the graph (KaMinPar's child 0.6x the memory at R-MAT scale 22, the "
-                "edge cut 0.7 percent higher), else 0", choices=("auto", "0", "1", "2", "3"))
+                "edge cut 0.7-0.9 percent higher), else 0", choices=("auto", "0", "1", "2", "3"))
 AUTO_LEVELS = 2
-# --gp-levels 2: the child's share of KaMinPar's fitted bytes a nonzero; measured 0.26 and 0.29 at R-MAT scales 21
+# --gp-levels 2: the child's share of KaMinPar's fitted bytes a nonzero; measured 0.27 and 0.29 at R-MAT scales 21
 # and 22 (benchmarks/RESULTS.md, "KaMinPar's child with coarsening levels of our own"), taken above both, not fitted
 LEVELS_SHARE = 0.3
 
