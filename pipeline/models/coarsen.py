@@ -32,6 +32,14 @@ CONTRACTION_LIMIT = 2000  # KaMinPar's: it coarsens a graph of more than this ma
 
 
 @numba.njit(cache=True, nogil=True)
+def _move(u, src, dst, w, load, where):  # pragma: no cover - numba
+    """Vertex ``u`` of weight ``w[u]`` from ``src`` to ``dst``: the loads and ``where`` (its cluster or part)."""
+    load[src] -= w[u]
+    load[dst] += w[u]
+    where[u] = dst
+
+
+@numba.njit(cache=True, nogil=True)
 def lp_round(xadj, adj, ew, w, labels, cw, maxw, order, rating, touched):  # pragma: no cover - numba
     """One round of size-constrained label propagation; ``ew`` (m,) edge weights or (0,) for ones. Returns
     the vertices moved."""
@@ -54,9 +62,7 @@ def lp_round(xadj, adj, ew, w, labels, cw, maxw, order, rating, touched):  # pra
         for j in range(nt):
             rating[touched[j]] = 0
         if best != lu:
-            cw[lu] -= w[u]
-            cw[best] += w[u]
-            labels[u] = best
+            _move(u, lu, best, w, cw, labels)
             moved += 1
     return moved
 
@@ -107,9 +113,7 @@ def refine_round(xadj, adj, w, part, load, bound, order, conn):  # pragma: no co
         for e in range(xadj[u], xadj[u + 1]):
             conn[part[adj[e]]] = 0
         if best != pu:
-            load[pu] -= w[u]
-            load[best] += w[u]
-            part[u] = best
+            _move(u, pu, best, w, load, part)
             moved += 1
     return moved
 

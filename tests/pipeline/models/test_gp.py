@@ -103,18 +103,26 @@ def test_kaminpar_partitions_for_the_lean_eps_from_its_compressed_size_on():
     assert kaminpar_eps(0, lean, auto=False) == 0.05  # ... unless the option says otherwise
 
 
-def test_gp_records_the_eps_kaminpar_partitioned_for_and_keeps_the_bound(tmp_path, monkeypatch):
-    """Past the threshold (lowered here to a small graph) gp's info says KaMinPar ran at 0.05, and the result
-    is still under the build's bound; below it nothing is recorded."""
+def _graph_file(tmp_path, n: int, degree: float, seed: int, heaviest: int):
+    """A random Â of ``n`` rows, random vertex weights below ``heaviest`` and its ParHIP file (tmp_path/g.parhip)."""
     from helpers.graphs import random_a_hat
 
     from shgcn.pipeline.models import gp
-    from shgcn.pipeline.models.rebalance import load_bound
 
-    a = random_a_hat(400, 6.0, 3)
-    w = np.random.default_rng(3).integers(1, 50, a.shape[0])
+    a = random_a_hat(n, degree, seed)
+    w = np.random.default_rng(seed).integers(1, heaviest, a.shape[0])
     path = str(tmp_path / "g.parhip")
     gp.write_parhip(a, w, path)
+    return a, w, path
+
+
+def test_gp_records_the_eps_kaminpar_partitioned_for_and_keeps_the_bound(tmp_path, monkeypatch):
+    """Past the threshold (lowered here to a small graph) gp's info says KaMinPar ran at 0.05, and the result
+    is still under the build's bound; below it nothing is recorded."""
+    from shgcn.pipeline.models import gp
+    from shgcn.pipeline.models.rebalance import load_bound
+
+    a, w, path = _graph_file(tmp_path, 400, 6.0, 3, 50)
     cfg = PartitionConfig(8, eps=0.01, seed=1, threads=1, options=default_options())
     small = gp.MODEL.run(Inputs(a.shape[0], graph_file=path), cfg)
     assert "kaminpar_eps" not in small.info and "kaminpar_eps" not in small.info["rebalance"]
@@ -165,16 +173,11 @@ def test_gp_with_levels_of_our_own_is_deterministic_and_keeps_the_bound(tmp_path
     """Past the threshold (lowered here) gp coarsens twice itself before KaMinPar: the info names the levels,
     the files beside the graph file are gone, the result is under the build's bound and the same twice; the
     edge cut stays near KaMinPar's own on the graph (a random graph: within 10%)."""
-    from helpers.graphs import random_a_hat
-
     from shgcn.pipeline.graphfile import read_parhip
     from shgcn.pipeline.models import coarsen, gp
     from shgcn.pipeline.models.rebalance import load_bound
 
-    a = random_a_hat(2000, 8.0, 5)
-    w = np.random.default_rng(5).integers(1, 20, a.shape[0])
-    path = str(tmp_path / "g.parhip")
-    gp.write_parhip(a, w, path)
+    a, w, path = _graph_file(tmp_path, 2000, 8.0, 5, 20)
     cfg = PartitionConfig(8, eps=0.01, seed=2, threads=1, options=default_options())
     plain = gp.MODEL.run(Inputs(a.shape[0], graph_file=path), cfg)
     monkeypatch.setattr(gp, "COMPRESS_EDGES", gp.parhip_entries(path))
