@@ -63,8 +63,8 @@ LEVELS = Option("--gp-levels", "auto", "gp with KaMinPar: coarsening levels of o
                 "2 from 50M adjacency entries of the graph (KaMinPar's child 0.6x the memory at R-MAT scale 22, the "
                 "edge cut 0.7-0.9 percent higher), else 0", choices=("auto", "0", "1", "2", "3"))
 AUTO_LEVELS = 2
-# --gp-levels 2: the child's share of KaMinPar's fitted bytes a nonzero; measured 0.27, 0.29 and 0.32 at R-MAT scales
-# 21, 22 and 25 (benchmarks/RESULTS.md, "KaMinPar's child with coarsening levels of our own"): the largest, not fitted
+# --gp-levels 2: the child's share of KaMinPar's fitted bytes a nonzero; measured 0.27, 0.29, 0.31 and 0.32 at R-MAT
+# scales 21, 22, 24 and 25 (benchmarks/RESULTS.md, "KaMinPar's child with coarsening levels of our own"): the largest
 LEVELS_SHARE = 0.32
 
 
