@@ -80,10 +80,11 @@ def write_parhip_block(path: str, b: RowBlock, weights: np.ndarray, first_edge: 
     pieces = [(HEADER_BYTES + 8 * b.lo, parhip_offsets(b, first_edge, b.hi == n)),
               (HEADER_BYTES + 8 * (n + 1 + first_edge), b.indices.astype("<u8")),
               (HEADER_BYTES + 8 * (n + 1 + m + b.lo), np.asarray(weights[b.lo:b.hi], "<i8"))]
-    return _pwrite(path, pieces)
+    return write_pieces(path, pieces)
 
 
-def _pwrite(path: str, pieces: list[tuple[int, np.ndarray]]) -> int:
+def write_pieces(path: str, pieces: list[tuple[int, np.ndarray]]) -> int:
+    """Each ``(pos, array)`` of ``pieces`` written at byte ``pos`` of ``path`` (which exists); the bytes written."""
     fd = os.open(path, os.O_WRONLY)
     try:
         done = 0
@@ -162,4 +163,4 @@ def metis_text(b: RowBlock, weights: np.ndarray) -> bytes:
 
 def write_at(path: str, pos: int, data: bytes) -> int:
     """``data`` at byte ``pos`` of ``path`` (a block's METIS lines)."""
-    return _pwrite(path, [(pos, np.frombuffer(data, np.uint8))])
+    return write_pieces(path, [(pos, np.frombuffer(data, np.uint8))])

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from benchmarks.build.kaminpar_phases import MIB, edge_cut, peak_mib, reset_peak, work_imbalance
-from shgcn.pipeline.models.coarsen import coarsen, refine
+from shgcn.pipeline.models.coarsen import coarsen, read_level, refine
 
 
 def phases(path: str, args) -> tuple[dict, np.ndarray]:
@@ -57,13 +57,14 @@ def phases(path: str, args) -> tuple[dict, np.ndarray]:
     if coarse != path:
         os.remove(coarse)
     gc.collect()
-    from shgcn.pipeline.models.rebalance import rebalance_parhip
+    from shgcn.pipeline.models.rebalance import rebalance
 
     reset_peak()
     t0 = time.perf_counter()
     part = coarse_part[cid]
-    out["refined"] = refine(path, part, args.parts, args.kaminpar_eps, args.refine) if args.refine else 0
-    part, info = rebalance_parhip(path, part, args.parts, args.eps, args.seed)
+    xadj, adj, _, w = read_level(path)  # read once for both, as the build's child
+    out["refined"] = refine(xadj, adj, w, part, args.parts, args.kaminpar_eps, rounds=args.refine) if args.refine else 0
+    part, info = rebalance(xadj, adj, w, part, args.parts, eps=args.eps, seed=args.seed)
     out.update(rebalance_peak=peak_mib(), rebalance_s=time.perf_counter() - t0, moves=info.get("moves", 0))
     return out, np.asarray(part, np.int32)
 

@@ -24,6 +24,8 @@ import os
 import numba
 import numpy as np
 
+from ..graphfile import write_pieces
+
 VERSION = 8 | 32  # ParHIP flags: vertex and edge weights present, 32-bit vertex ids and edge weights
 PIECE = 1 << 22  # coarse adjacency entries written at a time
 ROUNDS = 5  # label propagation rounds a level (KaMinPar's default for its own coarsening)
@@ -162,22 +164,14 @@ def write_level(path: str, xadj: np.ndarray, adj: np.ndarray, ew: np.ndarray, w:
         f.truncate(base + 8 * mc + 8 * nc)
         f.seek(base + 4 * mc)
         f.write(np.bincount(cid, weights=w, minlength=nc).astype("<i8").tobytes())
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        c0 = 0
-        while c0 < nc:  # about PIECE entries at a time
-            c1 = max(c0 + 1, min(nc, int(np.searchsorted(cx, cx[c0] + PIECE, side="right")) - 1))
-            k = int(cx[c1] - cx[c0])
-            ids, wts = np.empty(k, "<u4"), np.empty(k, "<u4")
-            contract(xadj, adj, ew, cid, members, cstart, c0, c1, ids, wts, rating, touched)
-            for data, pos in ((ids, base + 4 * int(cx[c0])), (wts, base + 4 * mc + 8 * nc + 4 * int(cx[c0]))):
-                view = memoryview(data.tobytes())
-                while view:  # a write may be short
-                    done = os.pwrite(fd, view, pos)
-                    view, pos = view[done:], pos + done
-            c0 = c1
-    finally:
-        os.close(fd)
+    c0 = 0
+    while c0 < nc:  # about PIECE entries at a time: counted above, made again here piece by piece
+        c1 = max(c0 + 1, min(nc, int(np.searchsorted(cx, cx[c0] + PIECE, side="right")) - 1))
+        k = int(cx[c1] - cx[c0])
+        ids, wts = np.empty(k, "<u4"), np.empty(k, "<u4")
+        contract(xadj, adj, ew, cid, members, cstart, c0, c1, ids, wts, rating, touched)
+        write_pieces(path, [(base + 4 * int(cx[c0]), ids), (base + 4 * mc + 8 * nc + 4 * int(cx[c0]), wts)])
+        c0 = c1
     return nc, mc
 
 
@@ -213,23 +207,22 @@ def coarsen(path: str, levels: int, parts: int, eps: float) -> tuple[str, np.nda
         xadj, adj, ew, w = read_level(cur)
         here = clusters(xadj, adj, ew, w, cluster_limit(int(w.sum()), xadj.size - 1, parts, eps))
         nxt = f"{path}.level{level}"
-        write_level(nxt, xadj, adj, ew, w, here)
+        sizes.append(write_level(nxt, xadj, adj, ew, w, here))
         del xadj, adj, ew, w
         cid = here if cid is None else here[cid]
         if cur != path:
             os.remove(cur)
         cur = nxt
-        _, nc, mc = (int(x) for x in np.fromfile(cur, "<u8", count=3))
-        sizes.append((nc, mc))
     return cur, (np.arange(n, dtype=np.int32) if cid is None else cid), sizes
 
 
-def refine(path: str, part: np.ndarray, parts: int, eps: float, rounds: int = REFINE_ROUNDS) -> int:
-    """``rounds`` rounds of :func:`refine_round` on the ParHIP file's graph, in place on ``part`` (n,) int32,
-    every part kept within the bound of ``eps`` (a part above it only gives); the moves."""
+def refine(xadj: np.ndarray, adj: np.ndarray, w: np.ndarray, part: np.ndarray, parts: int, eps: float, *,
+           rounds: int = REFINE_ROUNDS) -> int:
+    """``rounds`` rounds of :func:`refine_round` on the graph (:func:`read_level`'s ``xadj``, ``adj`` and vertex
+    weights ``w``), in place on ``part`` (n,) int32, every part kept within the bound of ``eps`` (a part above it
+    only gives); the moves."""
     from .rebalance import load_bound
 
-    xadj, adj, _, w = read_level(path)
     load = np.bincount(part, weights=w, minlength=parts).astype(np.int64)
     order = np.argsort(np.diff(xadj), kind="stable").astype(np.int32)
     conn, bound = np.zeros(parts, np.int64), int(load_bound(w, parts, eps))

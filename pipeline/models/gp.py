@@ -164,7 +164,7 @@ class GraphPartition(Model):
         compressed = f"{self.name}-compressed"
         child = compressed if big and f"child:{compressed}" in fitted else ""
         chosen = options.get(KAMINPAR_EPS.dest)
-        levels = own_levels(counts.graph_entries, options.get(LEVELS.dest, LEVELS.default))
+        levels = own_levels(counts.graph_entries, LEVELS.value(options))
         if levels and options.get(BACKEND.dest) != "metis":
             return Figures(self.name, "KaMinPar", child=child, child_share=LEVELS_SHARE, documented=metis,
                            level_files=1.0, note=f"{levels} coarsening levels of our own before KaMinPar: {LEVELS_SHARE} of "
@@ -231,10 +231,12 @@ def own_levels(entries: int, chosen: str, auto: bool = True) -> int:
 def leveled_partition(path: str, levels: int, cfg: PartitionConfig, keps: float, preset: str
                       ) -> tuple[np.ndarray, dict]:
     """(n,) int32 partition of the ParHIP file ``path``: ``levels`` levels of our own
-    (:func:`.coarsen.coarsen`, beside the file), KaMinPar on the last one for ``keps``, projected back and
-    refined on the graph within ``keps`` (:func:`.coarsen.refine`); the info: the levels' (vertices,
-    entries) and the refinement's moves."""
-    from .coarsen import coarsen, refine
+    (:func:`.coarsen.coarsen`, beside the file), KaMinPar on the last one for ``keps``, projected back,
+    refined on the graph within ``keps`` (:func:`.coarsen.refine`), then under the build's eps
+    (:func:`.rebalance.rebalance`, on the same arrays: the graph is read once); the info: the levels'
+    (vertices, entries), the refinement's moves and the rebalance's."""
+    from .coarsen import coarsen, read_level, refine
+    from .rebalance import rebalance
 
     coarse, cid, sizes = coarsen(path, levels, cfg.parts, keps)
     try:
@@ -243,8 +245,10 @@ def leveled_partition(path: str, levels: int, cfg: PartitionConfig, keps: float,
         if coarse != path:
             os.remove(coarse)
     del cid
-    moved = refine(path, part, cfg.parts, keps)
-    return part, {"levels": [list(x) for x in sizes], "refined": moved}
+    xadj, adj, _, w = read_level(path)
+    moved = refine(xadj, adj, w, part, cfg.parts, keps)
+    part, info = rebalance(xadj, adj, w, part, cfg.parts, eps=cfg.eps, seed=cfg.seed)
+    return part, {"levels": [list(x) for x in sizes], "refined": moved, **info}
 
 
 def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str, auto: bool = True
@@ -255,18 +259,18 @@ def kaminpar_balanced(inputs: Inputs, cfg: PartitionConfig, preset: str, auto: b
     partitions for :func:`kaminpar_eps` (``auto``: its size rule). The info is
     the rebalance's, with ``kaminpar_eps`` when that differs from the build's eps."""
     def run(path: str) -> tuple[np.ndarray, dict]:
-        keps = kaminpar_eps(parhip_entries(path), cfg, auto)
-        levels = own_levels(parhip_entries(path), cfg.option(LEVELS), auto)
-        extra: dict = {}
+        entries = parhip_entries(path)
+        keps = kaminpar_eps(entries, cfg, auto)
+        levels = own_levels(entries, cfg.option(LEVELS), auto)
         if levels:
-            part, extra = leveled_partition(path, levels, cfg, keps, preset)
+            part, info = leveled_partition(path, levels, cfg, keps, preset)
         else:
             part = kaminpar_partition(path, cfg.parts, keps, cfg.seed, cfg.threads, preset)
-        # imported once KaMinPar's graph is gone: numba (rebalance's kernels) is about 75 MiB of the child's memory
-        from .rebalance import rebalance_parhip
+            # imported once KaMinPar's graph is gone: numba (rebalance's kernels) is about 75 MiB of the child
+            from .rebalance import rebalance_parhip
 
-        part, info = rebalance_parhip(path, part, cfg.parts, cfg.eps, cfg.seed)
-        return part, {**({"kaminpar_eps": keps} if keps != cfg.eps else {}), **extra, **info}
+            part, info = rebalance_parhip(path, part, cfg.parts, cfg.eps, cfg.seed)
+        return part, {**({"kaminpar_eps": keps} if keps != cfg.eps else {}), **info}
 
     if inputs.graph_file is not None:
         return run(inputs.graph_file)

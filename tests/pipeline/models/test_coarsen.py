@@ -55,7 +55,8 @@ def test_refinement_moves_a_vertex_to_the_part_of_its_neighbours(tmp_path):
     path = tmp_path / "g.parhip"
     write(path, [1] * 6)
     part = np.array([0, 0, 1, 1, 1, 0], np.int32)  # 2 sits with the other triangle, 5 with the first one
-    assert cf.refine(str(path), part, 2, 0.5, 2) == 2 and part.tolist() == [0, 0, 0, 1, 1, 1]
+    xadj, adj, _, w = cf.read_level(str(path))
+    assert cf.refine(xadj, adj, w, part, 2, 0.5, rounds=2) == 2 and part.tolist() == [0, 0, 0, 1, 1, 1]
 
 
 def test_edge_weights_decide_label_propagation():
