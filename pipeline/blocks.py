@@ -91,11 +91,15 @@ def block_bounds(n: int, blocks: int) -> np.ndarray:
     return np.minimum(np.arange(0, blocks + 1, dtype=np.int64) * size, n)[: -(-n // size) + 1]
 
 
-def split_edges(chunk: ParsedChunk, bounds: np.ndarray, symmetrize: bool, transpose: bool = False) -> EdgePieces:
+def split_edges(chunk: ParsedChunk, bounds: np.ndarray, symmetrize: bool, transpose: bool = False, *,
+                upper: bool = False) -> EdgePieces:
     """Cut a chunk's 0-based edges by the block of their row; drop self loops.
 
     ``symmetrize`` adds every edge in both directions (undirected graphs);
-    ``transpose`` swaps source and target (the rows of A^T).
+    ``transpose`` swaps source and target (the rows of A^T); ``upper`` keeps
+    every edge once, as (smaller id, larger id): the strict upper triangle
+    of an undirected graph's A, half the entries of ``symmetrize``'s, which
+    :func:`symmetric` completes once it is assembled and deduplicated.
     """
     src, dst = (chunk.b, chunk.a) if transpose else (chunk.a, chunk.b)
     keep = src != dst
@@ -103,9 +107,20 @@ def split_edges(chunk: ParsedChunk, bounds: np.ndarray, symmetrize: bool, transp
     idx = index_dtype(int(bounds[-1]))  # 4-byte ids below 2^31 vertices: the pieces are half the size
     src, dst = src[keep].astype(idx, copy=False), dst[keep].astype(idx, copy=False)
     del keep
-    if symmetrize:
+    if upper:
+        src, dst = np.minimum(src, dst), np.maximum(src, dst)
+    elif symmetrize:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     return _cut(src, dst, bounds, loops)
+
+
+def symmetric(lo: int, hi: int, n: int, upper: RowBlock, *lower: tuple[np.ndarray, np.ndarray]) -> RowBlock:
+    """Rows lo..hi-1 of A = U + U^T from U's own rows (``upper``: the strict
+    upper triangle, deduplicated) and every U block's piece of U^T for these
+    rows (:func:`transpose_pieces`): the block :func:`assemble` makes from
+    the ``symmetrize`` pieces, with half the entries held between the two."""
+    own = np.repeat(np.arange(lo, hi, dtype=upper.indices.dtype), np.diff(upper.indptr))
+    return assemble(lo, hi, n, (own, upper.indices), *lower)
 
 
 def transpose_pieces(b: RowBlock, bounds: np.ndarray) -> EdgePieces:

@@ -15,6 +15,7 @@ build's process holds less while a child runs than before it starts.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -71,7 +72,9 @@ class Monitor:
         self._stage: str | None = None
         self._t0: float | None = None
         self._step = ""  # what the stage runs now (a bar's name: "partition: hp")
-        self._futures: list = []
+        self._watched = self._finished = 0  # the running stage's futures: counted, never held (:meth:`watch`)
+        self._generation = 0  # which stage a future's callback counts for
+        self._lock = threading.Lock()
         self.news: dict[str, str] = {}  # the running stage's children's latest progress, by what they run
         self.embedded = _embedded(client)
 
@@ -123,12 +126,29 @@ class Monitor:
 
     # --- stages
     def watch(self, futures: list) -> None:
-        """Futures of the running stage (progress and heartbeat count them)."""
-        self._futures.extend(futures)
+        """Futures of the running stage (progress and heartbeat count them).
+
+        Counted, not held: each is kept by its done-callback until it
+        finishes, then let go. A list of them held to the stage's end kept
+        every intermediate result it named on the workers (the ingest's
+        vertex ids of every chunk, held through the whole ingest)."""
+        gen = self._generation
+        with self._lock:
+            self._watched += len(futures)
+        for f in futures:
+            f.add_done_callback(functools.partial(self._one_finished, gen))
+
+    def _one_finished(self, generation: int, _future) -> None:
+        with self._lock:
+            if generation == self._generation:  # not a future of a stage that has ended
+                self._finished += 1
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        self._stage, self._futures, self._step = name, [], ""
+        self._stage, self._step = name, ""
+        with self._lock:
+            self._generation += 1
+            self._watched = self._finished = 0
         self.children, self.news, self._before = {}, {}, None
         self._reset_all()
         self._listen(True)
@@ -143,6 +163,7 @@ class Monitor:
             stop.set()
             beat.join()
             self._listen(False)
+            self._settle()
             if bar is not None:
                 bar.close(*self._counts(), self._step)
         self.times[name] = round(time.perf_counter() - t0, 3)
@@ -160,9 +181,19 @@ class Monitor:
             self.times[self._stage] = round(time.perf_counter() - self._t0, 3)
             self.peaks[self._stage] = self._peaks()
 
+    def _settle(self, timeout: float = 1.0) -> None:
+        """Wait (briefly) for the done-callbacks of what has finished: they run on Dask's callback thread, a
+        moment after the futures the stage waited for, and the stage's last line counts them."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done, total = self._counts()
+            if done >= total:
+                return
+            time.sleep(0.01)
+
     def _counts(self) -> tuple[int, int]:
-        futures = list(self._futures)
-        return sum(f.done() for f in futures), len(futures)
+        with self._lock:
+            return self._finished, self._watched
 
     def _beat(self, name: str, stop: threading.Event, bar: StageBar | None) -> None:
         """The stage's clock: the bar redrawn every half second (elapsed time

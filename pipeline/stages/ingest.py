@@ -8,6 +8,7 @@ the blocks with, and the path for small graphs.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -71,15 +72,14 @@ def ingest_stage(tasks: Tasks, cfg: BuildConfig, mon: Monitor, node_source: Any 
         raw.directed if raw.directed is not None else (src.directed_default if src.directed_default is not None
                                                        else True))
     _say_direction(cfg, src, raw, directed)
-    chunks, n, file_ids = _relabel(tasks, raw, mon)
-    raw.chunks = []  # relabelled: the file's own chunks can go (their futures were the last references)
+    chunks, n, file_ids, ids = _relabel(tasks, raw, mon)
+    raw.chunks = []  # chunks holds them now, and lets each go once it is cut
     if cfg.parts > n:
         raise UserError(f"{option('--parts', cfg.parts)}: more parts than the {n:,} vertices of {src.name}")
     _fits(cfg, src.name, n, raw.lines)
     edges = raw.lines * (1 if directed else 2)
     bounds = blocks.block_bounds(n, max(1, -(-edges // cfg.block_nnz)))
-    a, loops = _shuffle(tasks, chunks, bounds, directed, mon=mon)
-    del chunks  # in A's row blocks now: the chunks go as those are made, before A^T's pieces are cut
+    a, loops = _shuffle(tasks, chunks, bounds, directed, mon=mon, ids=ids)  # empties chunks: each goes once cut
     at = _transpose(tasks, a, bounds, mon) if directed else a
     nnz = sum(tasks.gather([tasks.submit("ingest-count", _nnz, b) for b in a]))
     kept = nnz if directed else nnz // 2
@@ -133,21 +133,47 @@ def _say_direction(cfg: BuildConfig, src: Source, raw: RawSource, directed: bool
     log.info("reading %s as %s (%s; %s changes it)", src.name, how, why, other)
 
 
-def _relabel(tasks: Tasks, raw: RawSource, mon: Monitor) -> tuple[list, int, Any]:
+def _relabel(tasks: Tasks, raw: RawSource, mon: Monitor) -> tuple[list, int, Any, Any]:
     """File labels -> 0..n-1 when the file declares no size (the labels that
-    occur, in increasing order); returns (chunks, n, file ids future)."""
+    occur, in increasing order); returns (chunks, n, file ids future, the
+    ids to relabel the chunks with: the same future, or None to keep them).
+    The chunks are relabelled by the tasks that cut them (:func:`_shuffle`):
+    a relabelled copy is never held beside the file's."""
     if raw.n is not None:
-        return raw.chunks, raw.n, tasks.submit("ingest-ids", _arange, raw.n, raw.base)
+        return raw.chunks, raw.n, tasks.submit("ingest-ids", _arange, raw.n, raw.base), None
     if any(m.edges and m.first is not None and min(m.first) < 0 for m in raw.metas):
         raise UserError(f"{raw.name}: negative vertex id")
-    level = [tasks.submit("ingest-ids", chunk_tasks.chunk_ids, c) for c in raw.chunks]
-    mon.bar(level, "ingest: vertex ids")
-    while len(level) > 1:  # a tree of unions, 8 at a time
-        level = [tasks.submit("ingest-ids", chunk_tasks.union, *level[i:i + 8]) for i in range(0, len(level), 8)]
-    node_ids = tasks.submit("ingest-ids", _wide, level[0])  # the store's file ids are int64, whatever the chunks'
+    node_ids = tasks.submit("ingest-ids", _wide, _union_tree(tasks, raw.chunks, mon))  # the store's file ids: int64
     n = int(tasks.submit("ingest-ids", len, node_ids).result())
-    chunks = [tasks.submit("ingest-relabel", chunk_tasks.relabel, c, node_ids) for c in raw.chunks]
-    return chunks, n, node_ids
+    return raw.chunks, n, node_ids, node_ids
+
+
+def _union_tree(tasks: Tasks, chunks: list, mon: Monitor, fan: int = 8):
+    """The sorted distinct labels of all ``chunks``: a tree of unions,
+    ``fan`` at a time, submitted depth first. Futures run in the order they
+    are submitted, so each union runs as soon as its inputs are made and at
+    most ``fan`` sets a level wait, not every chunk's (the chunks' sets were
+    all made before the first union: at R-MAT 26, gigabytes)."""
+    levels: list[list] = []
+    leaves = 0
+    for c in chunks:
+        f = tasks.submit("ingest-ids", chunk_tasks.chunk_ids, c)
+        leaves += 1
+        for level in itertools.count():
+            if level == len(levels):
+                levels.append([])
+            levels[level].append(f)
+            if len(levels[level]) < fan:
+                break
+            f = tasks.submit("ingest-ids", chunk_tasks.union, *levels[level])
+            levels[level] = []
+    carry: list = []
+    for waiting in levels:  # what is left at each level, bottom up, into one
+        rest = waiting + carry
+        carry = [tasks.submit("ingest-ids", chunk_tasks.union, *rest)] if len(rest) > 1 else rest
+    root = carry[0] if carry else tasks.submit("ingest-ids", chunk_tasks.union)
+    mon.bar([root], f"ingest: vertex ids of {leaves:,} chunks")
+    return root
 
 
 def _wide(ids: np.ndarray) -> np.ndarray:
@@ -158,14 +184,39 @@ def _arange(n: int, base: int) -> np.ndarray:
     return np.arange(n, dtype=np.int64) + base
 
 
-def _shuffle(tasks: Tasks, chunks: list, bounds: np.ndarray, directed: bool, mon: Monitor) -> tuple[list, int]:
+def _shuffle(tasks: Tasks, chunks: list, bounds: np.ndarray, directed: bool, mon: Monitor,
+             ids: Any = None) -> tuple[list, int]:
     """Every chunk's edges to the row block that owns them (worker to worker):
-    the blocks of A, deduplicated, without self loops."""
-    split = [tasks.submit("ingest-csr-split", blocks.split_edges, c, bounds, not directed) for c in chunks]
-    loops = sum(tasks.gather([tasks.submit("ingest-csr-loops", blocks.pieces_loops, s) for s in split]))
-    out = _assemble(tasks, "ingest-csr", split, bounds)
+    the blocks of A, deduplicated, without self loops; each chunk relabelled
+    by ``ids`` first (a future of the sorted file labels, or None), in the
+    task that cuts it.
+
+    An undirected graph's edges are cut once each, as (smaller id, larger
+    id): the strict upper triangle U, assembled and deduplicated, then A's
+    blocks of U's and U^T's pieces (:func:`blocks.symmetric`). Its pieces
+    are then 8 bytes an edge of the input, not 16 (both directions), and
+    what U^T's pieces hold is deduplicated already: R-MAT repeats half its
+    edges.
+
+    ``chunks`` (futures) is emptied: the client holds no chunk, so each goes
+    as soon as it is cut, and no split either, so each piece goes as soon as
+    its block is made. Held, they were the ingest's peak, all at once at the
+    last block: the chunks, every piece and the blocks."""
+    split = [tasks.submit("ingest-csr-split", _split, c, ids, bounds, not directed) for c in chunks]
+    chunks.clear()
+    loops = [tasks.submit("ingest-csr-loops", blocks.pieces_loops, s) for s in split]
+    out = _assemble(tasks, "ingest-csr" if directed else "ingest-csr-upper", split, bounds)
+    if not directed:  # each edge once, as (smaller id, larger id): A is U + U^T
+        t = [tasks.submit("ingest-csr-lower-split", blocks.transpose_pieces, u, bounds) for u in out]
+        out = _assemble(tasks, "ingest-csr", t, bounds, own=out)
     mon.bar(out, "ingest: row blocks")
-    return out, int(loops)
+    return out, int(sum(tasks.gather(loops)))
+
+
+def _split(chunk, ids: np.ndarray | None, bounds: np.ndarray, upper: bool) -> blocks.EdgePieces:
+    """The ``ingest-csr-split`` task: a chunk relabelled (with ``ids``) and cut by row block."""
+    c = chunk if ids is None else chunk_tasks.relabel(chunk, ids)
+    return blocks.split_edges(c, bounds, False, upper=upper)
 
 
 def _transpose(tasks: Tasks, a: list, bounds: np.ndarray, mon: Monitor) -> list:
@@ -177,13 +228,22 @@ def _transpose(tasks: Tasks, a: list, bounds: np.ndarray, mon: Monitor) -> list:
     return out
 
 
-def _assemble(tasks: Tasks, name: str, split: list, bounds: np.ndarray) -> list:
-    """Block b from its piece of every split (a loop over blocks)."""
+def _assemble(tasks: Tasks, name: str, split: list, bounds: np.ndarray, own: list | None = None) -> list:
+    """Block b from its piece of every split (a loop over blocks); with
+    ``own`` (U's blocks, whose transposes ``split`` holds), A's block b of
+    U's block b and those pieces (:func:`blocks.symmetric`). ``split`` and
+    ``own`` are emptied once every piece is asked for: a split's pieces are
+    then held by their own tasks only, and each goes when its block is made."""
     n = int(bounds[-1])
     out = []
     for b in range(bounds.size - 1):
         pieces = [tasks.submit(f"{name}-piece", blocks.piece, s, b) for s in split]
-        out.append(tasks.submit(name, blocks.assemble, int(bounds[b]), int(bounds[b + 1]), n, *pieces))
+        lo, hi = int(bounds[b]), int(bounds[b + 1])
+        out.append(tasks.submit(name, blocks.assemble, lo, hi, n, *pieces) if own is None
+                   else tasks.submit(name, blocks.symmetric, lo, hi, n, own[b], *pieces))
+    split.clear()
+    if own is not None:
+        own.clear()
     return out
 
 

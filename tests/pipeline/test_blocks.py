@@ -104,3 +104,24 @@ def test_transpose_pieces_give_the_blocks_of_a_transpose_from_the_chunks():
     assert p.loops == 0 and all(r.dtype == np.int32 for r in p.rows)
     # each block's piece is its own array, not a view of the chunk's: it goes when its block is assembled
     assert all(r.base is None or r.base.size == r.size for r in p.rows)
+
+
+def test_the_upper_triangle_and_its_transpose_make_the_symmetrized_blocks():
+    # undirected: each edge cut once as (smaller, larger), deduplicated, then A = U + U^T: the blocks symmetrize gives
+    chunk = ParsedChunk(np.array([0, 1, 3, 3, 4, 2, 1, 4]), np.array([1, 1, 0, 4, 2, 3, 0, 3]), 8)
+    bounds = np.array([0, 3, 5])
+    u = blocks.split_edges(chunk, bounds, symmetrize=True, upper=True)
+    assert u.loops == 1 and [r.tolist() for r in u.rows] == [[0, 0, 2, 2, 0], [3, 3]]
+    assert [c.tolist() for c in u.cols] == [[1, 3, 4, 3, 1], [4, 4]]  # (1, 0) is (0, 1) again; (4, 3) is (3, 4)
+    ranges = list(enumerate(zip(bounds.tolist(), bounds[1:].tolist())))
+    ub = [blocks.assemble(lo, hi, 5, blocks.piece(u, b)) for b, (lo, hi) in ranges]
+    assert [b.nnz for b in ub] == [4, 1]  # deduplicated before the transpose is cut
+    lower = [blocks.transpose_pieces(b, bounds) for b in ub]
+    got = [blocks.symmetric(lo, hi, 5, ub[b], *(blocks.piece(t, b) for t in lower)) for b, (lo, hi) in ranges]
+    s = blocks.split_edges(chunk, bounds, symmetrize=True)
+    want = [blocks.assemble(lo, hi, 5, blocks.piece(s, b)) for b, (lo, hi) in ranges]
+    for g, w in zip(got, want):
+        assert g.indptr.tobytes() == w.indptr.tobytes() and g.indices.tobytes() == w.indices.tobytes()
+        assert g.indices.dtype == w.indices.dtype
+    assert got[0].indptr.tolist() == [0, 2, 3, 5] and got[0].indices.tolist() == [1, 3, 0, 3, 4]
+    assert got[1].indptr.tolist() == [0, 3, 5] and got[1].indices.tolist() == [0, 2, 4, 2, 3]

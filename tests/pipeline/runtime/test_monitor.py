@@ -119,3 +119,28 @@ def test_a_childs_progress_reaches_the_heartbeat(client, caplog, tmp_path):
                                        "best 1,234 (start hp); 40 s"), beats
     with mon.stage("place"):
         assert mon.news == {}  # the next stage starts without the last one's news
+
+
+def test_the_monitor_counts_a_stages_futures_and_holds_none(client):
+    # a future the stage lets go of leaves the workers once done: the monitor kept every one to the stage's end
+    from shgcn.pipeline.runtime.client import _held_keys
+
+    mon = Monitor(client, heartbeat=3600)
+    with mon.stage("ingest"):
+        futures = [client.submit(bytes, 1 << 20, pure=False) for _ in range(3)]
+        mon.bar(futures, "ingest: vertex ids")
+        client.gather(futures)
+        keys = [f.key for f in futures]
+        del futures
+        for _ in range(3000):  # until the scheduler has forgotten them (the client's release is asynchronous)
+            if not client.run_on_scheduler(_held_keys, keys=keys):
+                break
+            threading.Event().wait(0.01)
+        assert client.run_on_scheduler(_held_keys, keys=keys) == 0
+        for _ in range(300):  # the done-callbacks run on Dask's callback thread
+            if mon._counts() == (3, 3):
+                break
+            threading.Event().wait(0.01)
+        assert mon._counts() == (3, 3)
+    with mon.stage("normalize"):
+        assert mon._counts() == (0, 0)  # each stage counts its own
