@@ -36,7 +36,7 @@ from .stages.normalize import normalize_stage
 from .stages.partition import graph_file_first, partition_stage
 from .stages.place import place_stage
 from .stages.quality import quality_stage
-from .stages.spill import forget_transpose, spill_patterns
+from .stages.spill import forget_pattern, forget_transpose, spill_patterns
 from .stages.write import Built, write_stage
 
 
@@ -85,8 +85,10 @@ def build(cfg: BuildConfig, client, echo=print, nodes: NodeSource | None = None,
                 if spilled and ing.directed:
                     forget_transpose(writer.work_dir)
             # what the write no longer needs is freed on the workers as soon as the layout has used it
-            built = Built(ing, nrm.nnz, parts, meas, laid, placed.placements)
-            del nrm, ing
+            built = Built(replace(ing, a=()), nrm.nnz, parts, meas, laid, placed.placements, a=list(ing.a))
+            del nrm, ing  # A's blocks: built.a alone holds them now, and the write lets each go once it is cut
+            if spilled:
+                forget_pattern(writer.work_dir)
             with mon.stage("write"):
                 attrs = write_stage(tasks, cfg, built, writer, mon)
     finally:

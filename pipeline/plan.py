@@ -108,9 +108,10 @@ def coefficients_path() -> Path:  # where the fit writes this machine's coeffici
 
 @dataclass(frozen=True)
 class Plan:
-    """The rows, the disk (``store``: the finished store; ``scratch``: what the temporary area holds beyond it at the
-    disk's peak; ``partition_disk``: the temporary area during the partition and ``pattern``: A's spilled pattern
-    beside the finished store, both 0 unless a model reads the graph file: :func:`file_disk`) and the flags."""
+    """The rows, the disk (``store``: the finished store, the end's peak; ``scratch``: what the temporary area holds
+    beyond it at the disk's peak; ``partition_disk``: the temporary area during the partition and ``pattern``: A's
+    spilled pattern, which the write lets go of block by block as the store's graph and node rows grow, both 0
+    unless a model reads the graph file: :func:`file_disk`) and the flags."""
 
     counts: Counts
     rows: list[Row]
@@ -174,14 +175,13 @@ def make_plan(counts: Counts, models: tuple[str, ...], options: dict | None = No
     store = coef.disk["store"].at(counts) - (1 - feature_bytes / 4) * coef.disk["store"].feature * counts.n * counts.features
     levels = max((f.level_files for f, _ in figures.values()), default=0.0)  # gp's levels beside the graph file
     part_disk, pattern = file_disk(counts, levels) if reads_graph_file(models, PartitionConfig(2, options=opts)) else (0, 0)
-    return Plan(counts, rows, store, max(part_disk - store, pattern), _flags(counts, models, figures), part_disk, pattern)
+    return Plan(counts, rows, store, max(part_disk - store, 0.0), _flags(counts, models, figures), part_disk, pattern)
 
 
 def file_disk(counts: Counts, levels: float = 0.0) -> tuple[float, float]:
-    """The temporary area when a model reads the graph file, counted, not fitted: during the partition (the ParHIP
+    """The temporary area when a model reads the graph file, counted, not fitted, during the partition (the ParHIP
     file, 8 B an entry, a row pointer and a vertex weight, ``levels`` more of it for a child's files beside it (gp's
-    levels: 0.84 + 0.09 of it at R-MAT 22, counted as one), A's and A^T's patterns spilled beside it, 4 B an entry
-    below 2^31 vertices, 8 a row, one when undirected) and at the end (A's pattern beside the store)."""
+    levels: 0.84 + 0.09 of it at R-MAT 22, counted as one), A's and A^T's patterns, 4 B an entry, 8 a row), and A's."""
     pattern = (4 if counts.n < 2**31 else 8) * (counts.nnz - counts.n) + 8 * (counts.n + 1)
     graph_file = 8 * (3 + counts.n + 1 + counts.graph_entries + counts.n) * (1 + levels)
     return float(graph_file + pattern * (2 if counts.directed else 1)), float(pattern)
@@ -263,9 +263,9 @@ def format_plan(plan: Plan, limit: int, limit_from: str, free: int, where: str, 
     lines = [f"plan       {c.n:,} vertices, {c.nnz:,} nonzeros of Â ({kind}), {c.features} features, {c.classes} "
              f"classes ({c.how})", _fmt_row("stage", "process", "peak memory", "disk", "time")]
     for r in plan.rows:
-        # the temporary area during the partition, and the store with A's pattern beside it at the end
+        # the temporary area during the partition, and the store at the end
         disk = "" if r.process != BUILD else (gib(plan.partition_disk) if plan.partition_disk else "") \
-            if r.stage == "partition" else gib(plan.store + plan.pattern) if r.stage == "write" else ""
+            if r.stage == "partition" else gib(plan.store) if r.stage == "write" else ""
         seconds = f"{r.seconds:,.0f} s" if r.process == BUILD else ""
         lines.append(_fmt_row(r.stage, r.process, gib(r.memory), disk, seconds) + (f"  ({r.note})" if r.note else ""))
     total, stage, held = plan.at_once()

@@ -54,9 +54,22 @@ def forget_transpose(work_dir: str) -> None:
     them (memory-mapped since :func:`spill_patterns`): the layout is their
     last reader, and their disk is freed when those tasks let them go, not at
     the commit. A^T's pattern is as large as the store's graph blocks, so the
-    disk's peak is the finished store and A's pattern, not the layout's
-    (:func:`shgcn.pipeline.plan.make_plan`)."""
+    disk's peak is not the layout's (:func:`shgcn.pipeline.plan.make_plan`)."""
+    _forget(work_dir, "at.")
+
+
+def forget_pattern(work_dir: str) -> None:
+    """A's spilled pattern files unlinked before the write, whose tasks are
+    their last readers (memory-mapped, as :func:`forget_transpose`'s): each
+    file's disk is freed once its block is cut into the store's graph chunks
+    and let go (:func:`shgcn.pipeline.stages.write.write_stage`), so the
+    disk's peak is the finished store, not the store and A's pattern beside
+    it."""
+    _forget(work_dir, "a.")
+
+
+def _forget(work_dir: str, prefix: str) -> None:
     where = os.path.join(work_dir, "patterns")
     for name in sorted(os.listdir(where)) if os.path.isdir(where) else ():
-        if name.startswith("at."):
+        if name.startswith(prefix):
             os.remove(os.path.join(where, name))

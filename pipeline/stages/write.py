@@ -38,6 +38,9 @@ class Built:
     meas: Measured
     laid: Laid
     placements: dict[str, Placement] = field(default_factory=dict)  # each model's parts on nodes (--ranks-per-node)
+    # A's pattern blocks (futures) when ``ing`` no longer holds them: the write lets go of them once it has cut
+    # them into the store's graph chunks, so each block (its spilled file's disk too) goes before the write ends
+    a: list = field(default_factory=list)
 
 
 def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.StoreWriter, mon: Monitor) -> dict:
@@ -59,12 +62,15 @@ def write_stage(tasks: Tasks, cfg: BuildConfig, built: Built, writer: store.Stor
               for r, (h, th, s, t) in enumerate(zip(laid.halos, laid.t_halos or none, laid.sends, laid.t_sends or none))]
     store_bounds = np.append(np.arange(0, ing.n, rows, dtype=np.int64), ing.n)
     graph_f, node_f = [], []
+    a_blocks = built.a or list(ing.a)
     for k, (lo, hi) in enumerate(zip(store_bounds[:-1].tolist(), store_bounds[1:].tolist())):
         # the store's fixed row chunks, each from the slices of the blocks that cover it
         spans = blocks.pieces_of_range(ing.bounds, lo, hi)
-        g = [tasks.submit("write-slice", blocks.slice_rows, ing.a[b], a, z) for b, a, z in spans]
+        g = [tasks.submit("write-slice", blocks.slice_rows, a_blocks[b], a, z) for b, a, z in spans]
         graph_f.append(tasks.submit("write-graph", _write_graph, root, k, *g))
         node_f.append(tasks.submit("write-nodes", _write_nodes, root, (lo, hi), ing.node_recipe))
+    built.a.clear()
+    del a_blocks, g
     everything = rank_f + graph_f + node_f
     mon.bar(everything, "write")
     distributed.wait(everything)  # all settled, failed or not, before the writer may clean up

@@ -38,8 +38,8 @@ def test_a_small_case_by_hand():
     total, stage, held = p.at_once()
     assert (total, stage, len(held)) == (250 * MIB + 320e6, "partition", 2)
     # scratch, counted: during the partition the graph file (8 B an entry of A + A^T, 2 * 999,000, a row pointer and
-    # a vertex weight) and A's and A^T's patterns (4 B an entry, 8 a row pointer) with no store yet; at the end A's
-    # pattern beside the store; the layout's pieces go straight into the store
+    # a vertex weight) and A's and A^T's patterns (4 B an entry, 8 a row pointer) with no store yet; at the end the
+    # store alone (the write lets A's pattern go as it cuts it); the layout's pieces go straight into the store
     pattern = 4 * (1_000_000 - 1000) + 8 * 1001
     graph_file = 8 * (3 + 1001 + 2 * 999_000 + 1000)
     assert p.store == 8e6 + 16 * 1000 + 8 * 1000 * 10 and p.disk == p.store + p.scratch
@@ -49,9 +49,11 @@ def test_a_small_case_by_hand():
     half = plan.make_plan(C, ("gp",), feature_bytes=2, coef=small_coefficients())
     assert half.store == p.store - 4 * 1000 * 10 and half.disk == p.disk  # the peak is the partition's
     undirected = plan.make_plan(replace(C, directed=False), ("gp",), coef=small_coefficients())
-    assert undirected.disk == undirected.store + pattern  # one pattern, and a smaller graph file: the end's peak
-    featured = replace(C, features=3000)  # directed, the store outgrows the partition's files: the end's peak too
-    assert plan.make_plan(featured, ("gp",), coef=small_coefficients()).scratch == pattern
+    undirected_file = 8 * (3 + 1001 + 999_000 + 1000)  # one pattern, and a smaller graph file
+    assert undirected.partition_disk == undirected_file + pattern and undirected.pattern == pattern
+    assert undirected.disk == max(undirected.store, undirected_file + pattern)
+    featured = plan.make_plan(replace(C, features=3000), ("gp",), coef=small_coefficients())
+    assert featured.store > featured.partition_disk and featured.scratch == 0  # the end's peak: the store alone
     lean = plan.make_plan(C, ("gp",), {"kaminpar_eps": 0.05}, coef=small_coefficients())  # KaMinPar coarsens further
     kid = [r for r in lean.rows if r.process == "child gp (KaMinPar)"][0]
     assert kid.memory == pytest.approx(50 * MIB + KAMINPAR_EPS_SHARE * 300e6) and "--kaminpar-eps" in kid.note

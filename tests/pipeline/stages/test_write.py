@@ -38,13 +38,15 @@ def test_the_stage_writes_a_store_of_the_earlier_stages(fig2, tmp_path):
         laid = layout_stage(fig2.tasks, cfg, fig2.ing, fig2.nrm, parts, fig2.mon, root=str(writer.root))
         distributed.wait(list(laid.cuts))
         assert sorted(p.name for p in (Path(writer.root) / "ranks").iterdir() if p.is_dir()) == ["0", "1", "2"]
-        built = write.Built(replace(fig2.ing, at=()), fig2.nrm.nnz, parts, meas, laid)
+        # as the build passes them: A's blocks apart, for the write to let go of once it has cut them
+        built = write.Built(replace(fig2.ing, at=(), a=()), fig2.nrm.nnz, parts, meas, laid, a=list(fig2.ing.a))
         with pytest.raises(FrozenInstanceError):
             built.nnz = 0  # the stages' results do not change under the write
         assert not (tmp_path / "s.zarr").exists()  # the writer works in a partial sibling
         with fig2.mon.stage("write"):
             attrs = write.write_stage(fig2.tasks, cfg, built, writer, fig2.mon)
         assert (tmp_path / "s.zarr").exists()  # the stage's commit swapped it into place
+        assert built.a == []  # let go of once cut into the store's graph chunks
     s = store.open_store(cfg.out)
     assert (s.attrs["n"], s.attrs["nnz"], s.attrs["edges"], s.attrs["parts"]) == (6, 6 + 2 * len(FIG2_EDGES),
                                                                                    len(FIG2_EDGES), 3)
