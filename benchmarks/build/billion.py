@@ -2,7 +2,7 @@
 every process's memory at once, the disk at its peak and the gap to the issue's targets.
 
     python -m benchmarks.build.billion [--scale 26] [--plan-scales 25] [--train-scale 24] [--compare-scale 22]
-        [--steps 20] [--ranks 2] [--batch-size 8192] [--dir DIR] [--plan-only] [--reuse]
+        [--steps 20] [--ranks 2] [--batch-size 8192] [--dir DIR] [--plan-only] [--reuse] [--gp-records FILE ...]
 
 1. ``pipeline build rmat:scale=S,edge_factor=16,seed=1 --model gp --parts 64 --plan`` on this machine: the plan's
    memory at once, disk, time and verdict (and the same plan at each of ``--plan-scales``). When it fits, the
@@ -13,9 +13,11 @@ every process's memory at once, the disk at its peak and the gap to the issue's 
    store and on R-MAT ``--compare-scale``'s 2-part store (each rank's RssAnon: within 1.2x of it).
 4. One full epoch of mini-batches out of core on R-MAT ``--train-scale``'s 2-part store.
 
-A build its plan refuses is not run (it would not finish on this machine): its row says so, with the plan's
-figures, which is the measured gap's best estimate. The 2-part stores are kept in ``--dir`` and reused. The
-trainer's numba kernels are compiled once, by a one-step run on the compare store with an empty cache in ``--dir``
+``--gp-records``: records of gp p = 64 builds made by ``benchmarks.build.plan_check --one S --plan-checked`` (the
+same measurement; ``benchmarks/records`` keeps them): the row of scale S is that record, not built again (at
+``--scale``) or planned only (at ``--plan-scales``). A build its plan refuses is not run (it would not finish on
+this machine): its row says so, with the plan's figures, which is the measured gap's best estimate. The 2-part
+stores are kept in ``--dir`` and reused. The trainer's numba kernels are compiled once, by a one-step run on the compare store with an empty cache in ``--dir``
 (the compiler's memory stays in a rank that compiles: the first run after an install holds more), and every
 measured run loads them.
 """
@@ -76,18 +78,39 @@ def plan(scale: int, model: str, parts: int, where: Path) -> dict:
     return parse_plan(res.stdout)
 
 
+def gp_records(paths: list[Path]) -> dict[int, tuple[dict, Path]]:
+    """Each ``--gp-records`` file's record, by its R-MAT scale (one line, exit, on a file that is not one)."""
+    out = {}
+    for path in paths:
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"--gp-records: {path}: {e}") from None
+        m = re.fullmatch(r"rmat:scale=(\d+),edge_factor=16,seed=1", str(rec.get("source", "")))
+        if m is None or rec.get("model") != "gp" or rec.get("parts") != 64 or "tree_peak_bytes" not in rec:
+            raise SystemExit(f"--gp-records: {path}: not the record of an R-MAT gp p = 64 build "
+                             "(python -m benchmarks.build.plan_check --one S --plan-checked makes one)")
+        out[int(m[1])] = (rec, path)
+    return out
+
+
 def build_row(scale: int, model: str, parts: int, args, keep: bool) -> tuple[dict, Path | None]:
-    """The plan of a build and, when it fits, the build measured; the row, and the store when kept."""
+    """The plan of a build and, when it fits, the build measured (or its ``--gp-records`` record); the row, and
+    the store when kept."""
     tag = f"rmat{scale}-{model}-p{parts}"
     p = plan(scale, model, parts, args.dir)
     row = {"build": f"R-MAT {scale}, {model}, p = {parts}", "plan at once": gib(p["memory"]), "stage": p["where"],
            "plan disk": gib(p["disk"]), "plan time": f"{p['seconds']:,.0f} s", "verdict": p["verdict"].split(":")[0]}
     saved, store = args.dir / f"{tag}.json", args.dir / f"{tag}.zarr"  # rp's is two_part_store's name
     reuse = keep and args.reuse and saved.exists() and store.exists()  # its plan's disk counts the store again
-    if not reuse and (not p["fits"] or args.plan_only):
+    given = args.gp_records.get(scale) if model == "gp" and parts == 64 else None
+    if given is None and not reuse and (not p["fits"] or args.plan_only):
         row["measured at once"] = "not run: " + ("its plan refuses it" if not p["fits"] else "--plan-only")
         return {**row, "_plan": p}, None
-    if reuse:  # the kept store's own record, from its build
+    if given is not None:  # measured as measure() measures, by plan_check --one
+        rec = given[0]
+        row["build"] += f" (the record {given[1].name}: {rec['info'].get('command', '?').split(' --out')[0]})"
+    elif reuse:  # the kept store's own record, from its build
         rec = json.loads(saved.read_text())
         built = datetime.datetime.fromtimestamp(saved.stat().st_mtime, datetime.UTC)
         row["build"] += f" (reused: built {built:%Y-%m-%d %H:%M} UTC; its plan's free disk is less the kept store)"
@@ -153,7 +176,9 @@ def targets(gp: dict, gp25: dict | None, big: list[dict], small: list[dict]) -> 
                 TARGETS["gp-disk"]),
             gap(f"R-MAT 26 gp p64 time ({how})", rec["wall"] if rec else p["seconds"], TARGETS["gp-seconds"], "s")]
     if gp25 is not None:
-        rows.append(gap("R-MAT 25 gp p64 memory at once (planned)", gp25["_plan"]["memory"], TARGETS["gp25-memory"]))
+        measured = gp25.get("_rec")
+        rows.append(gap(f"R-MAT 25 gp p64 memory at once ({'measured' if measured else 'planned'})",
+                        measured["tree_peak_bytes"] if measured else gp25["_plan"]["memory"], TARGETS["gp25-memory"]))
     anon = max((r["_anon"] for r in big), default=None)
     rows.append(gap("RssAnon a rank, R-MAT 26 2-part store", anon, TARGETS["anon"]))
     base = max((r["_anon"] for r in small), default=None)
@@ -191,7 +216,10 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="the kept 2-part store of R-MAT --scale and its build's "
                     "record in --dir, when both are there, instead of building it again (the row says when it was)")
     ap.add_argument("--timeout", type=float, default=4 * 3600.0, help="seconds a training run may take")
+    ap.add_argument("--gp-records", type=Path, nargs="*", default=[], help="plan_check --one records of gp p = 64 "
+                    "builds: their rows instead of building (--scale) or planning only (--plan-scales)")
     args = ap.parse_args()
+    args.gp_records = gp_records(args.gp_records)
     args.dir.mkdir(parents=True, exist_ok=True)
     gp, _ = build_row(args.scale, "gp", 64, args, keep=False)
     extra = [build_row(s, "gp", 64, SimpleNamespace(**{**vars(args), "plan_only": True}), keep=False)[0]

@@ -78,3 +78,34 @@ def test_the_kernels_are_compiled_once_into_the_benchmarks_own_cache(mpi_stores,
 def test_the_notes_say_what_the_compiling_run_held():
     text = bb.notes({"_rec": {}}, {"_rec": {}}, [], [120 * 2**20, 119 * 2**20], 22)
     assert "one step on R-MAT 22's store" in text and "120.0 MiB / 119.0 MiB" in text
+
+
+def _record(scale: int, **over) -> dict:
+    rec = {"tag": f"rmat{scale}-gp-p64", "source": f"rmat:scale={scale},edge_factor=16,seed=1", "model": "gp",
+           "parts": 64, "wall": 12.0, "tree_peak_bytes": 3 * 2**30, "partial_peak_bytes": 5 * 2**30,
+           "store_bytes": 4 * 2**30, "info": {"nnz": 1000, "command": "pipeline build rmat:scale=10 --out X"}}
+    return {**rec, **over}
+
+
+def test_a_gp_record_stands_for_its_build_and_a_wrong_file_is_one_line(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    import pytest
+
+    good = tmp_path / "r10.json"
+    good.write_text(json.dumps(_record(10)))
+    got = bb.gp_records([good])
+    assert list(got) == [10] and got[10][1] == good
+    args = SimpleNamespace(dir=tmp_path, reuse=False, plan_only=True, gp_records=got)
+    row, store = bb.build_row(10, "gp", 64, args, keep=False)  # planned only, but measured by its record
+    assert store is None and row["measured at once"] == "3.0 GiB" and row["_rec"]["wall"] == 12.0
+    assert "(the record r10.json: pipeline build rmat:scale=10)" in row["build"]
+    rows = {r["target"]: r for r in bb.targets(row, row, [], [])}
+    assert rows["R-MAT 25 gp p64 memory at once (measured)"]["gap"] == "met"
+    for bad, why in ((_record(10, model="rp"), "not the record of an R-MAT gp p = 64 build"),
+                     (_record(10, source="cora"), "not the record"), ("{", "Expecting")):
+        f = tmp_path / "bad.json"
+        f.write_text(bad if isinstance(bad, str) else json.dumps(bad))
+        with pytest.raises(SystemExit, match=why):
+            bb.gp_records([f])
