@@ -17,9 +17,9 @@ every process's memory at once, the disk at its peak and the gap to the issue's 
 same measurement; ``benchmarks/records`` keeps them): the row of scale S is that record, not built again (at
 ``--scale``) or planned only (at ``--plan-scales``). A build its plan refuses is not run (it would not finish on
 this machine): its row says so, with the plan's figures, which is the measured gap's best estimate. The 2-part
-stores are kept in ``--dir`` and reused. The trainer's numba kernels are compiled once, by a one-step run on the compare store with an empty cache in ``--dir``
-(the compiler's memory stays in a rank that compiles: the first run after an install holds more), and every
-measured run loads them.
+stores are kept in ``--dir`` and reused. The trainer's numba kernels are compiled once, by a one-step run on the
+compare store with an empty cache in ``--dir`` (the compiler's memory stays in a rank that compiles: the first run
+after an install holds more), and every measured run loads them.
 """
 
 from __future__ import annotations
