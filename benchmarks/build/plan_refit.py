@@ -14,9 +14,10 @@ child and the seconds, when the added builds ran with ``--kaminpar-eps`` (the ch
 a loaded machine (their seconds). Writes ``--output`` (default the plan's file, ``pipeline/plan-this.json``);
 its ``source`` names the command, the builds and what was kept from where.
 
-``--slopes TAG ...`` refits less: only the bytes a nonzero of the ``--terms`` named (``STAGE`` or
+``--slopes TAG ...`` refits less: only the rate a nonzero (bytes or seconds) of the ``--terms`` named (``STAGE`` or
 ``partition:MODEL``: the build's process's peak in that stage; ``beside:MODEL``: while its child runs;
-``child:KEY``: the child, counted at the build's eps as ``--fit`` does), each the mean over the records of
+``child:KEY``: the child, counted at the build's eps as ``--fit`` does; ``seconds:STAGE`` or
+``seconds:partition:MODEL``: the stage's seconds, from the store's timings), each the mean over the records of
 (measured - base - feature x n x D) / nnz, base and feature kept; with ``--line`` the base too (a least-squares
 line through the records): for a change of the build measured on a few large builds when the fit's small ones are
 not at hand (issue 59).
@@ -59,6 +60,8 @@ def measured_term(rec: dict, part: str, key: str) -> float | None:
     """What a record measured of a term: the build's process's peak in stage ``key`` (``partition:MODEL``: in
     the partition stage), the build beside the child (``beside``), or the child (``child``: as if KaMinPar had
     partitioned for the build's eps, :func:`plan_check._child_at_build_eps`)."""
+    if part == "seconds":  # the stage's own clock, from the store (partition:MODEL: the partition stage's)
+        return rec["info"].get("timings", {}).get(key.split(":", 1)[0])
     if part == "beside":
         return _beside(rec)
     if part == "child":
@@ -72,7 +75,7 @@ def slopes(recs: dict[str, dict], previous: dict, terms: list[str], line: bool =
     ``line``: base and nnz both, a least-squares line through the records (feature kept)."""
     coef = json.loads(json.dumps(previous))
     for term in terms:
-        part, key = term.split(":", 1) if term.split(":", 1)[0] in ("beside", "child") else ("memory", term)
+        part, key = term.split(":", 1) if term.split(":", 1)[0] in ("beside", "child", "seconds") else ("memory", term)
         t = coef[part][key]
         points = [(_x(r)[0], m - t.get("feature", 0.0) * _x(r)[2]) for r in recs.values()
                   if (m := measured_term(r, part, key))]
@@ -81,7 +84,7 @@ def slopes(recs: dict[str, dict], previous: dict, terms: list[str], line: bool =
             t["base"], t["nnz"] = float(base), float(max(0.0, slope))
         elif points:
             t["nnz"] = max(0.0, sum((y - t["base"]) / x for x, y in points) / len(points))
-    how = "base and bytes a nonzero (a line)" if line else "bytes a nonzero"
+    how = "base and rate a nonzero (a line)" if line else "rate a nonzero (bytes or seconds)"
     coef["source"] = (f"{previous.get('source', '?')}; then the {how} of {', '.join(terms)} refitted on "
                       f"{', '.join(sorted(recs))} (python -m benchmarks.build.plan_refit --slopes"
                       f"{' --line' if line else ''}, the rest kept)")
@@ -99,7 +102,7 @@ def main() -> None:
     ap.add_argument("--previous", type=Path, default=None, help="the previous coefficients (default: the plan's)")
     ap.add_argument("--output", type=Path, default=None, help="where the coefficients go (default: the plan's)")
     ap.add_argument("--slopes", nargs="+", default=None, metavar="TAG",
-                    help="refit only the bytes a nonzero of --terms on these records")
+                    help="refit only the rate a nonzero of --terms on these records")
     ap.add_argument("--terms", nargs="+", default=[],
                     help="--slopes: the terms (ingest, partition:gp, beside:gp, child:gp-compressed)")
     ap.add_argument("--line", action="store_true", help="--slopes: fit each term's base too (a line)")
@@ -111,7 +114,7 @@ def main() -> None:
         previous = json.loads((args.previous or coefficients_path()).read_text())
         out = args.output or coefficients_path()
         out.write_text(json.dumps(slopes(recs, previous, args.terms, args.line), indent=2) + "\n")
-        print(f"refitted the bytes a nonzero of {', '.join(args.terms)} on {', '.join(sorted(recs))}; wrote {out}")
+        print(f"refitted the rate a nonzero of {', '.join(args.terms)} on {', '.join(sorted(recs))}; wrote {out}")
         return
     tags = [t for t, *_ in FIT_RUNS] + [t for t in args.add if t not in {r[0] for r in FIT_RUNS}]
     recs = load(args.records, tags)

@@ -50,6 +50,17 @@ def test_slopes_refit_the_bytes_a_nonzero_of_the_terms_named_and_keep_the_rest()
     assert abs(got["memory"]["ingest"]["nnz"] - 11.0) < 1e-9 and got["memory"]["ingest"]["base"] == mib
     assert abs(got["beside"]["gp"]["nnz"] - 2.0) < 1e-9
     assert got["memory"]["write"] == {"base": 0, "nnz": 5.0} and previous["memory"]["ingest"]["nnz"] == 30.0
-    assert got["source"].startswith("before; then the bytes a nonzero of ingest, beside:gp refitted on a, b")
+    assert got["source"].startswith("before; then the rate a nonzero (bytes or seconds) of ingest, beside:gp "
+                                    "refitted on a, b")
     lined = pr.slopes(recs, previous, ["ingest"], line=True)["memory"]["ingest"]  # through (1, 11) and (2, 25) MiB
     assert abs(lined["nnz"] - 14.0) < 1e-6 and abs(lined["base"] + 3 * mib) < 1e-3 * mib
+
+
+def test_slopes_refit_a_stages_seconds_from_the_stores_timings():
+    recs = {"a": {"info": {"nnz": 1000, "n": 10, "feature_dim": 0, "timings": {"partition": 12.0, "quality": 3.0}}},
+            "b": {"info": {"nnz": 2000, "n": 20, "feature_dim": 0, "timings": {"partition": 18.0, "quality": 5.0}}}}
+    previous = {"seconds": {"partition:gp": {"base": 2.0, "nnz": 1.0, "feature": 0.0},
+                            "quality": {"base": 1.0, "nnz": 1.0, "feature": 0.0}}, "memory": {}, "source": "s"}
+    got = pr.slopes(recs, previous, ["seconds:partition:gp", "seconds:quality"])["seconds"]
+    assert abs(got["partition:gp"]["nnz"] - (10 / 1000 + 16 / 2000) / 2) < 1e-12 and got["partition:gp"]["base"] == 2.0
+    assert abs(got["quality"]["nnz"] - 0.002) < 1e-12  # (3 - 1) / 1000 and (5 - 1) / 2000
