@@ -153,11 +153,14 @@ def _union_tree(tasks: Tasks, chunks: list, mon: Monitor, fan: int = 8):
     ``fan`` at a time, submitted depth first. Futures run in the order they
     are submitted, so each union runs as soon as its inputs are made and at
     most ``fan`` sets a level wait, not every chunk's (the chunks' sets were
-    all made before the first union: at R-MAT 26, gigabytes)."""
+    all made before the first union: 1,024 of them at R-MAT 26). Every
+    chunk's task is counted by the stage's bar (:meth:`Monitor.watch`: not
+    held)."""
     levels: list[list] = []
     leaves = 0
     for c in chunks:
         f = tasks.submit("ingest-ids", chunk_tasks.chunk_ids, c)
+        mon.watch([f])
         leaves += 1
         for level in itertools.count():
             if level == len(levels):
@@ -195,8 +198,7 @@ def _shuffle(tasks: Tasks, chunks: list, bounds: np.ndarray, directed: bool, mon
     id): the strict upper triangle U, assembled and deduplicated, then A's
     blocks of U's and U^T's pieces (:func:`blocks.symmetric`). Its pieces
     are then 8 bytes an edge of the input, not 16 (both directions), and
-    what U^T's pieces hold is deduplicated already: R-MAT repeats half its
-    edges.
+    U^T's pieces hold U's deduplicated entries, not the input's repeats.
 
     ``chunks`` (futures) is emptied: the client holds no chunk, so each goes
     as soon as it is cut, and no split either, so each piece goes as soon as

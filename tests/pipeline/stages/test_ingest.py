@@ -72,6 +72,9 @@ class _Monitor:
     def __init__(self, tasks: _Tasks, stages: tuple[str, ...]):
         self.tasks, self.stages, self.seen = tasks, stages, {}
 
+    def watch(self, futures):
+        self.watched = getattr(self, "watched", 0) + len(futures)
+
     def bar(self, futures, what):
         self.seen[what] = {s: self.tasks.alive(s) for s in self.stages}
 
@@ -129,7 +132,7 @@ def test_the_vertex_ids_are_a_union_tree_submitted_depth_first():
     want = np.unique(np.concatenate([np.concatenate([c.value.a, c.value.b]) for c in chunks]))
     assert root.value.tolist() == want.tolist()
     assert tasks.most["ingest-ids"] <= 3 * 4  # fan a level, 4 levels for 30 leaves: not 30
-    assert list(mon.seen) == ["ingest: vertex ids of 30 chunks"]
+    assert list(mon.seen) == ["ingest: vertex ids of 30 chunks"] and mon.watched == 30  # each chunk's task counted
     for k in (0, 1, 2, 3, 8, 9):  # every shape of what is left at the end
         got = _union_tree(_EagerTasks(), chunks[:k], mon, fan=3).value
         assert got.tolist() == (np.unique(np.concatenate([np.concatenate([c.value.a, c.value.b])
